@@ -1,0 +1,39 @@
+use sea_orm::entity::prelude::*;
+
+/// A connected social account. Tokens are stored encrypted (AES-256-GCM) by the service.
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "accounts")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: Uuid,
+    pub user_id: Uuid,
+    /// `facebook`, `instagram`, `threads`, `tiktok`, `youtube` or `x`.
+    pub platform: String,
+    /// The platform's id of the page / user / channel.
+    pub external_id: String,
+    /// Page name, or the username for platforms without a page name.
+    pub display_name: String,
+    pub username: Option<String>,
+    /// instagram: `BUSINESS`, `CREATOR` or `MEDIA_CREATOR`.
+    pub account_type: Option<String>,
+    pub profile_picture_url: Option<String>,
+    #[sea_orm(column_type = "Text")]
+    pub access_token_enc: String,
+    #[sea_orm(column_type = "Text", nullable)]
+    pub refresh_token_enc: Option<String>,
+    pub token_expires_at: Option<DateTimeUtc>,
+    pub data_access_expires_at: Option<DateTimeUtc>,
+    pub is_valid: bool,
+    /// Soft delete: a disconnected account keeps its history and tokens.
+    pub disabled: bool,
+    pub disabled_at: Option<DateTimeUtc>,
+    #[sea_orm(column_type = "Text", nullable)]
+    pub last_error: Option<String>,
+    pub created_at: DateTimeUtc,
+    pub updated_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

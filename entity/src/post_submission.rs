@@ -1,0 +1,37 @@
+use sea_orm::entity::prelude::*;
+
+/// One publish attempt of one post (the publishing history).
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "post_submissions")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: Uuid,
+    pub user_id: Uuid,
+    pub account_id: Uuid,
+    pub platform: String,
+    /// `text`, `photo`, `album`, `carousel`, `video`, `reels` or `thread`.
+    pub post_type: Option<String>,
+    /// The platform's id of the published post.
+    pub post_id: Option<String>,
+    /// `publishing`, `published`, `failed` or `unconfirmed`.
+    pub status: String,
+    pub page_name: String,
+    /// `{text, media_urls}` as submitted.
+    pub content: Json,
+    /// Type-specific result fields (`photo_count`, `item_count`, `thread_count`, `post_ids`).
+    pub result: Option<Json>,
+    /// Remote ids recorded step by step while publishing.
+    pub steps: Option<Json>,
+    pub error_code: Option<String>,
+    #[sea_orm(column_type = "Text", nullable)]
+    pub error_message: Option<String>,
+    pub scheduled_post_id: Option<Uuid>,
+    pub created_at: DateTimeUtc,
+    pub published_at: Option<DateTimeUtc>,
+    pub updated_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

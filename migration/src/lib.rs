@@ -1,0 +1,17 @@
+//! Database migrations. Each migration declares its own identifiers (`DeriveIden` enums) and never
+//! imports the `entity` crate, so an old migration does not change when a model does.
+//! Run them with `service migrate` (the service also runs them on start).
+
+pub use sea_orm_migration::prelude::*;
+
+mod m20261122_000001_foundation;
+
+/// The ordered list of migrations.
+pub struct Migrator;
+
+#[sea_orm_migration::async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![Box::new(m20261122_000001_foundation::Migration)]
+    }
+}

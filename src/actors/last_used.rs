@@ -1,0 +1,95 @@
+//! Batches API-key `last_used_at` writes (spec §2.1: "may lag by a few minutes").
+//!
+//! The request path only records into a shared map (no database write, no mailbox message);
+//! the [`LastUsedWriter`] actor drains it on an interval and writes the batch. A flush runs as a
+//! spawned future, so the actor's mailbox never waits on the database. What a crash loses: at most
+//! one interval of last-use times, which only makes `last_used_at` lag further.
+
+use std::{sync::Arc, time::Duration};
+
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, WrapFuture};
+use chrono::{DateTime, Utc};
+use dashmap::DashMap;
+use uuid::Uuid;
+
+use crate::store::Store;
+
+/// Last-use times waiting to be written; shared between request handlers and the writer.
+#[derive(Clone, Default, Debug)]
+pub struct LastUsedRecorder {
+    pending: Arc<DashMap<Uuid, DateTime<Utc>>>,
+}
+
+impl LastUsedRecorder {
+    /// Notes a use of `key_id` (keeps the latest time per key).
+    pub fn record(&self, key_id: Uuid, at: DateTime<Utc>) {
+        self.pending
+            .entry(key_id)
+            .and_modify(|t| {
+                if at > *t {
+                    *t = at;
+                }
+            })
+            .or_insert(at);
+    }
+
+    fn drain(&self) -> Vec<(Uuid, DateTime<Utc>)> {
+        let keys: Vec<Uuid> = self.pending.iter().map(|e| *e.key()).collect();
+        keys.into_iter()
+            .filter_map(|k| self.pending.remove(&k))
+            .collect()
+    }
+
+    /// Writes everything pending now (also used on shutdown).
+    pub async fn flush(&self, store: &Store) {
+        let batch = self.drain();
+        if batch.is_empty() {
+            return;
+        }
+        if let Err(err) = store.record_keys_last_used(&batch).await {
+            tracing::warn!(error = %err, "could not write API-key last use; will retry");
+            for (key, at) in batch {
+                self.record(key, at);
+            }
+        }
+    }
+}
+
+/// Flushes a [`LastUsedRecorder`] every `interval`.
+pub struct LastUsedWriter {
+    recorder: LastUsedRecorder,
+    store: Store,
+    interval: Duration,
+    flushing: bool,
+}
+
+impl LastUsedWriter {
+    pub fn new(recorder: LastUsedRecorder, store: Store, interval: Duration) -> Self {
+        Self {
+            recorder,
+            store,
+            interval,
+            flushing: false,
+        }
+    }
+}
+
+impl Actor for LastUsedWriter {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.run_interval(self.interval, |act, ctx| {
+            if act.flushing {
+                return; // the previous flush is still writing
+            }
+            act.flushing = true;
+            let recorder = act.recorder.clone();
+            let store = act.store.clone();
+            ctx.spawn(
+                async move { recorder.flush(&store).await }
+                    .into_actor(act)
+                    .map(|_, act, _| act.flushing = false),
+            );
+        });
+    }
+}

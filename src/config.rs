@@ -1,0 +1,228 @@
+//! Layered configuration.
+//!
+//! Precedence, lowest first: built-in defaults → the TOML file (`config.toml`, or `--config PATH`)
+//! → `DATABASE_URL` (for `database.url` only) → environment variables `SERVICE__SECTION__KEY`
+//! (e.g. `SERVICE__SERVER__BIND=127.0.0.1:0`). Secrets are held in `SecretString`, which never
+//! prints its value.
+
+use std::path::Path;
+
+use figment::{
+    Figment,
+    providers::{Env, Format, Serialized, Toml},
+};
+use secrecy::{ExposeSecret, SecretString};
+use serde::{Deserialize, Serialize};
+
+/// The whole configuration of the service.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct Config {
+    pub server: ServerConfig,
+    pub database: DatabaseConfig,
+    pub secrets: SecretsConfig,
+    pub auth: AuthConfig,
+    pub usage: UsageConfig,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServerConfig {
+    /// Listen address; port 0 picks a free port (the bound address is logged).
+    pub bind: String,
+    /// The address users and identity providers reach the service at (OAuth redirect URIs,
+    /// the cookie `Secure` flag). Empty: `http://` + the bound address.
+    pub public_url: String,
+    /// HTTP worker threads; 0 means one per core.
+    pub workers: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            bind: "127.0.0.1:8080".into(),
+            public_url: String::new(),
+            workers: 0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DatabaseConfig {
+    /// `sqlite://PATH?mode=rwc` (created on first run) or `postgres://…`.
+    pub url: String,
+    pub max_connections: u32,
+}
+
+impl Default for DatabaseConfig {
+    fn default() -> Self {
+        Self {
+            url: "sqlite://data/service.db?mode=rwc".into(),
+            max_connections: 10,
+        }
+    }
+}
+
+/// Secrets have no usable default: `serve` refuses to start while one is empty.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct SecretsConfig {
+    /// Signs dashboard session cookies (HMAC-SHA256). At least 32 characters.
+    #[serde(serialize_with = "serialize_secret")]
+    pub session_key: Option<SecretString>,
+    /// Encrypts platform tokens at rest (AES-256-GCM): 32 bytes, base64 or 64 hex characters.
+    #[serde(serialize_with = "serialize_secret")]
+    pub token_encryption_key: Option<SecretString>,
+    /// Bearer token for the operator (`/admin/*`) endpoints. At least 16 characters.
+    #[serde(serialize_with = "serialize_secret")]
+    pub operator_token: Option<SecretString>,
+}
+
+fn serialize_secret<S: serde::Serializer>(
+    value: &Option<SecretString>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    // Only used to seed figment with defaults, which are always empty.
+    match value {
+        Some(secret) => serializer.serialize_str(secret.expose_secret()),
+        None => serializer.serialize_none(),
+    }
+}
+
+/// Dashboard sign-in through an OpenID Connect provider.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AuthConfig {
+    /// The provider's issuer URL; endpoints are discovered from
+    /// `{issuer}/.well-known/openid-configuration` unless given below.
+    pub issuer: String,
+    pub authorization_endpoint: String,
+    pub token_endpoint: String,
+    pub client_id: String,
+    #[serde(serialize_with = "serialize_secret")]
+    pub client_secret: Option<SecretString>,
+    pub scopes: String,
+    /// Lifetime of a dashboard session.
+    pub session_ttl_hours: i64,
+    /// How many active API keys one user may hold.
+    pub max_api_keys_per_user: u64,
+}
+
+impl Default for AuthConfig {
+    fn default() -> Self {
+        Self {
+            issuer: String::new(),
+            authorization_endpoint: String::new(),
+            token_endpoint: String::new(),
+            client_id: String::new(),
+            client_secret: None,
+            scopes: "openid email profile".into(),
+            session_ttl_hours: 24 * 14,
+            max_api_keys_per_user: 25,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct UsageConfig {
+    /// API-key calls per usage month on the Free plan.
+    pub free_monthly_limit: i64,
+    /// How often recorded API-key `last_used_at` times are written to the database.
+    pub last_used_flush_ms: u64,
+}
+
+impl Default for UsageConfig {
+    fn default() -> Self {
+        Self {
+            free_monthly_limit: 10,
+            last_used_flush_ms: 30_000,
+        }
+    }
+}
+
+/// Why the configuration could not be loaded or used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("configuration could not be read: {0}")]
+    Load(#[from] Box<figment::Error>),
+    #[error("missing secret `{0}`: set it in the config file or as {1} (or run `serve --demo`)")]
+    MissingSecret(&'static str, &'static str),
+    #[error("invalid value for `{0}`: {1}")]
+    Invalid(&'static str, String),
+}
+
+impl Config {
+    /// Loads defaults → file → `DATABASE_URL` → `SERVICE__*` environment.
+    /// A missing file is fine only when no path was given explicitly.
+    pub fn load(path: Option<&Path>) -> Result<Self, ConfigError> {
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        match path {
+            Some(path) => {
+                if !path.exists() {
+                    return Err(ConfigError::Invalid(
+                        "--config",
+                        format!("{} does not exist", path.display()),
+                    ));
+                }
+                figment = figment.merge(Toml::file(path));
+            }
+            None => figment = figment.merge(Toml::file("config.toml")),
+        }
+        if let Ok(url) = std::env::var("DATABASE_URL")
+            && !url.is_empty()
+        {
+            figment = figment.merge(Serialized::default("database.url", url));
+        }
+        figment = figment.merge(Env::prefixed("SERVICE__").split("__"));
+        figment
+            .extract()
+            .map_err(|e| ConfigError::Load(Box::new(e)))
+    }
+
+    /// Checks that every secret `serve` needs is present and well-formed.
+    pub fn check_secrets(&self) -> Result<(), ConfigError> {
+        let session = present(
+            &self.secrets.session_key,
+            "secrets.session_key",
+            "SERVICE__SECRETS__SESSION_KEY",
+        )?;
+        if session.len() < 32 {
+            return Err(ConfigError::Invalid(
+                "secrets.session_key",
+                "must be at least 32 characters".into(),
+            ));
+        }
+        let token_key = present(
+            &self.secrets.token_encryption_key,
+            "secrets.token_encryption_key",
+            "SERVICE__SECRETS__TOKEN_ENCRYPTION_KEY",
+        )?;
+        crate::crypto::TokenCipher::from_config_value(token_key)
+            .map_err(|e| ConfigError::Invalid("secrets.token_encryption_key", e.to_string()))?;
+        let operator = present(
+            &self.secrets.operator_token,
+            "secrets.operator_token",
+            "SERVICE__SECRETS__OPERATOR_TOKEN",
+        )?;
+        if operator.len() < 16 {
+            return Err(ConfigError::Invalid(
+                "secrets.operator_token",
+                "must be at least 16 characters".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn present<'a>(
+    value: &'a Option<SecretString>,
+    key: &'static str,
+    env: &'static str,
+) -> Result<&'a str, ConfigError> {
+    match value {
+        Some(secret) if !secret.expose_secret().trim().is_empty() => Ok(secret.expose_secret()),
+        _ => Err(ConfigError::MissingSecret(key, env)),
+    }
+}

@@ -1,0 +1,308 @@
+//! Secrets handling: API-key generation and hashing, session-cookie signing, platform-token
+//! encryption at rest, and the random values of OAuth flows (state, nonce, PKCE).
+
+use aes_gcm::{
+    Aes256Gcm, Nonce,
+    aead::{Aead, KeyInit},
+};
+use base64::{
+    Engine,
+    engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD},
+};
+use hmac::{Hmac, Mac};
+use rand::{Rng, RngCore, distr::Alphanumeric};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+/// Every API key starts with this.
+pub const API_KEY_PREFIX: &str = "service_";
+/// Random characters after the prefix (base62: ~238 bits).
+const API_KEY_RANDOM_LEN: usize = 40;
+/// Characters after the prefix used to find candidate rows (stored, never shown).
+const LOOKUP_LEN: usize = 8;
+/// Characters after the prefix shown in `key_preview`.
+const PREVIEW_LEN: usize = 4;
+
+/// `n` random bytes as unpadded base64url.
+pub fn random_token(n: usize) -> String {
+    let mut bytes = vec![0u8; n];
+    rand::rng().fill_bytes(&mut bytes);
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// SHA-256 of `input` as lowercase hex.
+pub fn sha256_hex(input: &str) -> String {
+    let digest = Sha256::digest(input.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Compares two strings in time independent of where they differ.
+pub fn constant_time_eq(a: &str, b: &str) -> bool {
+    a.as_bytes().ct_eq(b.as_bytes()).into()
+}
+
+/// A freshly generated API key with the values the store keeps.
+pub struct NewApiKey {
+    /// The full key, shown to the user once.
+    pub full: String,
+    pub hash: String,
+    pub lookup_prefix: String,
+    pub preview: String,
+}
+
+/// Generates a key `service_` + 40 base62 characters.
+pub fn generate_api_key() -> NewApiKey {
+    let random: String = rand::rng()
+        .sample_iter(&Alphanumeric)
+        .take(API_KEY_RANDOM_LEN)
+        .map(char::from)
+        .collect();
+    let full = format!("{API_KEY_PREFIX}{random}");
+    NewApiKey {
+        hash: sha256_hex(&full),
+        lookup_prefix: api_key_lookup_prefix(&full).unwrap_or_default().to_string(),
+        preview: format!("{API_KEY_PREFIX}{}...", &random[..PREVIEW_LEN]),
+        full,
+    }
+}
+
+/// Why a presented API key is rejected before any database lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyFormatError {
+    Missing,
+    Malformed,
+}
+
+/// Checks the shape of a presented key: the `service_` prefix, then only base62 characters
+/// (so no spaces or newlines), of the generated length.
+pub fn check_api_key_format(key: &str) -> Result<(), KeyFormatError> {
+    if key.is_empty() {
+        return Err(KeyFormatError::Missing);
+    }
+    let Some(rest) = key.strip_prefix(API_KEY_PREFIX) else {
+        return Err(KeyFormatError::Malformed);
+    };
+    if rest.len() != API_KEY_RANDOM_LEN || !rest.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return Err(KeyFormatError::Malformed);
+    }
+    Ok(())
+}
+
+/// The part of a key used to find candidate rows (prefix + 8 characters).
+pub fn api_key_lookup_prefix(key: &str) -> Option<&str> {
+    key.get(..API_KEY_PREFIX.len() + LOOKUP_LEN)
+}
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// Signs and verifies session cookie values: `token.signature` (HMAC-SHA256, base64url).
+#[derive(Clone)]
+pub struct SessionSigner {
+    key: Vec<u8>,
+}
+
+impl SessionSigner {
+    pub fn new(key: &str) -> Self {
+        Self {
+            key: key.as_bytes().to_vec(),
+        }
+    }
+
+    fn mac(&self) -> HmacSha256 {
+        new_hmac(&self.key)
+    }
+
+    /// The cookie value for a session token.
+    pub fn sign(&self, token: &str) -> String {
+        let mut mac = self.mac();
+        mac.update(token.as_bytes());
+        let signature = URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes());
+        format!("{token}.{signature}")
+    }
+
+    /// The session token of a cookie value, if its signature is genuine (checked in constant time).
+    pub fn verify<'a>(&self, cookie_value: &'a str) -> Option<&'a str> {
+        let (token, signature) = cookie_value.rsplit_once('.')?;
+        let signature = URL_SAFE_NO_PAD.decode(signature).ok()?;
+        let mut mac = self.mac();
+        mac.update(token.as_bytes());
+        mac.verify_slice(&signature).ok()?;
+        Some(token)
+    }
+}
+
+fn new_hmac(key: &[u8]) -> HmacSha256 {
+    match <HmacSha256 as Mac>::new_from_slice(key) {
+        Ok(mac) => mac,
+        // `new_from_slice` fails only for MACs with a fixed key size; HMAC takes any length.
+        Err(_) => unreachable!("HMAC accepts keys of any length"),
+    }
+}
+
+/// HMAC-SHA256 of `message` with `key`, base64url; used for HS256 JWTs.
+pub fn hmac_sha256_b64(key: &[u8], message: &[u8]) -> String {
+    let mut mac = new_hmac(key);
+    mac.update(message);
+    URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
+}
+
+/// Why a token could not be encrypted or decrypted.
+#[derive(Debug, thiserror::Error)]
+pub enum CipherError {
+    #[error("key must be 32 bytes given as base64 (44 characters) or hex (64 characters)")]
+    BadKey,
+    #[error("ciphertext is malformed or was not made with this key")]
+    BadCiphertext,
+}
+
+/// Encrypts platform tokens at rest with AES-256-GCM. Stored form: `v1:` + base64(nonce ‖ ciphertext).
+#[derive(Clone)]
+pub struct TokenCipher {
+    cipher: Aes256Gcm,
+}
+
+impl TokenCipher {
+    /// Accepts 32 bytes as base64 or as 64 hex characters.
+    pub fn from_config_value(value: &str) -> Result<Self, CipherError> {
+        let value = value.trim();
+        let bytes = if value.len() == 64 && value.bytes().all(|b| b.is_ascii_hexdigit()) {
+            (0..32)
+                .map(|i| u8::from_str_radix(&value[i * 2..i * 2 + 2], 16))
+                .collect::<Result<Vec<u8>, _>>()
+                .map_err(|_| CipherError::BadKey)?
+        } else {
+            STANDARD.decode(value).map_err(|_| CipherError::BadKey)?
+        };
+        let cipher = Aes256Gcm::new_from_slice(&bytes).map_err(|_| CipherError::BadKey)?;
+        Ok(Self { cipher })
+    }
+
+    /// A fresh random key in the config form (base64).
+    pub fn generate_key() -> String {
+        let mut bytes = [0u8; 32];
+        rand::rng().fill_bytes(&mut bytes);
+        STANDARD.encode(bytes)
+    }
+
+    pub fn encrypt(&self, plaintext: &str) -> Result<String, CipherError> {
+        let mut nonce = [0u8; 12];
+        rand::rng().fill_bytes(&mut nonce);
+        let ciphertext = self
+            .cipher
+            .encrypt(Nonce::from_slice(&nonce), plaintext.as_bytes())
+            .map_err(|_| CipherError::BadCiphertext)?;
+        let mut out = nonce.to_vec();
+        out.extend_from_slice(&ciphertext);
+        Ok(format!("v1:{}", STANDARD.encode(out)))
+    }
+
+    pub fn decrypt(&self, stored: &str) -> Result<String, CipherError> {
+        let encoded = stored
+            .strip_prefix("v1:")
+            .ok_or(CipherError::BadCiphertext)?;
+        let bytes = STANDARD
+            .decode(encoded)
+            .map_err(|_| CipherError::BadCiphertext)?;
+        if bytes.len() < 12 {
+            return Err(CipherError::BadCiphertext);
+        }
+        let (nonce, ciphertext) = bytes.split_at(12);
+        let plaintext = self
+            .cipher
+            .decrypt(Nonce::from_slice(nonce), ciphertext)
+            .map_err(|_| CipherError::BadCiphertext)?;
+        String::from_utf8(plaintext).map_err(|_| CipherError::BadCiphertext)
+    }
+}
+
+/// A PKCE verifier and its S256 challenge (RFC 7636).
+pub struct Pkce {
+    pub verifier: String,
+    pub challenge: String,
+}
+
+impl Pkce {
+    pub fn generate() -> Self {
+        let verifier = random_token(32);
+        let challenge = pkce_challenge(&verifier);
+        Self {
+            verifier,
+            challenge,
+        }
+    }
+}
+
+/// `BASE64URL(SHA256(verifier))`, the S256 code challenge.
+pub fn pkce_challenge(verifier: &str) -> String {
+    URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_keys_have_the_documented_shape() {
+        let key = generate_api_key();
+        assert!(key.full.starts_with("service_"));
+        assert_eq!(check_api_key_format(&key.full), Ok(()));
+        assert!(key.preview.ends_with("..."));
+        assert!(key.full.starts_with(key.preview.trim_end_matches("...")));
+        assert_eq!(key.hash, sha256_hex(&key.full));
+        assert!(!key.hash.contains(&key.full));
+    }
+
+    #[test]
+    fn malformed_keys_are_rejected_by_shape() {
+        let good = generate_api_key().full;
+        for bad in [
+            format!(" {good}"),
+            format!("{good}\n"),
+            good.replace("service_", "Service_"),
+            format!("{good}x"),
+            good[..good.len() - 1].to_string(),
+            "service_".to_string(),
+        ] {
+            assert_eq!(
+                check_api_key_format(&bad),
+                Err(KeyFormatError::Malformed),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(check_api_key_format(""), Err(KeyFormatError::Missing));
+    }
+
+    #[test]
+    fn session_signature_detects_tampering() {
+        let signer = SessionSigner::new("0123456789abcdef0123456789abcdef");
+        let cookie = signer.sign("abc");
+        assert_eq!(signer.verify(&cookie), Some("abc"));
+        assert_eq!(signer.verify(&cookie.replacen("abc", "abd", 1)), None);
+        let other = SessionSigner::new("another-key-another-key-another-key");
+        assert_eq!(other.verify(&cookie), None);
+        assert_eq!(signer.verify("no-dot"), None);
+    }
+
+    #[test]
+    fn token_cipher_round_trips_and_rejects_other_keys() {
+        let key = TokenCipher::generate_key();
+        let cipher = TokenCipher::from_config_value(&key).unwrap();
+        let stored = cipher.encrypt("EAAB-secret").unwrap();
+        assert!(!stored.contains("EAAB"));
+        assert_eq!(cipher.decrypt(&stored).unwrap(), "EAAB-secret");
+        let other = TokenCipher::from_config_value(&TokenCipher::generate_key()).unwrap();
+        assert!(other.decrypt(&stored).is_err());
+        assert!(TokenCipher::from_config_value("short").is_err());
+        let hex = "00".repeat(32);
+        assert!(TokenCipher::from_config_value(&hex).is_ok());
+    }
+
+    #[test]
+    fn pkce_challenge_matches_rfc7636_example() {
+        // RFC 7636, appendix B.
+        assert_eq!(
+            pkce_challenge("dBjftJeZ4CVP-mB0zJVUAb4vHQz0WS9E2DlGApjlZjE"),
+            "E9Melhoa2OwmFWjlJRqG4PX1bC8ZT2Z6ll7W0OkYNSM"
+        );
+    }
+}

@@ -1,0 +1,219 @@
+//! `service serve --demo`: the service plus an in-process simulator, generated secrets, a demo
+//! user on the `ultra` plan with connected demo accounts on all six platforms, and a fresh API key
+//! — printed once and written as JSON (default `data/demo.json`) for scripts.
+//!
+//! Secrets generated here are kept in `demo-secrets.json` next to the demo file, so a second run
+//! against the same database can still decrypt the stored demo tokens.
+
+use std::path::{Path, PathBuf};
+
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::{
+    Application, BuildOptions, StartupError,
+    config::Config,
+    crypto::{self, TokenCipher},
+    operator::{self, ManualAccount, PLATFORMS, PlanChange},
+    sim::{SimConfig, Simulator},
+};
+
+/// The demo user's e-mail; `login_url` signs in as this user.
+pub const DEMO_EMAIL: &str = "demo@example.com";
+/// The identity provider's issuer in demo mode: fixed (not port-based) so the demo user is the
+/// same user on every run.
+const DEMO_ISSUER: &str = "http://simulator.demo/oidc";
+const DEMO_CLIENT_ID: &str = "demo-dashboard";
+
+#[derive(Serialize, Deserialize)]
+struct DemoSecrets {
+    session_key: String,
+    token_encryption_key: String,
+    operator_token: String,
+    idp_client_secret: String,
+}
+
+fn load_or_generate_secrets(path: &Path) -> std::io::Result<(DemoSecrets, bool)> {
+    if let Ok(text) = std::fs::read_to_string(path)
+        && let Ok(secrets) = serde_json::from_str::<DemoSecrets>(&text)
+    {
+        return Ok((secrets, false));
+    }
+    let secrets = DemoSecrets {
+        session_key: crypto::random_token(32),
+        token_encryption_key: TokenCipher::generate_key(),
+        operator_token: crypto::random_token(24),
+        idp_client_secret: crypto::random_token(24),
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(path, serde_json::to_string_pretty(&secrets)?)?;
+    Ok((secrets, true))
+}
+
+/// Runs the demo until interrupted.
+pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn std::error::Error>> {
+    let data_dir = demo_file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let secrets_path = data_dir.join("demo-secrets.json");
+    let (secrets, generated) = load_or_generate_secrets(&secrets_path)?;
+    let mut filled = vec![];
+    let mut fill = |slot: &mut Option<SecretString>, name: &str, value: &str| {
+        if slot.is_none() {
+            *slot = Some(SecretString::from(value.to_string()));
+            filled.push(name.to_string());
+        }
+    };
+    fill(
+        &mut config.secrets.session_key,
+        "session_key",
+        &secrets.session_key,
+    );
+    fill(
+        &mut config.secrets.token_encryption_key,
+        "token_encryption_key",
+        &secrets.token_encryption_key,
+    );
+    fill(
+        &mut config.secrets.operator_token,
+        "operator_token",
+        &secrets.operator_token,
+    );
+    if !filled.is_empty() {
+        let how = if generated { "generated" } else { "reused" };
+        tracing::warn!(
+            secrets = %filled.join(", "),
+            file = %secrets_path.display(),
+            "demo mode: {how} secrets that the configuration does not set"
+        );
+    }
+
+    let simulator = Simulator::start(SimConfig {
+        bind: "127.0.0.1:0".into(),
+        idp_clients: vec![(DEMO_CLIENT_ID.into(), secrets.idp_client_secret.clone())],
+        idp_issuer: Some(DEMO_ISSUER.into()),
+    })?;
+    config.auth.issuer = DEMO_ISSUER.into();
+    config.auth.authorization_endpoint = format!("{}/oidc/authorize", simulator.base_url);
+    config.auth.token_endpoint = format!("{}/oidc/token", simulator.base_url);
+    config.auth.client_id = DEMO_CLIENT_ID.into();
+    config.auth.client_secret = Some(SecretString::from(secrets.idp_client_secret.clone()));
+
+    let operator_token = secret_text(&config.secrets.operator_token);
+    let app = Application::build(config, BuildOptions::default()).await?;
+    let state = app.state();
+    let base_url = state.public_url.clone();
+    let now = state.clock.now();
+
+    let user = state
+        .store
+        .upsert_oidc_user(
+            DEMO_ISSUER,
+            &crate::sim::idp::subject_for_email(DEMO_EMAIL),
+            Some(DEMO_EMAIL),
+            Some("Demo User"),
+            now,
+        )
+        .await
+        .map_err(StartupError::from)?;
+    let change = PlanChange {
+        plan: "ultra".into(),
+        plan_type: Some("monthly".into()),
+        current_period_end: None,
+    };
+    operator::set_user_plan(&state.store, now, user.id, change).await?;
+    let mut accounts = state.store.list_connected_accounts(user.id).await?;
+    if accounts.is_empty() {
+        for platform in PLATFORMS {
+            let manual = demo_account(user.id, platform, now);
+            accounts.push(operator::add_account(&state.store, &state.cipher, now, manual).await?);
+        }
+    }
+    let key = crypto::generate_api_key();
+    state
+        .store
+        .insert_api_key(user.id, "demo", &key, now)
+        .await?;
+
+    let login_url = format!("{base_url}/auth/login?login_hint={DEMO_EMAIL}");
+    let summary = json!({
+        "base_url": base_url,
+        "api_key": key.full,
+        "operator_token": operator_token,
+        "login_url": login_url,
+        "simulator_url": simulator.base_url,
+        "accounts": accounts.iter().map(|a| json!({
+            "account_id": a.id, "platform": a.platform, "name": a.display_name,
+        })).collect::<Vec<_>>(),
+    });
+    std::fs::write(&demo_file, serde_json::to_string_pretty(&summary)?)?;
+    println!(
+        "\n=== demo ready ===\n\
+         service:        {base_url}\n\
+         simulator:      {sim}\n\
+         API key:        {api_key}   (shown once; also in {file})\n\
+         operator token: {operator_token}\n\
+         dashboard:      open {login_url}\n\
+         accounts:       {n} demo accounts (user {DEMO_EMAIL}, plan ultra)\n\n\
+         try:\n  curl -s -H 'service-api-key: {api_key}' {base_url}/v2/accounts\n",
+        sim = simulator.base_url,
+        api_key = key.full,
+        file = demo_file.display(),
+        n = accounts.len(),
+    );
+
+    let handle = app.handle();
+    actix_rt::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            handle.stop(true).await;
+        }
+    });
+    app.run_until_stopped().await?;
+    simulator.stop().await;
+    Ok(())
+}
+
+fn secret_text(secret: &Option<SecretString>) -> String {
+    use secrecy::ExposeSecret;
+    secret
+        .as_ref()
+        .map(|s| s.expose_secret().to_string())
+        .unwrap_or_default()
+}
+
+fn demo_account(
+    user_id: uuid::Uuid,
+    platform: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> ManualAccount {
+    let (name, username, account_type) = match platform {
+        "facebook" => ("Demo Page", None, None),
+        "instagram" => ("demo.insta", Some("demo.insta"), Some("BUSINESS")),
+        "threads" => ("demo.threads", Some("demo.threads"), None),
+        "tiktok" => ("demo.tiktok", Some("demo.tiktok"), None),
+        "youtube" => ("Demo Channel", None, None),
+        _ => ("demo_x", Some("demo_x"), None),
+    };
+    let expires = match platform {
+        "facebook" => None,
+        _ => Some(now + chrono::Duration::days(60)),
+    };
+    ManualAccount {
+        user_id,
+        platform: platform.to_string(),
+        external_id: format!("demo-{platform}-{}", &crypto::random_token(6)),
+        name: name.to_string(),
+        username: username.map(str::to_string),
+        account_type: account_type.map(str::to_string),
+        profile_picture_url: None,
+        access_token: format!("demo-{platform}-{}", crypto::random_token(16)),
+        refresh_token: None,
+        token_expires_at: expires,
+        data_access_expires_at: (platform == "facebook").then(|| now + chrono::Duration::days(90)),
+    }
+}

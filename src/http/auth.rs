@@ -1,0 +1,251 @@
+//! The three authentication modes, as middlewares that run before any body is read:
+//! - [`require_api_key`]: the `service-api-key` header (programmatic endpoints). Also meters
+//!   usage (spec §8) and adds the `X-RateLimit-*` headers.
+//! - [`require_session`]: the signed `service_session` cookie (dashboard endpoints).
+//! - [`require_operator`]: `Authorization: Bearer <operator token>` (`/admin/*`).
+//!
+//! Each puts what it established into the request extensions, where the matching extractor
+//! ([`ApiCaller`], [`SessionUser`], [`Operator`]) picks it up. An API key is never accepted where
+//! a session is required, nor a session where a key is required.
+
+use std::future::{Ready, ready};
+
+use actix_web::{
+    FromRequest, HttpMessage, HttpRequest,
+    body::MessageBody,
+    dev::{Payload, ServiceRequest, ServiceResponse},
+    http::header,
+    middleware::Next,
+    web,
+};
+use secrecy::ExposeSecret;
+use uuid::Uuid;
+
+use crate::{
+    AppState,
+    crypto::{self, KeyFormatError},
+    error::{ApiError, QuotaExceeded, RateLimitHeaders},
+    usage::{self, Plan},
+};
+
+/// The API-key header (spec §5).
+pub const API_KEY_HEADER: &str = "service-api-key";
+/// The dashboard session cookie.
+pub const SESSION_COOKIE: &str = "service_session";
+
+/// The authenticated owner of an API key, for handlers of programmatic endpoints.
+#[derive(Debug, Clone)]
+pub struct ApiCaller {
+    pub user: entity::user::Model,
+    pub key_id: Uuid,
+    pub plan: Plan,
+    /// The monthly allowance after this call (the `X-RateLimit-*` values).
+    pub allowance: RateLimitHeaders,
+}
+
+/// The signed-in dashboard user.
+#[derive(Debug, Clone)]
+pub struct SessionUser {
+    pub user: entity::user::Model,
+    pub token_hash: String,
+}
+
+/// Proof that the operator token was presented.
+#[derive(Debug, Clone, Copy)]
+pub struct Operator;
+
+fn state_of(req: &ServiceRequest) -> Result<web::Data<AppState>, ApiError> {
+    req.app_data::<web::Data<AppState>>()
+        .cloned()
+        .ok_or_else(|| ApiError::internal("application state is not registered"))
+}
+
+/// Performance endpoints answer auth failures in their own body form (spec §7).
+fn shape_for_path(error: ApiError, path: &str) -> ApiError {
+    if path.starts_with("/api/performance") {
+        error.in_performance_form()
+    } else {
+        error
+    }
+}
+
+/// Middleware: authenticates the API key, then admits the call against the plan's monthly
+/// allowance. Every authenticated call that is admitted counts, whatever its outcome; a refused
+/// call does not.
+pub async fn require_api_key(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody + 'static>, actix_web::Error> {
+    let path = req.path().to_string();
+    let caller = match authenticate_key(&req).await {
+        Ok(caller) => caller,
+        Err(error) => return Err(shape_for_path(error, &path).into()),
+    };
+    let allowance = caller.allowance;
+    req.extensions_mut().insert(caller);
+    let mut response = next.call(req).await?;
+    // A handler that answered with a limiter of its own (e.g. a platform limit) keeps its headers.
+    if !response.headers().contains_key("x-ratelimit-limit") {
+        allowance.apply(response.headers_mut());
+    }
+    Ok(response)
+}
+
+async fn authenticate_key(req: &ServiceRequest) -> Result<ApiCaller, ApiError> {
+    let state = state_of(req)?;
+    let presented = match req.headers().get(API_KEY_HEADER) {
+        Some(value) => value.to_str().map_err(|_| ApiError::invalid_api_key())?,
+        None => "",
+    };
+    if let Err(KeyFormatError::Missing | KeyFormatError::Malformed) =
+        crypto::check_api_key_format(presented)
+    {
+        return Err(ApiError::invalid_api_key());
+    }
+    let (key, user) = state
+        .store
+        .authenticate_api_key(presented)
+        .await?
+        .ok_or_else(ApiError::invalid_api_key)?;
+    let now = state.clock.now();
+    state.last_used.record(key.id, now);
+
+    let plan = Plan::parse(&user.plan).unwrap_or(Plan::Free);
+    let period = usage::usage_period(user.created_at, now);
+    let limit = plan.monthly_limit(state.config.usage.free_monthly_limit);
+    let reservation = state
+        .store
+        .reserve_call(user.id, &period.key(), limit, now)
+        .await?;
+    let reset = period.end.timestamp();
+    if !reservation.admitted {
+        let limit = limit.unwrap_or(-1);
+        let accept_language = req
+            .headers()
+            .get(header::ACCEPT_LANGUAGE)
+            .and_then(|v| v.to_str().ok());
+        let locale = usage::negotiate_locale(accept_language);
+        let resets_on = period.end.format("%Y-%m-%d").to_string();
+        let (error, error_en) = usage::quota_messages(locale, limit, &resets_on);
+        let quota = QuotaExceeded {
+            error,
+            error_en,
+            current_usage: reservation.count,
+            limit,
+            plan: plan.as_str().to_string(),
+        };
+        let headers = RateLimitHeaders {
+            limit,
+            remaining: 0,
+            reset,
+        };
+        return Err(ApiError::quota_exceeded(quota, headers));
+    }
+    let allowance = match limit {
+        Some(limit) => RateLimitHeaders {
+            limit,
+            remaining: (limit - reservation.count).max(0),
+            reset,
+        },
+        None => RateLimitHeaders {
+            limit: -1,
+            remaining: -1,
+            reset,
+        },
+    };
+    Ok(ApiCaller {
+        user,
+        key_id: key.id,
+        plan,
+        allowance,
+    })
+}
+
+/// Middleware: requires a live dashboard session. API keys are refused here.
+pub async fn require_session(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody + 'static>, actix_web::Error> {
+    let session = authenticate_session(&req).await?;
+    req.extensions_mut().insert(session);
+    next.call(req).await
+}
+
+async fn authenticate_session(req: &ServiceRequest) -> Result<SessionUser, ApiError> {
+    let state = state_of(req)?;
+    let Some(cookie) = req.cookie(SESSION_COOKIE) else {
+        if req.headers().contains_key(API_KEY_HEADER) {
+            return Err(ApiError::unauthorized(
+                "This endpoint requires a dashboard session; API keys are not accepted here",
+            ));
+        }
+        return Err(ApiError::unauthorized(
+            "Authentication required: sign in to the dashboard",
+        ));
+    };
+    let token = state
+        .signer
+        .verify(cookie.value())
+        .ok_or_else(|| ApiError::unauthorized("Invalid session"))?;
+    let token_hash = crypto::sha256_hex(token);
+    let (_, user) = state
+        .store
+        .find_live_session(&token_hash, state.clock.now())
+        .await?
+        .ok_or_else(|| ApiError::unauthorized("Session expired or signed out"))?;
+    Ok(SessionUser { user, token_hash })
+}
+
+/// Middleware: requires the operator bearer token (compared in constant time).
+pub async fn require_operator(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody + 'static>, actix_web::Error> {
+    let state = state_of(&req)?;
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    let expected = state.operator_token.expose_secret();
+    if presented.is_empty() || !crypto::constant_time_eq(presented, expected) {
+        return Err(ApiError::unauthorized("Operator token required").into());
+    }
+    req.extensions_mut().insert(Operator);
+    next.call(req).await
+}
+
+fn from_extensions<T: Clone + 'static>(req: &HttpRequest) -> Ready<Result<T, ApiError>> {
+    // Present unless a route was registered without its middleware: a programming error.
+    ready(
+        req.extensions()
+            .get::<T>()
+            .cloned()
+            .ok_or_else(|| ApiError::internal("route is missing its authentication middleware")),
+    )
+}
+
+impl FromRequest for ApiCaller {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        from_extensions(req)
+    }
+}
+
+impl FromRequest for SessionUser {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        from_extensions(req)
+    }
+}
+
+impl FromRequest for Operator {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        from_extensions(req)
+    }
+}

@@ -1,0 +1,107 @@
+//! API-key management (session): `GET/POST /api/keys`, `DELETE /api/keys/{id}` (spec §2.1, §4.11).
+
+use actix_web::{HttpResponse, middleware::from_fn, web};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{
+    auth::{SessionUser, require_session},
+    parse_uuid,
+};
+use crate::{
+    AppState, crypto,
+    error::{ApiError, ErrorCode},
+    views,
+};
+
+const MAX_NAME_CHARS: usize = 100;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/api/keys")
+            .wrap(from_fn(require_session))
+            .route(web::get().to(list_keys))
+            .route(web::post().to(create_key)),
+    )
+    .service(
+        web::resource("/api/keys/{id}")
+            .wrap(from_fn(require_session))
+            .route(web::delete().to(delete_key)),
+    );
+}
+
+#[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
+async fn list_keys(
+    state: web::Data<AppState>,
+    session: SessionUser,
+) -> Result<HttpResponse, ApiError> {
+    let keys = state.store.list_active_keys(session.user.id).await?;
+    let keys: Vec<_> = keys.iter().map(views::api_key).collect();
+    Ok(HttpResponse::Ok().json(json!({ "keys": keys })))
+}
+
+#[derive(Deserialize)]
+struct CreateKeyRequest {
+    name: Option<String>,
+}
+
+#[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
+async fn create_key(
+    state: web::Data<AppState>,
+    session: SessionUser,
+    body: web::Json<CreateKeyRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let name = body
+        .into_inner()
+        .name
+        .ok_or_else(|| ApiError::missing_parameter("name"))?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(ApiError::invalid_request("name must not be empty"));
+    }
+    if name.chars().count() > MAX_NAME_CHARS {
+        return Err(ApiError::invalid_request(format!(
+            "name must be at most {MAX_NAME_CHARS} characters"
+        )));
+    }
+    let max_keys = state.config.auth.max_api_keys_per_user;
+    if state.store.count_active_keys(session.user.id).await? >= max_keys {
+        return Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            format!("A user may hold at most {max_keys} active API keys; delete one first"),
+        ));
+    }
+    let key = crypto::generate_api_key();
+    let stored = state
+        .store
+        .insert_api_key(session.user.id, name, &key, state.clock.now())
+        .await?;
+    Ok(HttpResponse::Ok().json(json!({
+        "success": true,
+        "message": "API key created. Copy it now: it will not be shown again.",
+        "api_key": key.full,
+        "key": views::api_key(&stored),
+    })))
+}
+
+#[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
+async fn delete_key(
+    state: web::Data<AppState>,
+    session: SessionUser,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let not_found = || ApiError::new(ErrorCode::KeyNotFound, "API key not found");
+    let key_id = parse_uuid(&path).ok_or_else(not_found)?;
+    let deleted = state
+        .store
+        .deactivate_api_key(session.user.id, key_id, state.clock.now())
+        .await?;
+    if !deleted {
+        return Err(not_found());
+    }
+    Ok(HttpResponse::Ok().json(json!({
+        "success": true,
+        "message": "API key deleted",
+        "id": key_id,
+    })))
+}

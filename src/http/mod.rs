@@ -1,0 +1,157 @@
+//! The HTTP surface: one route table, the three authentication modes, and the handlers
+//! (thin: parse → call the store or domain → shape the spec's JSON).
+//!
+//! Every error a client can see goes through the catalogue in [`crate::error`], including
+//! actix's own extractor failures, unknown routes and wrong methods.
+
+pub mod accounts;
+pub mod admin;
+pub mod auth;
+pub mod history;
+pub mod keys;
+pub mod login;
+pub mod subscription;
+
+use actix_web::{
+    HttpRequest, HttpResponse,
+    body::{BoxBody, EitherBody, MessageBody},
+    dev::ServiceResponse,
+    error::{JsonPayloadError, PathError, QueryPayloadError},
+    http::{StatusCode, header},
+    middleware::{ErrorHandlerResponse, ErrorHandlers},
+    web,
+};
+use serde_json::json;
+
+use crate::error::{ApiError, ErrorCode};
+
+/// Registers every route.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.app_data(json_config())
+        .app_data(query_config())
+        .app_data(path_config())
+        .route("/health", web::get().to(health));
+    login::configure(cfg);
+    keys::configure(cfg);
+    accounts::configure(cfg);
+    subscription::configure(cfg);
+    history::configure(cfg);
+    admin::configure(cfg);
+}
+
+/// Liveness and database reachability.
+async fn health(state: web::Data<crate::AppState>) -> HttpResponse {
+    match state.store.ping().await {
+        Ok(()) => HttpResponse::Ok().json(json!({"status": "ok", "database": "ok"})),
+        Err(err) => {
+            tracing::warn!(error = %err, "health: database unreachable");
+            HttpResponse::ServiceUnavailable()
+                .json(json!({"status": "degraded", "database": "unreachable"}))
+        }
+    }
+}
+
+/// Unknown routes answer in catalogue form.
+pub async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    Err(ApiError::not_found(format!(
+        "No route for {} {}",
+        req.method(),
+        req.path()
+    )))
+}
+
+fn json_config() -> web::JsonConfig {
+    web::JsonConfig::default()
+        .limit(1024 * 1024)
+        .error_handler(|err, _req| json_error(err).into())
+}
+
+fn json_error(err: JsonPayloadError) -> ApiError {
+    match err {
+        JsonPayloadError::OverflowKnownLength { .. } | JsonPayloadError::Overflow { .. } => {
+            ApiError::new(ErrorCode::PayloadTooLarge, "Request body is too large")
+        }
+        JsonPayloadError::ContentType => {
+            ApiError::invalid_request("Content-Type must be application/json")
+        }
+        JsonPayloadError::Deserialize(err) if err.is_data() => {
+            ApiError::invalid_request(format!("Invalid request body: {err}"))
+        }
+        JsonPayloadError::Deserialize(err) => {
+            ApiError::invalid_request(format!("Malformed JSON: {err}"))
+        }
+        other => ApiError::invalid_request(format!("Invalid request body: {other}")),
+    }
+}
+
+fn query_config() -> web::QueryConfig {
+    web::QueryConfig::default().error_handler(|err, _req| {
+        let QueryPayloadError::Deserialize(err) = err else {
+            return ApiError::invalid_request("Invalid query string").into();
+        };
+        ApiError::invalid_request(format!("Invalid query parameter: {err}")).into()
+    })
+}
+
+fn path_config() -> web::PathConfig {
+    web::PathConfig::default().error_handler(|err: PathError, _req| {
+        ApiError::invalid_request(format!("Invalid path parameter: {err}")).into()
+    })
+}
+
+/// Safety net for responses actix builds itself (wrong method, malformed headers, …): any error
+/// response that is not already JSON is replaced by a catalogue body for its status.
+pub fn json_error_handlers<B: MessageBody + 'static>() -> ErrorHandlers<B> {
+    ErrorHandlers::new().default_handler(|res: ServiceResponse<B>| {
+        let is_json = res
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        if is_json {
+            return Ok(ErrorHandlerResponse::Response(res.map_into_left_body()));
+        }
+        let status = res.status();
+        let error = catalogue_error_for_status(status, res.request());
+        let (req, _) = res.into_parts();
+        let mut response = actix_web::ResponseError::error_response(&error);
+        *response.status_mut() = status;
+        let response: HttpResponse<EitherBody<B, BoxBody>> = response.map_into_right_body();
+        Ok(ErrorHandlerResponse::Response(ServiceResponse::new(
+            req, response,
+        )))
+    })
+}
+
+fn catalogue_error_for_status(status: StatusCode, req: &HttpRequest) -> ApiError {
+    match status {
+        StatusCode::NOT_FOUND => {
+            ApiError::not_found(format!("No route for {} {}", req.method(), req.path()))
+        }
+        StatusCode::METHOD_NOT_ALLOWED => ApiError::new(
+            ErrorCode::MethodNotAllowed,
+            format!("Method {} is not allowed on {}", req.method(), req.path()),
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => {
+            ApiError::new(ErrorCode::PayloadTooLarge, "Request body is too large")
+        }
+        StatusCode::UNAUTHORIZED => ApiError::unauthorized("Authentication required"),
+        StatusCode::TOO_MANY_REQUESTS => ApiError::rate_limited(60, None),
+        StatusCode::SERVICE_UNAVAILABLE => {
+            ApiError::service_unavailable("Service temporarily unavailable")
+        }
+        StatusCode::GATEWAY_TIMEOUT | StatusCode::REQUEST_TIMEOUT => {
+            ApiError::new(ErrorCode::Timeout, "The request timed out")
+        }
+        s if s.is_client_error() => ApiError::invalid_request("Invalid request"),
+        _ => ApiError::new(
+            ErrorCode::InternalServerError,
+            "An unexpected error occurred. Please try again later.",
+        ),
+    }
+}
+
+/// Parses an id from a path segment; anything that is not a UUID is simply not found.
+pub fn parse_uuid(raw: &str) -> Option<uuid::Uuid> {
+    uuid::Uuid::parse_str(raw.trim()).ok()
+}

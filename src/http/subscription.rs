@@ -1,0 +1,56 @@
+//! `GET /api/subscription/status` (session; spec §2.6, §4.12).
+
+use actix_web::{HttpResponse, middleware::from_fn, web};
+use serde_json::json;
+
+use super::auth::{SessionUser, require_session};
+use crate::{
+    AppState,
+    error::ApiError,
+    usage::{self, Plan},
+    views,
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/api/subscription/status")
+            .wrap(from_fn(require_session))
+            .route(web::get().to(subscription_status)),
+    );
+}
+
+#[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
+async fn subscription_status(
+    state: web::Data<AppState>,
+    session: SessionUser,
+) -> Result<HttpResponse, ApiError> {
+    let user = &session.user;
+    let plan = Plan::parse(&user.plan).unwrap_or(Plan::Free);
+    let now = state.clock.now();
+    let period = usage::usage_period(user.created_at, now);
+    let used = state.store.period_usage(user.id, &period.key()).await?;
+    let (limit, remaining) = match plan.monthly_limit(state.config.usage.free_monthly_limit) {
+        Some(limit) => (limit, (limit - used).max(0)),
+        None => (-1, -1),
+    };
+    let mut subscription = json!({
+        "status": plan.subscription_status(),
+        "plan": plan.as_str(),
+    });
+    if plan.is_paid() {
+        subscription["plan_type"] = json!(user.plan_type.as_deref().unwrap_or("monthly"));
+        subscription["current_period_end"] = json!(user.current_period_end.map(views::iso));
+    }
+    Ok(HttpResponse::Ok().json(json!({
+        "success": true,
+        "subscription": subscription,
+        "api_usage": {
+            "current_usage": used,
+            "limit": limit,
+            "remaining": remaining,
+            "current_month": period.month_label(),
+            "period_start": views::iso(period.start),
+            "period_end": views::iso(period.end),
+        },
+    })))
+}

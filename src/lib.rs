@@ -1,0 +1,220 @@
+//! A self-hostable social publishing service.
+//!
+//! Layout (see the README for the whole picture):
+//! - [`config`]: layered configuration; [`error`]: the one error catalogue (spec §7).
+//! - [`http`]: routes, the three authentication modes, thin handlers; [`views`]: response shapes.
+//! - [`store`]: every SQL query (SeaORM over the `entity` and `migration` crates).
+//! - [`usage`]: plans and usage-period arithmetic (pure); [`crypto`]: keys, sessions, encryption.
+//! - [`oidc`]: dashboard sign-in client; [`operator`]: operator actions (CLI and `/admin`).
+//! - [`actors`]: long-lived actors; [`sim`]: the platform simulator; [`demo`]: `serve --demo`.
+//!
+//! [`Application::build`] assembles everything; `main`, the tests and the benchmarks all use it.
+
+pub mod actors;
+pub mod clock;
+pub mod config;
+pub mod crypto;
+pub mod demo;
+pub mod error;
+pub mod http;
+pub mod oidc;
+pub mod operator;
+pub mod sim;
+pub mod store;
+pub mod usage;
+pub mod views;
+
+use std::{net::TcpListener, sync::Arc, time::Duration};
+
+use actix::Actor;
+use actix_web::{
+    App, HttpMessage, HttpServer,
+    body::MessageBody,
+    dev::{Server, ServerHandle, ServiceRequest, ServiceResponse},
+    middleware::{Next, from_fn},
+    web,
+};
+use secrecy::{ExposeSecret, SecretString};
+
+use crate::{
+    actors::last_used::{LastUsedRecorder, LastUsedWriter},
+    clock::{SharedClock, SystemClock},
+    config::{Config, ConfigError},
+    crypto::{SessionSigner, TokenCipher},
+    oidc::OidcClient,
+    store::Store,
+};
+
+/// Everything handlers share. Built once, before the HTTP workers start (one copy per process,
+/// not per worker).
+pub struct AppState {
+    pub config: Arc<Config>,
+    pub store: Store,
+    pub clock: SharedClock,
+    pub signer: SessionSigner,
+    pub cipher: TokenCipher,
+    pub operator_token: SecretString,
+    pub oidc: OidcClient,
+    pub last_used: LastUsedRecorder,
+    /// Base URL users reach us at, without a trailing slash.
+    pub public_url: String,
+    /// Whether cookies carry `Secure` (public URL is https).
+    pub cookie_secure: bool,
+}
+
+/// Options that tests and embedders set; `main` uses the defaults.
+#[derive(Clone, Default)]
+pub struct BuildOptions {
+    /// Time source; the system clock by default.
+    pub clock: Option<SharedClock>,
+    /// PostgreSQL schema to use (tests give each test its own).
+    pub pg_schema: Option<String>,
+}
+
+/// Why the service could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("database: {0}")]
+    Database(#[from] sea_orm::DbErr),
+    #[error("cannot listen on {0}: {1}")]
+    Bind(String, std::io::Error),
+}
+
+/// A built service, bound to its port but not yet serving.
+pub struct Application {
+    port: u16,
+    server: Server,
+    state: web::Data<AppState>,
+}
+
+impl Application {
+    /// Checks secrets, connects and migrates the database, starts the actors and binds the
+    /// listener (`server.bind`; port 0 picks a free port).
+    pub async fn build(config: Config, options: BuildOptions) -> Result<Self, StartupError> {
+        config.check_secrets()?;
+        let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
+        let store = Store::connect(
+            &config.database.url,
+            config.database.max_connections,
+            options.pg_schema.as_deref(),
+        )
+        .await?;
+        store.migrate().await?;
+
+        let listener = TcpListener::bind(&config.server.bind)
+            .map_err(|e| StartupError::Bind(config.server.bind.clone(), e))?;
+        let address = listener
+            .local_addr()
+            .map_err(|e| StartupError::Bind(config.server.bind.clone(), e))?;
+        let public_url = if config.server.public_url.is_empty() {
+            format!("http://{address}")
+        } else {
+            config.server.public_url.trim_end_matches('/').to_string()
+        };
+        tracing::info!(%address, %public_url, "listening");
+
+        let secret = |s: &Option<SecretString>| {
+            s.as_ref()
+                .map(|s| s.expose_secret().to_string())
+                .unwrap_or_default()
+        };
+        let cipher = TokenCipher::from_config_value(&secret(&config.secrets.token_encryption_key))
+            .map_err(|e| ConfigError::Invalid("secrets.token_encryption_key", e.to_string()))?;
+        let http_client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| ConfigError::Invalid("http client", e.to_string()))?;
+        if config.auth.issuer.is_empty() {
+            tracing::warn!("auth.issuer is not set: dashboard sign-in is disabled");
+        }
+        let last_used = LastUsedRecorder::default();
+        let state = web::Data::new(AppState {
+            signer: SessionSigner::new(&secret(&config.secrets.session_key)),
+            cipher,
+            operator_token: SecretString::from(secret(&config.secrets.operator_token)),
+            oidc: OidcClient::new(config.auth.clone(), http_client),
+            last_used: last_used.clone(),
+            cookie_secure: public_url.starts_with("https://"),
+            public_url,
+            store: store.clone(),
+            clock,
+            config: Arc::new(config.clone()),
+        });
+        LastUsedWriter::new(
+            last_used,
+            store,
+            Duration::from_millis(config.usage.last_used_flush_ms.max(10)),
+        )
+        .start();
+
+        let server_state = state.clone();
+        let mut server = HttpServer::new(move || {
+            App::new()
+                .app_data(server_state.clone())
+                .configure(http::configure)
+                .default_service(web::to(http::not_found))
+                .wrap(http::json_error_handlers())
+                .wrap(from_fn(trace_request))
+        })
+        .listen(listener)
+        .map_err(|e| StartupError::Bind(config.server.bind.clone(), e))?
+        .disable_signals();
+        if config.server.workers > 0 {
+            server = server.workers(config.server.workers);
+        }
+        Ok(Self {
+            port: address.port(),
+            server: server.run(),
+            state,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Shared state (tests use its store to arrange data).
+    pub fn state(&self) -> web::Data<AppState> {
+        self.state.clone()
+    }
+
+    /// A handle to stop the server.
+    pub fn handle(&self) -> ServerHandle {
+        self.server.handle()
+    }
+
+    /// Serves until stopped, then writes what is still buffered.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let result = self.server.await;
+        self.state.last_used.flush(&self.state.store).await;
+        result
+    }
+}
+
+/// A request id and a span per request; failures are logged with their status.
+async fn trace_request(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody + 'static>, actix_web::Error> {
+    let request_id = uuid::Uuid::new_v4();
+    req.extensions_mut().insert(request_id);
+    let span =
+        tracing::info_span!("request", %request_id, method = %req.method(), path = %req.path());
+    let started = std::time::Instant::now();
+    let response = tracing::Instrument::instrument(next.call(req), span.clone()).await;
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    let _entered = span.enter();
+    match &response {
+        Ok(res) if res.status().is_server_error() => {
+            tracing::warn!(status = res.status().as_u16(), elapsed_ms, "request failed")
+        }
+        Ok(res) => tracing::debug!(status = res.status().as_u16(), elapsed_ms, "request"),
+        Err(err) => {
+            let status = err.as_response_error().status_code().as_u16();
+            tracing::debug!(status, error = %err, elapsed_ms, "request refused")
+        }
+    }
+    response
+}

@@ -1,0 +1,189 @@
+//! The `service` command: serve (optionally as a self-contained demo), migrate, run the platform
+//! simulator, and operator commands. All the work is in the library.
+
+use std::{path::PathBuf, process::ExitCode};
+
+use clap::{Parser, Subcommand};
+use social_service::{
+    Application, BuildOptions,
+    config::Config,
+    crypto::{self, TokenCipher},
+    demo, operator,
+    sim::{SimConfig, Simulator},
+    store::Store,
+};
+use tracing_subscriber::EnvFilter;
+
+#[derive(Parser)]
+#[command(name = "service", version, about = "Social publishing service")]
+struct Cli {
+    /// Configuration file (default: ./config.toml if present).
+    #[arg(long, global = true, value_name = "PATH")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the HTTP service.
+    Serve {
+        /// Self-contained demo: in-process simulator, generated secrets, demo user and accounts.
+        #[arg(long)]
+        demo: bool,
+        /// Where the demo writes what it printed, as JSON.
+        #[arg(long, value_name = "PATH", default_value = "data/demo.json")]
+        demo_file: PathBuf,
+    },
+    /// Apply database migrations and exit.
+    Migrate,
+    /// Run the platform simulator (test identity provider) on its own.
+    Sim {
+        #[arg(long, default_value = "127.0.0.1:9090")]
+        bind: String,
+        /// OAuth client the identity provider accepts.
+        #[arg(long, default_value = "service-dashboard")]
+        client_id: String,
+        #[arg(long, default_value = "sim-client-secret")]
+        client_secret: String,
+    },
+    /// Operator commands on users.
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
+    },
+    /// Print freshly generated secrets as environment variables.
+    GenSecrets,
+}
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Set a user's plan (`free`, `pro` or `ultra`).
+    SetPlan {
+        /// User id (UUID) or e-mail address.
+        user: String,
+        #[arg(long)]
+        plan: String,
+        /// `monthly` or `annual` (paid plans).
+        #[arg(long)]
+        plan_type: Option<String>,
+    },
+    /// Show users with an e-mail address.
+    Show { email: String },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,actix_server=warn")),
+        )
+        .init();
+    let cli = Cli::parse();
+    let system = actix_rt::System::new();
+    match system.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
+    let config = Config::load(cli.config.as_deref())?;
+    match cli.command {
+        Command::Serve {
+            demo: true,
+            demo_file,
+        } => demo::run(config, demo_file).await,
+        Command::Serve { demo: false, .. } => {
+            let app = Application::build(config, BuildOptions::default()).await?;
+            let handle = app.handle();
+            actix_rt::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    tracing::info!("shutting down");
+                    handle.stop(true).await;
+                }
+            });
+            app.run_until_stopped().await?;
+            Ok(())
+        }
+        Command::Migrate => {
+            let store = Store::connect(&config.database.url, 2, None).await?;
+            store.migrate().await?;
+            println!("migrations applied");
+            Ok(())
+        }
+        Command::Sim {
+            bind,
+            client_id,
+            client_secret,
+        } => {
+            let sim = Simulator::start(SimConfig {
+                bind,
+                idp_clients: vec![(client_id.clone(), client_secret)],
+                idp_issuer: None,
+            })?;
+            println!(
+                "simulator on {}\nidentity provider issuer: {} (client_id {client_id})",
+                sim.base_url,
+                sim.idp_issuer()
+            );
+            tokio::signal::ctrl_c().await?;
+            sim.stop().await;
+            Ok(())
+        }
+        Command::User { command } => {
+            let store = Store::connect(&config.database.url, 2, None).await?;
+            store.migrate().await?;
+            match command {
+                UserCommand::SetPlan {
+                    user,
+                    plan,
+                    plan_type,
+                } => {
+                    let user_id = resolve_user(&store, &user).await?;
+                    let change = operator::PlanChange {
+                        plan,
+                        plan_type,
+                        current_period_end: None,
+                    };
+                    let user = operator::set_user_plan(&store, chrono::Utc::now(), user_id, change)
+                        .await?;
+                    println!("{}", social_service::views::user(&user));
+                }
+                UserCommand::Show { email } => {
+                    for user in store.find_users_by_email(&email).await? {
+                        println!("{}", social_service::views::user(&user));
+                    }
+                }
+            }
+            Ok(())
+        }
+        Command::GenSecrets => {
+            println!("SERVICE__SECRETS__SESSION_KEY={}", crypto::random_token(32));
+            println!(
+                "SERVICE__SECRETS__TOKEN_ENCRYPTION_KEY={}",
+                TokenCipher::generate_key()
+            );
+            println!(
+                "SERVICE__SECRETS__OPERATOR_TOKEN={}",
+                crypto::random_token(24)
+            );
+            Ok(())
+        }
+    }
+}
+
+async fn resolve_user(store: &Store, user: &str) -> Result<uuid::Uuid, Box<dyn std::error::Error>> {
+    if let Ok(id) = uuid::Uuid::parse_str(user) {
+        return Ok(id);
+    }
+    let users = store.find_users_by_email(user).await?;
+    match users.as_slice() {
+        [one] => Ok(one.id),
+        [] => Err(format!("no user with e-mail {user}").into()),
+        _ => Err(format!("several users have e-mail {user}; give the user id").into()),
+    }
+}

@@ -1,0 +1,108 @@
+//! Operator actions shared by the CLI (`service user …`, `service account …`) and the
+//! `/admin/*` endpoints.
+
+use chrono::{DateTime, Months, Utc};
+use serde::Deserialize;
+use uuid::Uuid;
+
+use crate::{
+    crypto::TokenCipher,
+    error::{ApiError, ErrorCode},
+    store::{NewAccount, Store},
+    usage::Plan,
+};
+
+/// The six platforms an account can be on.
+pub const PLATFORMS: [&str; 6] = ["facebook", "instagram", "threads", "tiktok", "youtube", "x"];
+
+/// A plan change as an operator requests it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PlanChange {
+    pub plan: String,
+    /// `monthly` (default for paid plans) or `annual`.
+    pub plan_type: Option<String>,
+    /// End of the paid period; default one month or one year from now.
+    pub current_period_end: Option<DateTime<Utc>>,
+}
+
+/// Sets a user's plan.
+pub async fn set_user_plan(
+    store: &Store,
+    now: DateTime<Utc>,
+    user_id: Uuid,
+    change: PlanChange,
+) -> Result<entity::user::Model, ApiError> {
+    let plan = Plan::parse(&change.plan)
+        .ok_or_else(|| ApiError::invalid_request("plan must be one of `free`, `pro`, `ultra`"))?;
+    let (plan_type, period_end) = if plan.is_paid() {
+        let plan_type = change.plan_type.unwrap_or_else(|| "monthly".into());
+        let months = match plan_type.as_str() {
+            "monthly" => 1,
+            "annual" => 12,
+            _ => {
+                return Err(ApiError::invalid_request(
+                    "plan_type must be `monthly` or `annual`",
+                ));
+            }
+        };
+        let end = change
+            .current_period_end
+            .or_else(|| now.checked_add_months(Months::new(months)));
+        (Some(plan_type), end)
+    } else {
+        (None, None)
+    };
+    store
+        .set_plan(user_id, plan, plan_type, period_end, now)
+        .await?
+        .ok_or_else(|| ApiError::not_found("User not found"))
+}
+
+/// A connected account created by an operator (until OAuth connection lands, and for demos).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ManualAccount {
+    pub user_id: Uuid,
+    pub platform: String,
+    pub external_id: String,
+    pub name: String,
+    pub username: Option<String>,
+    pub account_type: Option<String>,
+    pub profile_picture_url: Option<String>,
+    pub access_token: String,
+    pub refresh_token: Option<String>,
+    pub token_expires_at: Option<DateTime<Utc>>,
+    pub data_access_expires_at: Option<DateTime<Utc>>,
+}
+
+/// Records a connected account, encrypting its tokens.
+pub async fn add_account(
+    store: &Store,
+    cipher: &TokenCipher,
+    now: DateTime<Utc>,
+    manual: ManualAccount,
+) -> Result<entity::account::Model, ApiError> {
+    if !PLATFORMS.contains(&manual.platform.as_str()) {
+        return Err(ApiError::new(
+            ErrorCode::InvalidPlatform,
+            format!("platform must be one of {}", PLATFORMS.join(", ")),
+        ));
+    }
+    if store.find_user(manual.user_id).await?.is_none() {
+        return Err(ApiError::not_found("User not found"));
+    }
+    let encrypt = |token: &str| cipher.encrypt(token).map_err(ApiError::internal);
+    let new = NewAccount {
+        user_id: manual.user_id,
+        platform: manual.platform,
+        external_id: manual.external_id,
+        display_name: manual.name,
+        username: manual.username,
+        account_type: manual.account_type,
+        profile_picture_url: manual.profile_picture_url,
+        access_token_enc: encrypt(&manual.access_token)?,
+        refresh_token_enc: manual.refresh_token.as_deref().map(encrypt).transpose()?,
+        token_expires_at: manual.token_expires_at,
+        data_access_expires_at: manual.data_access_expires_at,
+    };
+    Ok(store.insert_account(new, now).await?)
+}

@@ -1,0 +1,342 @@
+//! A small OpenID Connect identity provider for tests and the demo (authorization code flow,
+//! PKCE S256 required, HS256 ID tokens signed with the client secret, as OIDC Core §10.1 allows
+//! for confidential clients).
+//!
+//! `GET /oidc/authorize` signs in whoever `login_hint` names (an e-mail address) without a
+//! password; without a hint it shows a one-field form. Everything is kept in memory.
+
+use std::time::{Duration, Instant};
+
+use actix_web::{HttpRequest, HttpResponse, http::header, web};
+use base64::{Engine, engine::general_purpose::STANDARD};
+use chrono::Utc;
+use dashmap::DashMap;
+use serde::Deserialize;
+use serde_json::json;
+use url::Url;
+
+use crate::{crypto, oidc};
+
+const CODE_TTL: Duration = Duration::from_secs(120);
+
+struct Grant {
+    client_id: String,
+    redirect_uri: String,
+    code_challenge: String,
+    nonce: Option<String>,
+    email: String,
+    name: String,
+    issued: Instant,
+}
+
+/// The provider's in-memory state.
+pub struct IdpState {
+    issuer: String,
+    clients: DashMap<String, String>,
+    codes: DashMap<String, Grant>,
+    access_tokens: DashMap<String, (String, String)>,
+}
+
+impl IdpState {
+    pub fn new(issuer: String) -> Self {
+        Self {
+            issuer,
+            clients: DashMap::new(),
+            codes: DashMap::new(),
+            access_tokens: DashMap::new(),
+        }
+    }
+
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    pub fn register_client(&self, client_id: String, secret: String) {
+        self.clients.insert(client_id, secret);
+    }
+}
+
+/// The stable subject the provider gives an e-mail address.
+pub fn subject_for_email(email: &str) -> String {
+    format!(
+        "sim-{}",
+        &crypto::sha256_hex(&email.to_ascii_lowercase())[..16]
+    )
+}
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route(
+        "/.well-known/openid-configuration",
+        web::get().to(discovery),
+    )
+    .route("/authorize", web::get().to(authorize))
+    .route("/token", web::post().to(token))
+    .route("/userinfo", web::get().to(userinfo));
+}
+
+async fn discovery(state: web::Data<IdpState>) -> HttpResponse {
+    let issuer = &state.issuer;
+    HttpResponse::Ok().json(json!({
+        "issuer": issuer,
+        "authorization_endpoint": format!("{issuer}/authorize"),
+        "token_endpoint": format!("{issuer}/token"),
+        "userinfo_endpoint": format!("{issuer}/userinfo"),
+        "response_types_supported": ["code"],
+        "grant_types_supported": ["authorization_code"],
+        "subject_types_supported": ["public"],
+        "id_token_signing_alg_values_supported": ["HS256"],
+        "code_challenge_methods_supported": ["S256"],
+        "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+        "scopes_supported": ["openid", "email", "profile"],
+    }))
+}
+
+#[derive(Deserialize)]
+struct AuthorizeQuery {
+    response_type: Option<String>,
+    client_id: Option<String>,
+    redirect_uri: Option<String>,
+    scope: Option<String>,
+    state: Option<String>,
+    nonce: Option<String>,
+    code_challenge: Option<String>,
+    code_challenge_method: Option<String>,
+    login_hint: Option<String>,
+    name: Option<String>,
+}
+
+fn bad_request(message: &str) -> HttpResponse {
+    HttpResponse::BadRequest()
+        .content_type("text/plain; charset=utf-8")
+        .body(message.to_string())
+}
+
+/// Redirects back to the client with query parameters (RFC 6749 §4.1.2).
+fn redirect_back(redirect_uri: &Url, params: &[(&str, &str)]) -> HttpResponse {
+    let mut url = redirect_uri.clone();
+    url.query_pairs_mut().extend_pairs(params);
+    HttpResponse::Found()
+        .insert_header((header::LOCATION, url.to_string()))
+        .finish()
+}
+
+async fn authorize(state: web::Data<IdpState>, req: HttpRequest) -> HttpResponse {
+    let Ok(query) = web::Query::<AuthorizeQuery>::from_query(req.query_string()) else {
+        return bad_request("malformed authorization request");
+    };
+    let query = query.into_inner();
+    // Errors about the client or redirect URI must not redirect (RFC 6749 §4.1.2.1).
+    let Some(client_id) = query
+        .client_id
+        .clone()
+        .filter(|c| state.clients.contains_key(c))
+    else {
+        return bad_request("unknown client_id");
+    };
+    let Some(redirect_uri) = query
+        .redirect_uri
+        .as_deref()
+        .and_then(|u| Url::parse(u).ok())
+        .filter(|u| matches!(u.scheme(), "http" | "https"))
+    else {
+        return bad_request("missing or invalid redirect_uri");
+    };
+    let client_state = query.state.clone().unwrap_or_default();
+    let fail = |error: &str, description: &str| {
+        redirect_back(
+            &redirect_uri,
+            &[
+                ("error", error),
+                ("error_description", description),
+                ("state", &client_state),
+            ],
+        )
+    };
+    if query.response_type.as_deref() != Some("code") {
+        return fail(
+            "unsupported_response_type",
+            "only response_type=code is supported",
+        );
+    }
+    if !query
+        .scope
+        .as_deref()
+        .unwrap_or("")
+        .split(' ')
+        .any(|s| s == "openid")
+    {
+        return fail("invalid_scope", "the openid scope is required");
+    }
+    let Some(code_challenge) = query.code_challenge.clone() else {
+        return fail("invalid_request", "PKCE code_challenge is required");
+    };
+    if query.code_challenge_method.as_deref() != Some("S256") {
+        return fail("invalid_request", "code_challenge_method must be S256");
+    }
+    let Some(email) = query.login_hint.clone().filter(|e| e.contains('@')) else {
+        return sign_in_form(req.query_string());
+    };
+    let name = query
+        .name
+        .clone()
+        .unwrap_or_else(|| email.split('@').next().unwrap_or("user").to_string());
+    let code = crypto::random_token(24);
+    state.codes.insert(
+        code.clone(),
+        Grant {
+            client_id,
+            redirect_uri: redirect_uri.to_string(),
+            code_challenge,
+            nonce: query.nonce,
+            email,
+            name,
+            issued: Instant::now(),
+        },
+    );
+    redirect_back(&redirect_uri, &[("code", &code), ("state", &client_state)])
+}
+
+/// The sign-in page: one e-mail field; submitting repeats the request with `login_hint`.
+fn sign_in_form(query_string: &str) -> HttpResponse {
+    let hidden: String = url::form_urlencoded::parse(query_string.as_bytes())
+        .filter(|(k, _)| k != "login_hint")
+        .map(|(k, v)| {
+            format!(
+                r#"<input type="hidden" name="{}" value="{}">"#,
+                html_escape(&k),
+                html_escape(&v)
+            )
+        })
+        .collect();
+    HttpResponse::Ok()
+        .content_type("text/html; charset=utf-8")
+        .body(format!(
+            "<!doctype html><title>Simulator sign-in</title><h1>Sign in (simulated identity provider)</h1>\
+             <form method=\"get\" action=\"authorize\">{hidden}\
+             <label>E-mail <input name=\"login_hint\" type=\"email\" required></label>\
+             <button type=\"submit\">Sign in</button></form>"
+        ))
+}
+
+fn html_escape(raw: &str) -> String {
+    raw.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+#[derive(Deserialize)]
+struct TokenForm {
+    grant_type: Option<String>,
+    code: Option<String>,
+    redirect_uri: Option<String>,
+    code_verifier: Option<String>,
+    client_id: Option<String>,
+    client_secret: Option<String>,
+}
+
+fn token_error(status: u16, error: &str) -> HttpResponse {
+    HttpResponse::build(actix_web::http::StatusCode::from_u16(status).unwrap_or_default())
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .json(json!({ "error": error }))
+}
+
+/// The client credentials from HTTP Basic or the form body (RFC 6749 §2.3.1).
+fn client_credentials(req: &HttpRequest, form: &TokenForm) -> Option<(String, String)> {
+    if let Some(basic) = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Basic "))
+    {
+        let decoded = String::from_utf8(STANDARD.decode(basic).ok()?).ok()?;
+        let (id, secret) = decoded.split_once(':')?;
+        let unescape = |s: &str| {
+            url::form_urlencoded::parse(format!("x={s}").as_bytes())
+                .next()
+                .map(|(_, v)| v.into_owned())
+                .unwrap_or_default()
+        };
+        return Some((unescape(id), unescape(secret)));
+    }
+    Some((form.client_id.clone()?, form.client_secret.clone()?))
+}
+
+async fn token(
+    state: web::Data<IdpState>,
+    req: HttpRequest,
+    form: web::Form<TokenForm>,
+) -> HttpResponse {
+    let form = form.into_inner();
+    let Some((client_id, secret)) = client_credentials(&req, &form) else {
+        return token_error(401, "invalid_client");
+    };
+    let known = state.clients.get(&client_id).map(|s| s.value().clone());
+    if !known.is_some_and(|expected| crypto::constant_time_eq(&expected, &secret)) {
+        return token_error(401, "invalid_client");
+    }
+    if form.grant_type.as_deref() != Some("authorization_code") {
+        return token_error(400, "unsupported_grant_type");
+    }
+    // Codes are single-use: removed before anything else is checked.
+    let Some((_, grant)) = form.code.as_deref().and_then(|c| state.codes.remove(c)) else {
+        return token_error(400, "invalid_grant");
+    };
+    let verifier_ok = form.code_verifier.as_deref().is_some_and(|v| {
+        crypto::constant_time_eq(&crypto::pkce_challenge(v), &grant.code_challenge)
+    });
+    if grant.issued.elapsed() > CODE_TTL
+        || grant.client_id != client_id
+        || form.redirect_uri.as_deref() != Some(grant.redirect_uri.as_str())
+        || !verifier_ok
+    {
+        return token_error(400, "invalid_grant");
+    }
+    let subject = subject_for_email(&grant.email);
+    let now = Utc::now().timestamp();
+    let mut claims = json!({
+        "iss": state.issuer,
+        "sub": subject,
+        "aud": client_id,
+        "iat": now,
+        "exp": now + 3600,
+        "email": grant.email,
+        "email_verified": true,
+        "name": grant.name,
+    });
+    if let Some(nonce) = grant.nonce {
+        claims["nonce"] = json!(nonce);
+    }
+    let id_token = oidc::sign_hs256(&claims, &secret);
+    let access_token = crypto::random_token(24);
+    state
+        .access_tokens
+        .insert(access_token.clone(), (subject, grant.email));
+    HttpResponse::Ok()
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .json(json!({
+            "access_token": access_token,
+            "token_type": "Bearer",
+            "expires_in": 3600,
+            "id_token": id_token,
+            "scope": "openid email profile",
+        }))
+}
+
+async fn userinfo(state: web::Data<IdpState>, req: HttpRequest) -> HttpResponse {
+    let token = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    match state.access_tokens.get(token) {
+        Some(entry) => {
+            let (sub, email) = entry.value();
+            HttpResponse::Ok().json(json!({"sub": sub, "email": email}))
+        }
+        None => HttpResponse::Unauthorized()
+            .insert_header((header::WWW_AUTHENTICATE, "Bearer error=\"invalid_token\""))
+            .finish(),
+    }
+}

@@ -1,0 +1,78 @@
+//! The publishing history: one row per publish attempt.
+
+use chrono::{DateTime, Utc};
+use entity::post_submission;
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
+    QuerySelect, Set,
+};
+use uuid::Uuid;
+
+use super::Store;
+
+/// A history row as the publisher records it.
+#[derive(Debug, Clone)]
+pub struct NewSubmission {
+    pub user_id: Uuid,
+    pub account_id: Uuid,
+    pub platform: String,
+    pub post_type: Option<String>,
+    pub post_id: Option<String>,
+    pub status: String,
+    pub page_name: String,
+    pub content: serde_json::Value,
+    pub result: Option<serde_json::Value>,
+    pub error_code: Option<String>,
+    pub error_message: Option<String>,
+    pub published_at: Option<DateTime<Utc>>,
+}
+
+impl Store {
+    pub async fn insert_submission(
+        &self,
+        new: NewSubmission,
+        now: DateTime<Utc>,
+    ) -> Result<post_submission::Model, DbErr> {
+        post_submission::ActiveModel {
+            id: Set(Uuid::new_v4()),
+            user_id: Set(new.user_id),
+            account_id: Set(new.account_id),
+            platform: Set(new.platform),
+            post_type: Set(new.post_type),
+            post_id: Set(new.post_id),
+            status: Set(new.status),
+            page_name: Set(new.page_name),
+            content: Set(new.content),
+            result: Set(new.result),
+            steps: Set(None),
+            error_code: Set(new.error_code),
+            error_message: Set(new.error_message),
+            scheduled_post_id: Set(None),
+            created_at: Set(now),
+            published_at: Set(new.published_at),
+            updated_at: Set(now),
+        }
+        .insert(&self.db)
+        .await
+    }
+
+    /// A page of the user's history, newest first, and the total row count.
+    pub async fn list_submissions(
+        &self,
+        user_id: Uuid,
+        limit: u64,
+        offset: u64,
+    ) -> Result<(Vec<post_submission::Model>, u64), DbErr> {
+        let query =
+            post_submission::Entity::find().filter(post_submission::Column::UserId.eq(user_id));
+        let total = query.clone().count(&self.db).await?;
+        let rows = query
+            .order_by_desc(post_submission::Column::CreatedAt)
+            .order_by_desc(post_submission::Column::Id)
+            .limit(limit)
+            .offset(offset)
+            .all(&self.db)
+            .await?;
+        Ok((rows, total))
+    }
+}

@@ -1,0 +1,97 @@
+//! Users: created on first sign-in, found by their identity-provider identity.
+
+use chrono::{DateTime, Utc};
+use entity::user;
+use sea_orm::{ActiveModelTrait, ColumnTrait, DbErr, EntityTrait, QueryFilter, Set, SqlErr};
+use uuid::Uuid;
+
+use super::Store;
+use crate::usage::Plan;
+
+impl Store {
+    /// Finds the user of an identity-provider identity, creating it (Free plan) on first sign-in.
+    /// Profile fields are refreshed on every sign-in.
+    #[tracing::instrument(skip_all, fields(issuer, subject))]
+    pub async fn upsert_oidc_user(
+        &self,
+        issuer: &str,
+        subject: &str,
+        email: Option<&str>,
+        display_name: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> Result<user::Model, DbErr> {
+        if let Some(existing) = self.find_user_by_identity(issuer, subject).await? {
+            let mut active: user::ActiveModel = existing.into();
+            active.email = Set(email.map(str::to_string));
+            active.display_name = Set(display_name.map(str::to_string));
+            active.updated_at = Set(now);
+            return active.update(&self.db).await;
+        }
+        let new_user = user::ActiveModel {
+            id: Set(Uuid::new_v4()),
+            email: Set(email.map(str::to_string)),
+            display_name: Set(display_name.map(str::to_string)),
+            oidc_issuer: Set(issuer.to_string()),
+            oidc_subject: Set(subject.to_string()),
+            plan: Set(Plan::Free.as_str().to_string()),
+            plan_type: Set(None),
+            current_period_end: Set(None),
+            created_at: Set(now),
+            updated_at: Set(now),
+        };
+        match new_user.insert(&self.db).await {
+            Ok(model) => Ok(model),
+            // Two first sign-ins raced: the other one created the row.
+            Err(err) if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => self
+                .find_user_by_identity(issuer, subject)
+                .await?
+                .ok_or(err),
+            Err(err) => Err(err),
+        }
+    }
+
+    async fn find_user_by_identity(
+        &self,
+        issuer: &str,
+        subject: &str,
+    ) -> Result<Option<user::Model>, DbErr> {
+        user::Entity::find()
+            .filter(user::Column::OidcIssuer.eq(issuer))
+            .filter(user::Column::OidcSubject.eq(subject))
+            .one(&self.db)
+            .await
+    }
+
+    pub async fn find_user(&self, id: Uuid) -> Result<Option<user::Model>, DbErr> {
+        user::Entity::find_by_id(id).one(&self.db).await
+    }
+
+    /// Users with this e-mail address (several identity providers may share one).
+    pub async fn find_users_by_email(&self, email: &str) -> Result<Vec<user::Model>, DbErr> {
+        user::Entity::find()
+            .filter(user::Column::Email.eq(email))
+            .all(&self.db)
+            .await
+    }
+
+    /// Sets a user's plan. `plan_type` and `current_period_end` are kept only for paid plans.
+    #[tracing::instrument(skip(self))]
+    pub async fn set_plan(
+        &self,
+        user_id: Uuid,
+        plan: Plan,
+        plan_type: Option<String>,
+        current_period_end: Option<DateTime<Utc>>,
+        now: DateTime<Utc>,
+    ) -> Result<Option<user::Model>, DbErr> {
+        let Some(existing) = self.find_user(user_id).await? else {
+            return Ok(None);
+        };
+        let mut active: user::ActiveModel = existing.into();
+        active.plan = Set(plan.as_str().to_string());
+        active.plan_type = Set(plan_type.filter(|_| plan.is_paid()));
+        active.current_period_end = Set(current_period_end.filter(|_| plan.is_paid()));
+        active.updated_at = Set(now);
+        active.update(&self.db).await.map(Some)
+    }
+}

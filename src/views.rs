@@ -1,0 +1,138 @@
+//! Response shapes of the spec's resources (§2). Entities never go on the wire directly.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use entity::{account, api_key, post_submission, user};
+use serde_json::{Value, json};
+
+/// ISO 8601 / RFC 3339 in UTC with milliseconds, e.g. `2026-11-22T08:00:00.000Z`.
+pub fn iso(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// An API key (§2.1). Never includes the key itself.
+pub fn api_key(key: &api_key::Model) -> Value {
+    json!({
+        "id": key.id,
+        "name": key.name,
+        "key_preview": key.key_preview,
+        "created_at": iso(key.created_at),
+        "last_used_at": key.last_used_at.map(iso),
+        "is_active": key.is_active,
+    })
+}
+
+/// A connected account (§2.2): the common fields plus the platform's own.
+pub fn account(account: &account::Model) -> Value {
+    let mut body = json!({
+        "account_id": account.id,
+        "social_channel_type": account.platform,
+        "account_name": account.display_name,
+        "is_valid": account.is_valid,
+        // §2.2: facebook page tokens do not expire.
+        "expires_at": if account.platform == "facebook" { None } else { account.token_expires_at.map(iso) },
+        "created_at": iso(account.created_at),
+        "updated_at": iso(account.updated_at),
+    });
+    let username = account
+        .username
+        .clone()
+        .unwrap_or_else(|| account.display_name.clone());
+    let extra = match account.platform.as_str() {
+        "facebook" => json!({
+            "page_name": account.display_name,
+            "page_id": account.external_id,
+            "data_access_expires_at": account.data_access_expires_at.map(iso),
+        }),
+        "instagram" => json!({
+            "ig_username": username,
+            "ig_account_id": account.external_id,
+            "account_type": account.account_type.as_deref().unwrap_or("BUSINESS"),
+        }),
+        "threads" => json!({
+            "threads_username": username,
+            "threads_id": account.external_id,
+            "threads_profile_picture": account.profile_picture_url,
+        }),
+        "tiktok" => json!({
+            "tiktok_username": username,
+            "tiktok_open_id": account.external_id,
+        }),
+        "youtube" => json!({
+            "channel_title": account.display_name,
+            "channel_id": account.external_id,
+        }),
+        "x" => json!({
+            "x_username": username,
+            "x_user_id": account.external_id,
+        }),
+        _ => json!({}),
+    };
+    merge(&mut body, extra);
+    body
+}
+
+/// `data` of `POST /api/token/info` (§4.9).
+pub fn token_info(account: &account::Model, now: DateTime<Utc>) -> Value {
+    let expires_at = if account.platform == "facebook" {
+        None
+    } else {
+        account.token_expires_at
+    };
+    let expired = expires_at.is_some_and(|at| at <= now);
+    json!({
+        "is_valid": account.is_valid && !expired,
+        "expires_at": expires_at.map(iso),
+        "days_until_expiry": expires_at.map(|at| (at - now).num_days()),
+        "platform": account.platform,
+        "account_name": account.display_name,
+    })
+}
+
+/// A publishing-history item (§2.5; its fields are our decision, see the README).
+pub fn submission(row: &post_submission::Model) -> Value {
+    let content = &row.content;
+    let mut body = json!({
+        "post_submission_id": row.id,
+        "account_id": row.account_id,
+        "platform": row.platform,
+        "post_type": row.post_type,
+        "post_id": row.post_id,
+        "page_name": row.page_name,
+        "status": row.status,
+        "content": {
+            "text": content.get("text").cloned().unwrap_or(Value::Null),
+            "media_urls": content.get("media_urls").cloned().unwrap_or_else(|| json!([])),
+        },
+        "created_at": iso(row.created_at),
+        "published_at": row.published_at.map(iso),
+    });
+    if let Some(result) = &row.result {
+        merge(&mut body, result.clone());
+    }
+    if let Some(code) = &row.error_code {
+        body["error"] = json!({"code": code, "message": row.error_message});
+    }
+    if let Some(id) = row.scheduled_post_id {
+        body["scheduled_post_id"] = json!(id);
+    }
+    body
+}
+
+/// A user as operators and `/auth/me` see it.
+pub fn user(user: &user::Model) -> Value {
+    json!({
+        "id": user.id,
+        "email": user.email,
+        "name": user.display_name,
+        "plan": user.plan,
+        "plan_type": user.plan_type,
+        "current_period_end": user.current_period_end.map(iso),
+        "created_at": iso(user.created_at),
+    })
+}
+
+fn merge(target: &mut Value, extra: Value) {
+    if let (Some(target), Value::Object(extra)) = (target.as_object_mut(), extra) {
+        target.extend(extra);
+    }
+}
