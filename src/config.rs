@@ -153,6 +153,22 @@ pub enum ConfigError {
     Invalid(&'static str, String),
 }
 
+/// Keys whose environment values are taken as strings, verbatim.
+const STRING_KEYS: &[&str] = &[
+    "server.bind",
+    "server.public_url",
+    "database.url",
+    "secrets.session_key",
+    "secrets.token_encryption_key",
+    "secrets.operator_token",
+    "auth.issuer",
+    "auth.authorization_endpoint",
+    "auth.token_endpoint",
+    "auth.client_id",
+    "auth.client_secret",
+    "auth.scopes",
+];
+
 impl Config {
     /// Loads defaults → file → `DATABASE_URL` → `SERVICE__*` environment.
     /// A missing file is fine only when no path was given explicitly.
@@ -175,7 +191,18 @@ impl Config {
         {
             figment = figment.merge(Serialized::default("database.url", url));
         }
-        figment = figment.merge(Env::prefixed("SERVICE__").split("__"));
+        // figment parses environment values (`0123` becomes a number), which would corrupt a
+        // hex key or a numeric client id: string-typed keys are read verbatim instead.
+        figment = figment.merge(Env::prefixed("SERVICE__").split("__").filter(|key| {
+            let key = key.as_str().to_ascii_lowercase();
+            !STRING_KEYS.contains(&key.as_str())
+        }));
+        for key in STRING_KEYS {
+            let variable = format!("SERVICE__{}", key.replace('.', "__").to_ascii_uppercase());
+            if let Ok(value) = std::env::var(&variable) {
+                figment = figment.merge(Serialized::default(key, value));
+            }
+        }
         figment
             .extract()
             .map_err(|e| ConfigError::Load(Box::new(e)))

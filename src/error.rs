@@ -194,7 +194,8 @@ pub struct ApiError {
     pub details: Option<String>,
     pub retry_after: Option<u64>,
     pub rate_limit: Option<RateLimitHeaders>,
-    pub quota: Option<QuotaExceeded>,
+    /// Boxed: rare, and keeps every `Result<_, ApiError>` small.
+    pub quota: Option<Box<QuotaExceeded>>,
     form: BodyForm,
 }
 
@@ -277,7 +278,7 @@ impl ApiError {
     /// The Free-plan quota refusal.
     pub fn quota_exceeded(quota: QuotaExceeded, headers: RateLimitHeaders) -> Self {
         let mut error = Self::new(ErrorCode::UsageLimitExceeded, quota.error_en.clone());
-        error.quota = Some(quota);
+        error.quota = Some(Box::new(quota));
         error.rate_limit = Some(headers);
         error
     }

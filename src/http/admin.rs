@@ -20,9 +20,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/admin")
             .wrap(from_fn(require_operator))
-            .route("/users", web::get().to(find_users))
-            .route("/users/{user_id}/plan", web::put().to(set_plan))
-            .route("/accounts", web::post().to(add_account)),
+            .service(web::resource("/users").route(web::get().to(find_users)))
+            .service(web::resource("/users/{user_id}/plan").route(web::put().to(set_plan)))
+            .service(web::resource("/accounts").route(web::post().to(add_account))),
     );
 }
 

@@ -28,9 +28,9 @@ use crate::{
 const LOGIN_STATE_TTL_MINUTES: i64 = 10;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/auth/login", web::get().to(login))
-        .route("/auth/callback", web::get().to(callback))
-        .route("/auth/logout", web::post().to(logout))
+    cfg.service(web::resource("/auth/login").route(web::get().to(login)))
+        .service(web::resource("/auth/callback").route(web::get().to(callback)))
+        .service(web::resource("/auth/logout").route(web::post().to(logout)))
         .service(
             web::resource("/auth/me")
                 .wrap(from_fn(require_session))

@@ -30,7 +30,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.app_data(json_config())
         .app_data(query_config())
         .app_data(path_config())
-        .route("/health", web::get().to(health));
+        .service(web::resource("/health").route(web::get().to(health)));
     login::configure(cfg);
     keys::configure(cfg);
     accounts::configure(cfg);

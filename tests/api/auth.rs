@@ -1,0 +1,340 @@
+//! Dashboard sign-in (OIDC code + PKCE + state), session cookies, logout, and the separation of
+//! API keys and sessions.
+
+use reqwest::{Client, header, redirect::Policy};
+use serde_json::{Value, json};
+
+use crate::helpers::{OPERATOR_TOKEN, TestApp, error_body, status_and_json};
+
+/// Runs the sign-in redirects by hand and returns the callback response (not followed).
+async fn callback_response(app: &TestApp, email: &str) -> (reqwest::Response, String) {
+    let client = Client::builder().redirect(Policy::none()).build().unwrap();
+    let login = client
+        .get(app.url(&format!("/auth/login?login_hint={email}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(login.status(), 302);
+    let authorize = login.headers()[header::LOCATION]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(authorize.starts_with(&app.sim.base_url), "{authorize}");
+    for param in [
+        "code_challenge=",
+        "code_challenge_method=S256",
+        "state=",
+        "nonce=",
+    ] {
+        assert!(
+            authorize.contains(param),
+            "authorization request carries {param}"
+        );
+    }
+    let idp = client.get(&authorize).send().await.unwrap();
+    assert_eq!(idp.status(), 302);
+    let callback = idp.headers()[header::LOCATION]
+        .to_str()
+        .unwrap()
+        .to_string();
+    // Whatever public URL the service believes in, the callback is served here.
+    let path = &callback[callback.find("/auth/callback").unwrap()..];
+    let response = client.get(app.url(path)).send().await.unwrap();
+    (response, path.to_string())
+}
+
+#[actix_web::test]
+async fn first_sign_in_creates_the_user_and_later_ones_find_it() {
+    let app = TestApp::spawn().await;
+    let first = app.sign_in("new.user@example.com").await;
+    let second = app.sign_in("new.user@example.com").await;
+    assert_eq!(first.user_id, second.user_id);
+    let other = app.sign_in("someone.else@example.com").await;
+    assert_ne!(first.user_id, other.user_id);
+
+    let me: Value = first
+        .client
+        .get(app.url("/auth/me"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(me["user"]["email"], "new.user@example.com");
+    assert_eq!(me["user"]["plan"], "free");
+}
+
+#[actix_web::test]
+async fn the_session_cookie_is_signed_httponly_and_lax() {
+    let app = TestApp::spawn().await;
+    let (response, _) = callback_response(&app, "cookie@example.com").await;
+    assert_eq!(response.status(), 303);
+    assert_eq!(response.headers()[header::LOCATION], "/auth/me");
+    let cookie = response.headers()[header::SET_COOKIE].to_str().unwrap();
+    assert!(cookie.starts_with("service_session="), "{cookie}");
+    assert!(cookie.contains("HttpOnly"), "{cookie}");
+    assert!(cookie.contains("SameSite=Lax"), "{cookie}");
+    assert!(
+        !cookie.contains("Secure"),
+        "plain-http public URL: no Secure flag: {cookie}"
+    );
+}
+
+#[actix_web::test]
+async fn the_cookie_is_secure_when_the_public_url_is_https() {
+    let app =
+        TestApp::spawn_with(|c| c.server.public_url = "https://social.example.com".into()).await;
+    let (response, path) = callback_response(&app, "secure@example.com").await;
+    assert!(path.starts_with("/auth/callback?"));
+    assert_eq!(response.status(), 303);
+    let cookie = response.headers()[header::SET_COOKIE].to_str().unwrap();
+    assert!(cookie.contains("Secure"), "{cookie}");
+}
+
+#[actix_web::test]
+async fn a_callback_cannot_be_replayed_or_forged() {
+    let app = TestApp::spawn().await;
+    let (response, path) = callback_response(&app, "replay@example.com").await;
+    assert_eq!(response.status(), 303);
+    // The same state (and code) a second time.
+    let (status, body) = status_and_json(app.http.get(app.url(&path)).send().await.unwrap()).await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        body,
+        error_body(
+            "InvalidRequest",
+            "Unknown or expired sign-in state; start again at /auth/login"
+        )
+    );
+    // A state we never issued.
+    let (status, body) = status_and_json(
+        app.http
+            .get(app.url("/auth/callback?code=abc&state=forged"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"], "InvalidRequest");
+    let (status, body) = status_and_json(
+        app.http
+            .get(app.url("/auth/callback?state=x"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body),
+        (
+            400,
+            error_body("MissingParameter", "Missing required parameter: code")
+        )
+    );
+}
+
+#[actix_web::test]
+async fn tampered_cookies_are_refused() {
+    let app = TestApp::spawn().await;
+    let (response, _) = callback_response(&app, "tamper@example.com").await;
+    let set_cookie = response.headers()[header::SET_COOKIE].to_str().unwrap();
+    let value = set_cookie
+        .split(';')
+        .next()
+        .unwrap()
+        .trim_start_matches("service_session=");
+    let (token, signature) = value.rsplit_once('.').unwrap();
+
+    let genuine = format!("service_session={value}");
+    let ok = app
+        .http
+        .get(app.url("/api/keys"))
+        .header(header::COOKIE, &genuine)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+
+    let flipped = if token.starts_with('A') { "B" } else { "A" };
+    let forged_token = format!("service_session={flipped}{}.{signature}", &token[1..]);
+    let forged_signature = format!("service_session={token}.{}", "A".repeat(signature.len()));
+    let unsigned = format!("service_session={token}");
+    for cookie in [forged_token, forged_signature, unsigned] {
+        let response = app
+            .http
+            .get(app.url("/api/keys"))
+            .header(header::COOKIE, &cookie)
+            .send()
+            .await
+            .unwrap();
+        let (status, body) = status_and_json(response).await;
+        assert_eq!(
+            (status, body),
+            (401, error_body("Unauthorized", "Invalid session")),
+            "{cookie}"
+        );
+    }
+}
+
+#[actix_web::test]
+async fn logout_revokes_the_session_server_side() {
+    let app = TestApp::spawn().await;
+    let (response, _) = callback_response(&app, "logout@example.com").await;
+    let set_cookie = response.headers()[header::SET_COOKIE].to_str().unwrap();
+    let cookie = set_cookie.split(';').next().unwrap().to_string();
+
+    let response = app
+        .http
+        .post(app.url("/auth/logout"))
+        .header(header::COOKIE, &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let cleared = response.headers()[header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(cleared.starts_with("service_session=;"), "{cleared}");
+    assert_eq!(
+        response.json::<Value>().await.unwrap(),
+        json!({"success": true, "message": "Signed out"})
+    );
+
+    // The old cookie, replayed by a client that ignored the removal, is dead.
+    let response = app
+        .http
+        .get(app.url("/api/keys"))
+        .header(header::COOKIE, &cookie)
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = status_and_json(response).await;
+    assert_eq!(
+        (status, body),
+        (
+            401,
+            error_body("Unauthorized", "Session expired or signed out")
+        )
+    );
+}
+
+#[actix_web::test]
+async fn api_keys_are_refused_on_session_endpoints() {
+    let app = TestApp::spawn().await;
+    let dashboard = app.sign_in("mixed@example.com").await;
+    let (key, key_id) = app.create_key(&dashboard, "k").await;
+    let account = app.add_account(dashboard.user_id, "facebook", "Page").await;
+    let requests = [
+        app.http.get(app.url("/api/keys")),
+        app.http
+            .post(app.url("/api/keys"))
+            .json(&json!({"name": "x"})),
+        app.http.delete(app.url(&format!("/api/keys/{key_id}"))),
+        app.http.get(app.url("/api/accounts")),
+        app.http
+            .delete(app.url(&format!("/api/accounts/{}", account.id))),
+        app.http
+            .post(app.url("/api/token/info"))
+            .json(&json!({"account_id": account.id})),
+        app.http.get(app.url("/api/published-posts")),
+        app.http.get(app.url("/api/subscription/status")),
+    ];
+    for request in requests {
+        let response = request
+            .header("service-api-key", &key)
+            .send()
+            .await
+            .unwrap();
+        let (status, body) = status_and_json(response).await;
+        assert_eq!(status, 401);
+        assert_eq!(
+            body,
+            error_body(
+                "Unauthorized",
+                "This endpoint requires a dashboard session; API keys are not accepted here"
+            )
+        );
+    }
+    // Nothing happened: the key and the account are still there.
+    assert_eq!(app.key_get(&key).await.status(), 200);
+    let accounts: Value = dashboard
+        .client
+        .get(app.url("/api/accounts"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(accounts["accounts"].as_array().unwrap().len(), 1);
+}
+
+#[actix_web::test]
+async fn sessions_are_refused_on_key_endpoints() {
+    let app = TestApp::spawn().await;
+    let dashboard = app.sign_in("session-only@example.com").await;
+    let response = dashboard
+        .client
+        .get(app.url("/v2/accounts"))
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = status_and_json(response).await;
+    assert_eq!(
+        (status, body),
+        (
+            401,
+            error_body("InvalidApiKey", "Invalid or missing API key")
+        )
+    );
+}
+
+#[actix_web::test]
+async fn operator_endpoints_need_the_operator_token() {
+    let app = TestApp::spawn().await;
+    let dashboard = app.sign_in("op@example.com").await;
+    let (key, _) = app.create_key(&dashboard, "k").await;
+    let url = app.url(&format!("/admin/users/{}/plan", dashboard.user_id));
+    let attempts = [
+        app.http.put(&url).json(&json!({"plan": "pro"})),
+        app.http
+            .put(&url)
+            .bearer_auth("wrong-token-wrong-token")
+            .json(&json!({"plan": "pro"})),
+        app.http
+            .put(&url)
+            .header("service-api-key", &key)
+            .json(&json!({"plan": "pro"})),
+        dashboard.client.put(&url).json(&json!({"plan": "pro"})),
+    ];
+    for attempt in attempts {
+        let (status, body) = status_and_json(attempt.send().await.unwrap()).await;
+        assert_eq!(
+            (status, body),
+            (401, error_body("Unauthorized", "Operator token required"))
+        );
+    }
+    let response = app
+        .http
+        .get(app.url("/admin/users?email=op@example.com"))
+        .bearer_auth(OPERATOR_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = status_and_json(response).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["users"][0]["id"], json!(dashboard.user_id));
+    assert_eq!(body["users"][0]["plan"], "free");
+}
+
+#[actix_web::test]
+async fn sign_in_is_unavailable_when_not_configured() {
+    let app = TestApp::spawn_with(|c| c.auth.issuer = String::new()).await;
+    let (status, body) =
+        status_and_json(app.http.get(app.url("/auth/login")).send().await.unwrap()).await;
+    assert_eq!(status, 503);
+    assert_eq!(body["error"], "ServiceUnavailable");
+}

@@ -1,0 +1,132 @@
+//! Everything a client can get wrong answers in catalogue form, never actix's plain text.
+
+use serde_json::json;
+
+use crate::helpers::{TestApp, error_body, status_and_json};
+
+#[actix_web::test]
+async fn unknown_routes_answer_not_found_in_catalogue_form() {
+    let app = TestApp::spawn().await;
+    for path in [
+        "/nope",
+        "/api/nope",
+        "/v2/posts/extra/segments",
+        "/v3/posts",
+    ] {
+        let (status, body) =
+            status_and_json(app.http.get(app.url(path)).send().await.unwrap()).await;
+        assert_eq!(status, 404, "{path}");
+        assert_eq!(
+            body,
+            error_body("NotFound", &format!("No route for GET {path}"))
+        );
+    }
+}
+
+#[actix_web::test]
+async fn wrong_methods_answer_method_not_allowed_in_catalogue_form() {
+    let app = TestApp::spawn().await;
+    let dashboard = app.sign_in("methods@example.com").await;
+    let response = dashboard
+        .client
+        .put(app.url("/api/keys"))
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = status_and_json(response).await;
+    assert_eq!(status, 405);
+    assert_eq!(
+        body,
+        error_body("MethodNotAllowed", "Method PUT is not allowed on /api/keys")
+    );
+
+    let (status, body) =
+        status_and_json(app.http.delete(app.url("/health")).send().await.unwrap()).await;
+    assert_eq!(status, 405);
+    assert_eq!(body["error"], "MethodNotAllowed");
+}
+
+#[actix_web::test]
+async fn malformed_json_and_wrong_types_are_invalid_requests() {
+    let app = TestApp::spawn().await;
+    let dashboard = app.sign_in("json@example.com").await;
+    let post = |body: &'static str, content_type: &'static str| {
+        dashboard
+            .client
+            .post(app.url("/api/keys"))
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+    };
+
+    let (status, body) =
+        status_and_json(post("{\"name\": ", "application/json").await.unwrap()).await;
+    assert_eq!(status, 400);
+    assert_eq!(body["success"], false);
+    assert_eq!(body["error"], "InvalidRequest");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Malformed JSON"),
+        "{body}"
+    );
+
+    let (status, body) =
+        status_and_json(post("{\"name\": 5}", "application/json").await.unwrap()).await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"], "InvalidRequest");
+    assert!(
+        body["message"].as_str().unwrap().contains("invalid type"),
+        "{body}"
+    );
+
+    let (status, body) = status_and_json(post("name=x", "text/plain").await.unwrap()).await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        body,
+        error_body("InvalidRequest", "Content-Type must be application/json")
+    );
+
+    let (status, body) = status_and_json(
+        dashboard
+            .client
+            .get(app.url("/api/published-posts?limit=abc"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"], "InvalidRequest");
+}
+
+#[actix_web::test]
+async fn oversized_bodies_are_refused_in_catalogue_form() {
+    let app = TestApp::spawn().await;
+    let dashboard = app.sign_in("big@example.com").await;
+    let huge = format!("{{\"name\": \"{}\"}}", "a".repeat(2 * 1024 * 1024));
+    let response = dashboard
+        .client
+        .post(app.url("/api/keys"))
+        .header("content-type", "application/json")
+        .body(huge)
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = status_and_json(response).await;
+    assert_eq!(status, 413);
+    assert_eq!(
+        body,
+        error_body("PayloadTooLarge", "Request body is too large")
+    );
+}
+
+#[actix_web::test]
+async fn health_reports_the_database() {
+    let app = TestApp::spawn().await;
+    let (status, body) =
+        status_and_json(app.http.get(app.url("/health")).send().await.unwrap()).await;
+    assert_eq!(status, 200);
+    assert_eq!(body, json!({"status": "ok", "database": "ok"}));
+}

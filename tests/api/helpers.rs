@@ -1,0 +1,265 @@
+//! `TestApp`: spawns the service and the simulator with a fresh database, and typed helpers.
+
+use std::sync::Once;
+
+use chrono::{DateTime, Utc};
+use reqwest::{Client, Response, redirect::Policy};
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use social_service::{
+    AppState, Application, BuildOptions,
+    clock::ManualClock,
+    config::Config,
+    crypto::TokenCipher,
+    operator::{self, ManualAccount},
+    sim::{SimConfig, Simulator},
+};
+use uuid::Uuid;
+
+pub const OPERATOR_TOKEN: &str = "test-operator-token-0123456789";
+const CLIENT_ID: &str = "test-dashboard";
+const CLIENT_SECRET: &str = "test-client-secret";
+
+static TRACING: Once = Once::new();
+
+fn init_tracing() {
+    TRACING.call_once(|| {
+        if std::env::var("TEST_LOG").is_ok() {
+            tracing_subscriber::fmt()
+                .with_env_filter("debug,sqlx=warn")
+                .with_test_writer()
+                .init();
+        }
+    });
+}
+
+/// Where a test's database lives; dropped at the end of the test.
+enum TestDb {
+    Sqlite(#[allow(dead_code)] tempfile::TempDir),
+    Postgres { url: String, schema: String },
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if let TestDb::Postgres { url, schema } = self {
+            let (url, schema) = (url.clone(), schema.clone());
+            // Drop runs inside the test's runtime: use a thread with its own runtime.
+            let _ = std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                runtime.block_on(async {
+                    use sea_orm::ConnectionTrait;
+                    if let Ok(db) = sea_orm::Database::connect(&url).await {
+                        let _ = db
+                            .execute_unprepared(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+                            .await;
+                        let _ = db.close().await;
+                    }
+                });
+            })
+            .join();
+        }
+    }
+}
+
+pub struct TestApp {
+    pub base: String,
+    pub state: actix_web::web::Data<AppState>,
+    pub clock: ManualClock,
+    pub sim: Simulator,
+    /// A client without cookies or redirects.
+    pub http: Client,
+    /// The SQLite file URL (None on PostgreSQL).
+    pub sqlite_url: Option<String>,
+    _db: TestDb,
+}
+
+/// A signed-in dashboard user: a client with a cookie jar.
+pub struct Dashboard {
+    pub client: Client,
+    pub user_id: Uuid,
+}
+
+impl TestApp {
+    pub async fn spawn() -> Self {
+        Self::spawn_with(|_| {}).await
+    }
+
+    /// Spawns with a config adjusted by `adjust`.
+    pub async fn spawn_with(adjust: impl FnOnce(&mut Config)) -> Self {
+        init_tracing();
+        let sim = Simulator::start(SimConfig {
+            bind: "127.0.0.1:0".into(),
+            idp_clients: vec![(CLIENT_ID.into(), CLIENT_SECRET.into())],
+            idp_issuer: None,
+        })
+        .unwrap();
+
+        let mut config = Config::default();
+        config.server.bind = "127.0.0.1:0".into();
+        config.server.workers = 2;
+        config.database.max_connections = 5;
+        config.secrets.session_key = Some(SecretString::from("s".repeat(40)));
+        config.secrets.token_encryption_key = Some(SecretString::from(TokenCipher::generate_key()));
+        config.secrets.operator_token = Some(SecretString::from(OPERATOR_TOKEN));
+        config.auth.issuer = sim.idp_issuer();
+        config.auth.client_id = CLIENT_ID.into();
+        config.auth.client_secret = Some(SecretString::from(CLIENT_SECRET));
+        config.usage.last_used_flush_ms = 50;
+
+        let (db, pg_schema, sqlite_url) = match std::env::var("TEST_DATABASE_URL") {
+            Ok(url) if !url.is_empty() => {
+                let schema = format!("t_{}", Uuid::new_v4().simple());
+                let admin = sea_orm::Database::connect(&url).await.unwrap();
+                use sea_orm::ConnectionTrait;
+                admin
+                    .execute_unprepared(&format!("CREATE SCHEMA {schema}"))
+                    .await
+                    .unwrap();
+                admin.close().await.unwrap();
+                config.database.url = url.clone();
+                (
+                    TestDb::Postgres {
+                        url,
+                        schema: schema.clone(),
+                    },
+                    Some(schema),
+                    None,
+                )
+            }
+            _ => {
+                let dir = tempfile::tempdir().unwrap();
+                let url = format!("sqlite://{}/test.db?mode=rwc", dir.path().display());
+                config.database.url = url.clone();
+                (TestDb::Sqlite(dir), None, Some(url))
+            }
+        };
+        adjust(&mut config);
+
+        let clock = ManualClock::new(Utc::now());
+        let app = Application::build(
+            config,
+            BuildOptions {
+                clock: Some(std::sync::Arc::new(clock.clone())),
+                pg_schema,
+            },
+        )
+        .await
+        .unwrap();
+        let base = format!("http://127.0.0.1:{}", app.port());
+        let state = app.state();
+        actix_rt::spawn(app.run_until_stopped());
+        Self {
+            base,
+            state,
+            clock,
+            sim,
+            http: Client::builder().redirect(Policy::none()).build().unwrap(),
+            sqlite_url,
+            _db: db,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Signs in through the identity provider by following redirects with a cookie jar.
+    pub async fn sign_in(&self, email: &str) -> Dashboard {
+        let client = Client::builder().cookie_store(true).build().unwrap();
+        let response = client
+            .get(self.url(&format!("/auth/login?login_hint={email}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "sign-in should end on /auth/me");
+        let me: Value = response.json().await.unwrap();
+        let user_id = me["user"]["id"].as_str().unwrap().parse().unwrap();
+        Dashboard { client, user_id }
+    }
+
+    /// Creates an API key through the dashboard and returns its full value.
+    pub async fn create_key(&self, dashboard: &Dashboard, name: &str) -> (String, String) {
+        let body: Value = dashboard
+            .client
+            .post(self.url("/api/keys"))
+            .json(&json!({ "name": name }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        (
+            body["api_key"].as_str().unwrap().to_string(),
+            body["key"]["id"].as_str().unwrap().to_string(),
+        )
+    }
+
+    /// Records a connected account directly through the operator layer (not a public route).
+    pub async fn add_account(
+        &self,
+        user_id: Uuid,
+        platform: &str,
+        name: &str,
+    ) -> entity::account::Model {
+        let now = self.clock_now();
+        let manual = ManualAccount {
+            user_id,
+            platform: platform.into(),
+            external_id: format!("{platform}-{}", Uuid::new_v4().simple()),
+            name: name.into(),
+            username: Some(name.into()),
+            account_type: (platform == "instagram").then(|| "CREATOR".into()),
+            profile_picture_url: None,
+            access_token: format!("plaintext-token-{name}"),
+            refresh_token: None,
+            token_expires_at: (platform != "facebook").then(|| now + chrono::Duration::days(30)),
+            data_access_expires_at: (platform == "facebook")
+                .then(|| now + chrono::Duration::days(90)),
+        };
+        operator::add_account(&self.state.store, &self.state.cipher, now, manual)
+            .await
+            .unwrap()
+    }
+
+    pub fn clock_now(&self) -> DateTime<Utc> {
+        use social_service::clock::Clock;
+        self.clock.now()
+    }
+
+    /// A programmatic call (API-key endpoint).
+    pub async fn key_get(&self, key: &str) -> Response {
+        self.http
+            .get(self.url("/v2/accounts"))
+            .header("service-api-key", key)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// An operator call.
+    pub async fn set_plan(&self, user_id: Uuid, plan: &str) -> Response {
+        self.http
+            .put(self.url(&format!("/admin/users/{user_id}/plan")))
+            .bearer_auth(OPERATOR_TOKEN)
+            .json(&json!({ "plan": plan }))
+            .send()
+            .await
+            .unwrap()
+    }
+}
+
+/// Status and JSON body of a response.
+pub async fn status_and_json(response: Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let body = response.json().await.unwrap_or(Value::Null);
+    (status, body)
+}
+
+/// The exact catalogue body of an error.
+pub fn error_body(code: &str, message: &str) -> Value {
+    json!({ "success": false, "error": code, "message": message })
+}

@@ -1,0 +1,15 @@
+//! Black-box tests: the real service on port 0, the simulator (identity provider) on port 0, a
+//! fresh database per test (SQLite always; PostgreSQL when `TEST_DATABASE_URL` is set).
+
+// Test code: a failed unwrap is a failed test, which is what we want.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod helpers;
+
+mod accounts;
+mod auth;
+mod config;
+mod errors;
+mod history;
+mod keys;
+mod usage;
