@@ -28,8 +28,7 @@ pub fn account(account: &account::Model) -> Value {
         "social_channel_type": account.platform,
         "account_name": account.display_name,
         "is_valid": account.is_valid,
-        // §2.2: facebook page tokens do not expire.
-        "expires_at": if account.platform == "facebook" { None } else { account.token_expires_at.map(iso) },
+        "expires_at": token_expiry(account).map(iso),
         "created_at": iso(account.created_at),
         "updated_at": iso(account.updated_at),
     });
@@ -71,13 +70,18 @@ pub fn account(account: &account::Model) -> Value {
     body
 }
 
-/// `data` of `POST /api/token/info` (§4.9).
-pub fn token_info(account: &account::Model, now: DateTime<Utc>) -> Value {
-    let expires_at = if account.platform == "facebook" {
+/// When the account's token expires; `None` for facebook, whose page tokens do not (§2.2).
+fn token_expiry(account: &account::Model) -> Option<DateTime<Utc>> {
+    if account.platform == "facebook" {
         None
     } else {
         account.token_expires_at
-    };
+    }
+}
+
+/// `data` of `POST /api/token/info` (§4.9).
+pub fn token_info(account: &account::Model, now: DateTime<Utc>) -> Value {
+    let expires_at = token_expiry(account);
     let expired = expires_at.is_some_and(|at| at <= now);
     json!({
         "is_valid": account.is_valid && !expired,

@@ -53,11 +53,11 @@ async fn health(state: web::Data<crate::AppState>) -> HttpResponse {
 
 /// Unknown routes answer in catalogue form.
 pub async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
-    Err(ApiError::not_found(format!(
-        "No route for {} {}",
-        req.method(),
-        req.path()
-    )))
+    Err(route_not_found(&req))
+}
+
+fn route_not_found(req: &HttpRequest) -> ApiError {
+    ApiError::not_found(format!("No route for {} {}", req.method(), req.path()))
 }
 
 fn json_config() -> web::JsonConfig {
@@ -125,9 +125,7 @@ pub fn json_error_handlers<B: MessageBody + 'static>() -> ErrorHandlers<B> {
 
 fn catalogue_error_for_status(status: StatusCode, req: &HttpRequest) -> ApiError {
     match status {
-        StatusCode::NOT_FOUND => {
-            ApiError::not_found(format!("No route for {} {}", req.method(), req.path()))
-        }
+        StatusCode::NOT_FOUND => route_not_found(req),
         StatusCode::METHOD_NOT_ALLOWED => ApiError::new(
             ErrorCode::MethodNotAllowed,
             format!("Method {} is not allowed on {}", req.method(), req.path()),
