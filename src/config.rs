@@ -23,6 +23,8 @@ pub struct Config {
     pub secrets: SecretsConfig,
     pub auth: AuthConfig,
     pub usage: UsageConfig,
+    pub platforms: PlatformsConfig,
+    pub publishing: PublishingConfig,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -124,6 +126,123 @@ impl Default for AuthConfig {
     }
 }
 
+/// Where each platform's API lives, and how long to wait for its asynchronous processing.
+/// Every base URL is configuration, so tests and the demo point them at the simulator.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PlatformsConfig {
+    /// Meta Graph API host (facebook pages and instagram with Facebook Login).
+    pub graph_url: String,
+    pub graph_version: String,
+    /// Threads API host.
+    pub threads_url: String,
+    pub threads_version: String,
+    /// TikTok Open API host.
+    pub tiktok_url: String,
+    /// Google API host: `{youtube_url}/youtube/v3/...` and `{youtube_url}/upload/youtube/v3/...`.
+    pub youtube_url: String,
+    /// X API host.
+    pub x_url: String,
+    /// Pause between status polls of asynchronous processing (containers, uploads).
+    pub poll_interval_ms: u64,
+    /// Give up on processing that has not finished after this long (`VideoProcessingFailed`).
+    pub processing_timeout_secs: u64,
+    /// Timeout of one HTTP call to a platform (uploads excluded).
+    pub call_timeout_secs: u64,
+    /// Bytes per upload chunk where a platform takes chunks (x append, tiktok FILE_UPLOAD).
+    pub upload_chunk_bytes: u64,
+}
+
+impl Default for PlatformsConfig {
+    fn default() -> Self {
+        Self {
+            graph_url: "https://graph.facebook.com".into(),
+            graph_version: "v24.0".into(),
+            threads_url: "https://graph.threads.net".into(),
+            threads_version: "v1.0".into(),
+            tiktok_url: "https://open.tiktokapis.com".into(),
+            youtube_url: "https://www.googleapis.com".into(),
+            x_url: "https://api.x.com".into(),
+            poll_interval_ms: 3_000,
+            processing_timeout_secs: 240,
+            call_timeout_secs: 30,
+            upload_chunk_bytes: 8 * 1024 * 1024,
+        }
+    }
+}
+
+impl PlatformsConfig {
+    /// Every base URL pointed at one simulator (`http://127.0.0.1:PORT`).
+    pub fn simulator(base_url: &str) -> Self {
+        let base = base_url.trim_end_matches('/');
+        Self {
+            graph_url: format!("{base}/graph"),
+            threads_url: format!("{base}/threads"),
+            tiktok_url: format!("{base}/tiktok"),
+            youtube_url: format!("{base}/youtube"),
+            x_url: format!("{base}/x"),
+            poll_interval_ms: 100,
+            ..Self::default()
+        }
+    }
+}
+
+/// Publishing: account actors, their limiters and queues, media checks and request time limits.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PublishingConfig {
+    /// Publishes waiting per account (the one in flight not counted); more answer 503.
+    pub queue_capacity: usize,
+    /// An account actor with nothing to do stops after this long; the next request restarts it.
+    pub actor_idle_secs: u64,
+    /// Time limits of `POST /v2/posts` (spec §8); past them the caller gets 504 `Timeout` and the
+    /// publish goes on and lands in the history.
+    pub request_timeout_secs: u64,
+    pub video_timeout_secs: u64,
+    pub thread_timeout_secs: u64,
+    /// Platform API calls allowed per account (spec §8).
+    pub facebook_calls_per_hour: u32,
+    pub instagram_calls_per_hour: u32,
+    pub threads_calls_per_hour: u32,
+    pub x_calls_per_3_hours: u32,
+    /// TikTok's limit is not in the spec; 6 video inits per minute per token is TikTok's own.
+    pub tiktok_calls_per_minute: u32,
+    /// YouTube's daily quota and what each operation costs of it.
+    pub youtube_daily_units: u32,
+    pub youtube_video_insert_cost: u32,
+    pub youtube_thumbnail_set_cost: u32,
+    /// x posts per user per usage month, across all of the user's x accounts (spec §8).
+    pub x_monthly_posts: i64,
+    /// Largest accepted media file.
+    pub max_media_bytes: u64,
+    /// `host:port` pairs media URLs may use even though they resolve to a loopback or private
+    /// address (and may stay on plain http). Empty in production.
+    pub media_allow_hosts: Vec<String>,
+}
+
+impl Default for PublishingConfig {
+    fn default() -> Self {
+        Self {
+            queue_capacity: 32,
+            actor_idle_secs: 600,
+            request_timeout_secs: 60,
+            video_timeout_secs: 300,
+            thread_timeout_secs: 360,
+            facebook_calls_per_hour: 200,
+            instagram_calls_per_hour: 200,
+            threads_calls_per_hour: 250,
+            x_calls_per_3_hours: 300,
+            tiktok_calls_per_minute: 6,
+            youtube_daily_units: 10_000,
+            youtube_video_insert_cost: 1_600,
+            youtube_thumbnail_set_cost: 50,
+            x_monthly_posts: 60,
+            max_media_bytes: 100 * 1024 * 1024,
+            media_allow_hosts: Vec::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub struct UsageConfig {
@@ -167,6 +286,13 @@ const STRING_KEYS: &[&str] = &[
     "auth.client_id",
     "auth.client_secret",
     "auth.scopes",
+    "platforms.graph_url",
+    "platforms.graph_version",
+    "platforms.threads_url",
+    "platforms.threads_version",
+    "platforms.tiktok_url",
+    "platforms.youtube_url",
+    "platforms.x_url",
 ];
 
 impl Config {

@@ -97,6 +97,7 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
         bind: "127.0.0.1:0".into(),
         idp_clients: vec![(DEMO_CLIENT_ID.into(), secrets.idp_client_secret.clone())],
         idp_issuer: Some(DEMO_ISSUER.into()),
+        ..SimConfig::default()
     })?;
     config.auth.issuer = DEMO_ISSUER.into();
     config.auth.authorization_endpoint = format!("{}/oidc/authorize", simulator.base_url);

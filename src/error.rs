@@ -275,6 +275,12 @@ impl ApiError {
         error
     }
 
+    /// Adds the underlying (platform) message as `details`.
+    pub fn with_details(mut self, details: impl Into<String>) -> Self {
+        self.details = Some(details.into());
+        self
+    }
+
     /// The Free-plan quota refusal.
     pub fn quota_exceeded(quota: QuotaExceeded, headers: RateLimitHeaders) -> Self {
         let mut error = Self::new(ErrorCode::UsageLimitExceeded, quota.error_en.clone());

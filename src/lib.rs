@@ -19,6 +19,8 @@ pub mod error;
 pub mod http;
 pub mod oidc;
 pub mod operator;
+pub mod platforms;
+pub mod publish;
 pub mod sim;
 pub mod store;
 pub mod usage;

@@ -127,6 +127,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 bind,
                 idp_clients: vec![(client_id.clone(), client_secret)],
                 idp_issuer: None,
+                ..SimConfig::default()
             })?;
             println!(
                 "simulator on {}\nidentity provider issuer: {} (client_id {client_id})",

@@ -1,12 +1,28 @@
 //! The platform simulator: a separate HTTP server that stands in for the outside world in tests,
 //! benchmarks and the demo. It runs as `service sim` or in-process on port 0.
 //!
-//! So far it hosts the test OpenID Connect identity provider under `/oidc` ([`idp`]); the social
-//! platforms' APIs join it with the publishing work.
+//! Mounts, each built from the platform's documentation (`../shared/design/platform-apis.md`),
+//! not from our adapters' habits:
+//! - `/graph/{ver}/…`: Meta Graph API, facebook pages and instagram ([`graph`]);
+//! - `/threads/{ver}/…`: Threads API ([`threads`]);
+//! - `/tiktok/v2/…`: TikTok Content Posting API ([`tiktok`]);
+//! - `/youtube/youtube/v3/…` and `/youtube/upload/youtube/v3/…`: YouTube Data API ([`youtube`]);
+//! - `/x/2/…`: X API v2 ([`x`]);
+//! - `/media/…`: a static media host ([`media`]);
+//! - `/oidc/…`: the test OpenID Connect identity provider ([`idp`]);
+//! - `/_sim/…`: control endpoints: accounts, published items, request counts, faults ([`control`]).
 
+pub mod control;
+pub mod graph;
 pub mod idp;
+pub mod media;
+pub mod state;
+pub mod threads;
+pub mod tiktok;
+pub mod x;
+pub mod youtube;
 
-use std::net::TcpListener;
+use std::{net::TcpListener, time::Duration};
 
 use actix_web::{App, HttpServer, dev::ServerHandle, web};
 
@@ -19,6 +35,19 @@ pub struct SimConfig {
     pub idp_clients: Vec<(String, String)>,
     /// A fixed issuer for the identity provider; default `{base_url}/oidc`.
     pub idp_issuer: Option<String>,
+    /// How long asynchronous processing (videos, containers) takes before it finishes.
+    pub processing_delay: Duration,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            bind: "127.0.0.1:0".into(),
+            idp_clients: Vec::new(),
+            idp_issuer: None,
+            processing_delay: Duration::from_millis(300),
+        }
+    }
 }
 
 /// A running simulator.
@@ -28,6 +57,7 @@ pub struct Simulator {
     pub base_url: String,
     handle: ServerHandle,
     idp: web::Data<idp::IdpState>,
+    state: web::Data<state::SimState>,
 }
 
 impl Simulator {
@@ -44,13 +74,25 @@ impl Simulator {
         for (id, secret) in config.idp_clients {
             idp.register_client(id, secret);
         }
+        let state = web::Data::new(state::SimState::new(config.processing_delay));
         let idp_for_server = idp.clone();
+        let state_for_server = state.clone();
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(idp_for_server.clone())
+                .app_data(state_for_server.clone())
+                .app_data(web::PayloadConfig::new(256 * 1024 * 1024))
+                .app_data(web::JsonConfig::default().limit(4 * 1024 * 1024))
                 .service(web::scope("/oidc").configure(idp::configure))
+                .service(web::scope("/_sim").configure(control::configure))
+                .service(web::scope("/media").configure(media::configure))
+                .service(web::scope("/graph").configure(graph::configure))
+                .service(web::scope("/threads").configure(threads::configure))
+                .service(web::scope("/tiktok").configure(tiktok::configure))
+                .service(web::scope("/youtube").configure(youtube::configure))
+                .service(web::scope("/x").configure(x::configure))
         })
-        .workers(1)
+        .workers(2)
         .disable_signals()
         .listen(listener)?
         .run();
@@ -61,6 +103,7 @@ impl Simulator {
             base_url,
             handle,
             idp,
+            state,
         })
     }
 
@@ -73,6 +116,16 @@ impl Simulator {
     pub fn register_idp_client(&self, client_id: &str, secret: &str) {
         self.idp
             .register_client(client_id.to_string(), secret.to_string());
+    }
+
+    /// The simulator's state (accounts, published items, faults), for in-process callers.
+    pub fn state(&self) -> &state::SimState {
+        &self.state
+    }
+
+    /// The sample media URLs the media host serves.
+    pub fn sample_media(&self) -> serde_json::Value {
+        media::sample_media(&self.base_url)
     }
 
     /// Stops the server gracefully.

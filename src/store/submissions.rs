@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use entity::post_submission;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
-    QuerySelect, Set,
+    QuerySelect, Set, sea_query::Expr,
 };
 use uuid::Uuid;
 
@@ -74,5 +74,19 @@ impl Store {
             .all(&self.db)
             .await?;
         Ok((rows, total))
+    }
+
+    /// Saves the steps recorded so far of an in-progress publish.
+    pub async fn record_submission_steps(
+        &self,
+        submission_id: Uuid,
+        steps: serde_json::Value,
+    ) -> Result<(), DbErr> {
+        post_submission::Entity::update_many()
+            .col_expr(post_submission::Column::Steps, Expr::value(steps))
+            .filter(post_submission::Column::Id.eq(submission_id))
+            .exec(&self.db)
+            .await?;
+        Ok(())
     }
 }

@@ -94,6 +94,7 @@ impl TestApp {
             bind: "127.0.0.1:0".into(),
             idp_clients: vec![(CLIENT_ID.into(), CLIENT_SECRET.into())],
             idp_issuer: None,
+            processing_delay: std::time::Duration::from_millis(150),
         })
         .unwrap();
 

@@ -4,12 +4,17 @@
 // Test code: a failed unwrap is a failed test, which is what we want.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod adapters;
 mod helpers;
 
 mod accounts;
+mod adapters_meta;
+mod adapters_tiktok_youtube;
+mod adapters_x;
 mod auth;
 mod config;
 mod errors;
 mod history;
 mod keys;
+mod media;
 mod usage;

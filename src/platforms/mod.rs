@@ -1,0 +1,273 @@
+//! Platform adapters: each speaks one platform's documented wire API (see
+//! `../shared/design/platform-apis.md`) against a configurable base URL.
+//!
+//! An adapter is a plain async function `publish(ctx, plan)`: it makes the platform calls in
+//! order, records every remote id it gets with [`StepRecorder`] before making the next call, and
+//! marks the irreversible final call with [`StepRecorder::before_final`]. It never retries a
+//! final call. Errors are classified into [`PlatformError`], which maps to the catalogue in
+//! exactly one place ([`PlatformError::into_api_error`]).
+
+pub mod facebook;
+pub mod instagram;
+pub mod meta;
+pub mod threads;
+pub mod tiktok;
+pub mod x;
+pub mod youtube;
+
+use std::sync::Mutex;
+
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::{
+    config::PlatformsConfig,
+    error::{ApiError, ErrorCode},
+    publish::{media::MediaFetcher, plan::PublishPlan},
+    store::Store,
+};
+
+/// What an adapter needs to make calls for one account.
+pub struct PlatformContext<'a> {
+    /// Client for platform API calls (base URLs come from configuration, so no SSRF guard).
+    pub http: &'a reqwest::Client,
+    /// Guarded client for reading media bytes where we upload them ourselves.
+    pub media: &'a MediaFetcher,
+    pub config: &'a PlatformsConfig,
+    pub account: &'a AccountCredentials,
+    pub steps: &'a StepRecorder,
+}
+
+/// The account's identity on the platform and its current access token.
+#[derive(Debug, Clone)]
+pub struct AccountCredentials {
+    /// Page id (facebook), IG user id, Threads user id, TikTok open_id, YouTube channel id, X user id.
+    pub external_id: String,
+    pub display_name: String,
+    pub access_token: SecretString,
+}
+
+/// What a successful publish produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Published {
+    /// The platform's id of the post (the first one of a thread).
+    pub post_id: String,
+    /// Every post id, in order, for threads and x threads; empty otherwise.
+    pub post_ids: Vec<String>,
+}
+
+impl Published {
+    pub fn single(post_id: impl Into<String>) -> Self {
+        Self {
+            post_id: post_id.into(),
+            post_ids: Vec::new(),
+        }
+    }
+}
+
+/// A platform failure, classified.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlatformError {
+    /// The access token has expired (the account is marked invalid).
+    #[error("access token expired: {0}")]
+    TokenExpired(String),
+    /// The token is invalid or was revoked (the account is marked invalid).
+    #[error("access token invalid or revoked: {0}")]
+    TokenInvalid(String),
+    /// The platform refused because of its rate limit.
+    #[error("platform rate limit: {message}")]
+    RateLimited { retry_after: u64, message: String },
+    /// A permission (scope) the call needs was not granted.
+    #[error("missing permission: {0}")]
+    Permission(String),
+    /// Video/media processing failed on the platform, or did not finish in time.
+    #[error("processing failed: {0}")]
+    ProcessingFailed(String),
+    /// A carousel (or album) container could not be created.
+    #[error("carousel creation failed: {0}")]
+    CarouselFailed(String),
+    /// The platform could not fetch a media URL we gave it.
+    #[error("platform could not fetch media: {0}")]
+    MediaFetch(String),
+    /// A 5xx, a timeout or a network error: worth retrying before the final step.
+    #[error("platform unavailable: {0}")]
+    Transient(String),
+    /// Any other refusal; the platform's message goes to `details`.
+    #[error("platform refused: {0}")]
+    Rejected(String),
+}
+
+impl PlatformError {
+    /// Whether retrying the same step later may succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            PlatformError::Transient(_) | PlatformError::RateLimited { .. }
+        )
+    }
+
+    /// Whether the account's token is no longer usable.
+    pub fn invalidates_token(&self) -> bool {
+        matches!(
+            self,
+            PlatformError::TokenExpired(_) | PlatformError::TokenInvalid(_)
+        )
+    }
+
+    /// A network-level failure of a platform call.
+    pub fn from_reqwest(err: reqwest::Error) -> Self {
+        if err.is_timeout() {
+            PlatformError::Transient(format!("timed out: {err}"))
+        } else {
+            PlatformError::Transient(err.to_string())
+        }
+    }
+
+    /// The one mapping from platform failures to the error catalogue (spec §7).
+    pub fn into_api_error(self) -> ApiError {
+        match self {
+            PlatformError::TokenExpired(msg) => ApiError::new(
+                ErrorCode::TokenExpired,
+                "The platform access token has expired; reconnect the account",
+            )
+            .with_details(msg),
+            PlatformError::TokenInvalid(msg) => ApiError::new(
+                ErrorCode::InvalidToken,
+                "The platform access token is invalid or was revoked; reconnect the account",
+            )
+            .with_details(msg),
+            PlatformError::RateLimited {
+                retry_after,
+                message,
+            } => ApiError::rate_limited(retry_after, None).with_details(message),
+            PlatformError::Permission(msg) => ApiError::new(
+                ErrorCode::InsufficientPermissions,
+                "The account has not granted a permission this post needs",
+            )
+            .with_details(msg),
+            PlatformError::ProcessingFailed(msg) => ApiError::new(
+                ErrorCode::VideoProcessingFailed,
+                "Media processing failed or timed out on the platform",
+            )
+            .with_details(msg),
+            PlatformError::CarouselFailed(msg) => ApiError::new(
+                ErrorCode::CarouselCreationFailed,
+                "The carousel could not be created on the platform",
+            )
+            .with_details(msg),
+            PlatformError::MediaFetch(msg) => ApiError::new(
+                ErrorCode::MediaDownloadFailed,
+                "The platform could not download a media URL",
+            )
+            .with_details(msg),
+            PlatformError::Transient(msg) | PlatformError::Rejected(msg) => {
+                ApiError::publishing_failed(msg)
+            }
+        }
+    }
+}
+
+/// Records the remote ids of a publish as they are made, in `post_submissions.steps`, so that
+/// an interrupted publish can be settled from what was done. The JSON shape is
+/// `{"steps":[{"name":..,"id":..},..],"final_started":bool}`.
+pub struct StepRecorder {
+    store: Option<(Store, Uuid)>,
+    state: Mutex<Value>,
+}
+
+impl StepRecorder {
+    /// A recorder that writes to the submission row `submission_id`.
+    pub fn for_submission(store: Store, submission_id: Uuid) -> Self {
+        Self {
+            store: Some((store, submission_id)),
+            state: Mutex::new(json!({"steps": [], "final_started": false})),
+        }
+    }
+
+    /// A recorder that keeps steps in memory only (adapter tests).
+    pub fn in_memory() -> Self {
+        Self {
+            store: None,
+            state: Mutex::new(json!({"steps": [], "final_started": false})),
+        }
+    }
+
+    /// Records a remote id (container, upload session, media id, published segment id…).
+    pub async fn record(&self, name: &str, id: &str) -> Result<(), PlatformError> {
+        let snapshot = {
+            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(steps) = state["steps"].as_array_mut() {
+                steps.push(json!({"name": name, "id": id}));
+            }
+            state.clone()
+        };
+        self.persist(snapshot).await
+    }
+
+    /// Marks that the irreversible call is about to be made. After this, an interrupted publish
+    /// is never resumed automatically: its outcome must be checked on the platform.
+    pub async fn before_final(&self) -> Result<(), PlatformError> {
+        let snapshot = {
+            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            state["final_started"] = json!(true);
+            state.clone()
+        };
+        self.persist(snapshot).await
+    }
+
+    /// The steps recorded so far.
+    pub fn snapshot(&self) -> Value {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Ids recorded under `name`, in order.
+    pub fn ids(&self, name: &str) -> Vec<String> {
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state["steps"]
+            .as_array()
+            .map(|steps| {
+                steps
+                    .iter()
+                    .filter(|s| s["name"] == name)
+                    .filter_map(|s| s["id"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    async fn persist(&self, snapshot: Value) -> Result<(), PlatformError> {
+        if let Some((store, id)) = &self.store {
+            store
+                .record_submission_steps(*id, snapshot)
+                .await
+                .map_err(|e| PlatformError::Transient(format!("cannot record step: {e}")))?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs the adapter for a plan.
+pub async fn publish(
+    ctx: &PlatformContext<'_>,
+    plan: &PublishPlan,
+) -> Result<Published, PlatformError> {
+    match plan {
+        PublishPlan::Facebook(post) => facebook::publish(ctx, post).await,
+        PublishPlan::Instagram(post) => instagram::publish(ctx, post).await,
+        PublishPlan::Threads(post) => threads::publish(ctx, post).await,
+        PublishPlan::Tiktok(post) => tiktok::publish(ctx, post).await,
+        PublishPlan::Youtube(post) => youtube::publish(ctx, post).await,
+        PublishPlan::X(post) => x::publish(ctx, post).await,
+    }
+}
+
+/// Sleeps for the configured poll interval.
+pub async fn poll_pause(config: &PlatformsConfig) {
+    tokio::time::sleep(std::time::Duration::from_millis(config.poll_interval_ms)).await;
+}
+
+/// The deadline for asynchronous processing that starts now.
+pub fn processing_deadline(config: &PlatformsConfig) -> tokio::time::Instant {
+    tokio::time::Instant::now() + std::time::Duration::from_secs(config.processing_timeout_secs)
+}

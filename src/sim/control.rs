@@ -1,0 +1,101 @@
+//! Control endpoints under `/_sim`, for tests, benchmarks and the demo (not part of any platform):
+//!
+//! - `POST /_sim/accounts` `{platform, name, username?}` → the new account with its tokens;
+//! - `GET /_sim/published?platform=&account_id=` → `{count, items}` in publish order;
+//! - `GET /_sim/published/{id}` → one item;
+//! - `GET /_sim/requests/{platform}/{account_id}` → `{count}` of calls that carried its token;
+//! - `PUT /_sim/faults/{platform}/{account_id}` with a [`FaultSpec`]; `DELETE` the same path, or
+//!   `DELETE /_sim/faults` for every account.
+
+use actix_web::{HttpResponse, web};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::state::{FaultSpec, SimState};
+
+const PLATFORMS: [&str; 6] = ["facebook", "instagram", "threads", "tiktok", "youtube", "x"];
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/accounts", web::post().to(create_account))
+        .route("/published", web::get().to(list_published))
+        .route("/published/{id}", web::get().to(get_published))
+        .route(
+            "/requests/{platform}/{account_id}",
+            web::get().to(request_count),
+        )
+        .route("/faults", web::delete().to(clear_all_faults))
+        .route("/faults/{platform}/{account_id}", web::put().to(set_faults))
+        .route(
+            "/faults/{platform}/{account_id}",
+            web::delete().to(clear_faults),
+        );
+}
+
+#[derive(Deserialize)]
+struct NewAccount {
+    platform: String,
+    name: String,
+    username: Option<String>,
+}
+
+async fn create_account(state: web::Data<SimState>, body: web::Json<NewAccount>) -> HttpResponse {
+    if !PLATFORMS.contains(&body.platform.as_str()) {
+        return HttpResponse::BadRequest()
+            .json(json!({"error": format!("unknown platform {}", body.platform)}));
+    }
+    let account = state.create_account(&body.platform, &body.name, body.username.as_deref());
+    HttpResponse::Created().json(account)
+}
+
+#[derive(Deserialize)]
+struct PublishedQuery {
+    platform: Option<String>,
+    account_id: Option<String>,
+}
+
+async fn list_published(
+    state: web::Data<SimState>,
+    query: web::Query<PublishedQuery>,
+) -> HttpResponse {
+    let items = state.published(query.platform.as_deref(), query.account_id.as_deref());
+    HttpResponse::Ok().json(json!({"count": items.len(), "items": items}))
+}
+
+async fn get_published(state: web::Data<SimState>, id: web::Path<String>) -> HttpResponse {
+    match state.published_item(&id) {
+        Some(item) => HttpResponse::Ok().json(item),
+        None => HttpResponse::NotFound().json(json!({"error": "no such published item"})),
+    }
+}
+
+async fn request_count(
+    state: web::Data<SimState>,
+    path: web::Path<(String, String)>,
+) -> HttpResponse {
+    let (platform, account_id) = path.into_inner();
+    HttpResponse::Ok().json(json!({"count": state.request_count(&platform, &account_id)}))
+}
+
+async fn set_faults(
+    state: web::Data<SimState>,
+    path: web::Path<(String, String)>,
+    body: web::Json<FaultSpec>,
+) -> HttpResponse {
+    let (platform, account_id) = path.into_inner();
+    state.set_faults(&platform, &account_id, body.into_inner());
+    HttpResponse::NoContent().finish()
+}
+
+async fn clear_faults(
+    state: web::Data<SimState>,
+    path: web::Path<(String, String)>,
+) -> HttpResponse {
+    let (platform, account_id) = path.into_inner();
+    state.clear_faults(Some((&platform, &account_id)));
+    HttpResponse::NoContent().finish()
+}
+
+async fn clear_all_faults(state: web::Data<SimState>) -> HttpResponse {
+    state.clear_faults(None);
+    HttpResponse::NoContent().finish()
+}

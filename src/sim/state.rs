@@ -1,0 +1,398 @@
+//! The simulator's shared state: the platform accounts it knows, their tokens, what was
+//! published, the requests made, and the faults injected per account.
+//!
+//! Platform modules call [`SimState::admit`] first in every handler: it finds the account behind
+//! the access token, counts the request, applies injected latency and reports an injected error,
+//! which the module then renders in its platform's own error format.
+
+use std::{
+    sync::{
+        Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use chrono::{DateTime, Utc};
+use dashmap::DashMap;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::crypto::random_token;
+
+/// A platform account the simulator knows.
+#[derive(Debug, Clone, Serialize)]
+pub struct SimAccount {
+    pub platform: String,
+    /// Page id, IG user id, Threads user id, TikTok open_id, YouTube channel id or X user id.
+    pub external_id: String,
+    pub name: String,
+    pub username: String,
+    pub access_token: String,
+    pub refresh_token: String,
+    /// Seconds the access token lives (0 = never expires, facebook page tokens).
+    pub expires_in: u64,
+}
+
+/// An error to inject into an account's calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// A 5xx from the platform.
+    ServerError,
+    /// The platform's own rate-limit error and headers.
+    RateLimit,
+    /// The platform's "token expired" error.
+    TokenExpired,
+    /// The platform's "token revoked / invalid" error.
+    TokenRevoked,
+    /// The platform's "permission missing" error.
+    Permission,
+}
+
+/// How asynchronous processing (containers, uploads, videos) ends for an account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Processing {
+    /// Finishes after the simulator's processing delay.
+    #[default]
+    Finish,
+    /// Stays in progress forever.
+    Never,
+    /// Ends in the platform's error state.
+    Fail,
+}
+
+/// Faults injected for one account (`PUT /_sim/faults/{platform}/{external_id}`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FaultSpec {
+    /// Added to every call of the account.
+    pub latency_ms: u64,
+    /// Error answered instead of the call's result.
+    pub error: Option<FaultKind>,
+    /// How many calls get `error` (then it clears); absent = until cleared.
+    pub times: Option<u32>,
+    /// Which calls get `error`: only those whose path contains this text (e.g. `media_publish`,
+    /// `/tweets`); absent = every call.
+    pub path_contains: Option<String>,
+    pub processing: Processing,
+}
+
+/// A post the simulator accepted as published.
+#[derive(Debug, Clone, Serialize)]
+pub struct PublishedItem {
+    pub platform: String,
+    pub account_id: String,
+    pub id: String,
+    /// Platform-specific kind, e.g. `feed`, `photo`, `album`, `video`, `image`, `carousel`,
+    /// `reels`, `text`, `tweet`, `photo_post`, `inbox_video`.
+    pub kind: String,
+    pub text: Option<String>,
+    pub media: Vec<String>,
+    pub reply_to: Option<String>,
+    /// Anything else worth reading back (title, privacy, thumbnail…).
+    pub extra: Value,
+    pub published_at: DateTime<Utc>,
+}
+
+/// Why a call was not admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// No access token in the request.
+    NoToken,
+    /// A token the simulator never issued (or for another platform).
+    UnknownToken,
+    /// An injected fault.
+    Fault(FaultKind),
+}
+
+/// A generic object a platform module keeps between calls (container, upload session…).
+#[derive(Debug, Clone)]
+pub struct SimObject {
+    pub platform: String,
+    /// The external id of the account that owns it.
+    pub owner: String,
+    pub kind: String,
+    pub data: Value,
+    pub created: Instant,
+}
+
+pub struct SimState {
+    accounts: DashMap<(String, String), SimAccount>,
+    /// access token → (platform, external id)
+    tokens: DashMap<String, (String, String)>,
+    faults: DashMap<(String, String), FaultSpec>,
+    published: Mutex<Vec<PublishedItem>>,
+    requests: DashMap<(String, String), u64>,
+    next_id: AtomicU64,
+    /// Containers, upload sessions and the like, by id.
+    pub objects: DashMap<String, SimObject>,
+    /// How long asynchronous processing takes before it finishes.
+    pub processing_delay: Duration,
+    /// Client the simulator fetches media URLs with (as platforms do).
+    pub http: reqwest::Client,
+}
+
+impl SimState {
+    pub fn new(processing_delay: Duration) -> Self {
+        Self {
+            accounts: DashMap::new(),
+            tokens: DashMap::new(),
+            faults: DashMap::new(),
+            published: Mutex::new(Vec::new()),
+            requests: DashMap::new(),
+            next_id: AtomicU64::new(1),
+            objects: DashMap::new(),
+            processing_delay,
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .unwrap_or_default(),
+        }
+    }
+
+    /// A fresh numeric id (platform ids are long digit strings).
+    pub fn next_id(&self) -> u64 {
+        17_841_400_000_000_000 + self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Creates an account with fresh tokens.
+    pub fn create_account(&self, platform: &str, name: &str, username: Option<&str>) -> SimAccount {
+        let external_id = self.next_id().to_string();
+        let expires_in = match platform {
+            "facebook" => 0,
+            "instagram" => 5_183_944,
+            "threads" => 5_184_000,
+            "tiktok" => 86_400,
+            "youtube" => 3_599,
+            _ => 7_200,
+        };
+        let account = SimAccount {
+            platform: platform.to_string(),
+            external_id: external_id.clone(),
+            name: name.to_string(),
+            username: username
+                .map(str::to_string)
+                .unwrap_or_else(|| name.to_ascii_lowercase().replace(' ', "_")),
+            access_token: format!("{}-{}", token_prefix(platform), random_token(24)),
+            refresh_token: format!("{}-r-{}", token_prefix(platform), random_token(24)),
+            expires_in,
+        };
+        self.tokens.insert(
+            account.access_token.clone(),
+            (platform.to_string(), external_id.clone()),
+        );
+        self.accounts
+            .insert((platform.to_string(), external_id), account.clone());
+        account
+    }
+
+    /// Issues a new access token for an account (refresh), keeping the old one valid.
+    pub fn issue_token(&self, platform: &str, external_id: &str) -> Option<String> {
+        let mut account = self
+            .accounts
+            .get_mut(&(platform.to_string(), external_id.to_string()))?;
+        let token = format!("{}-{}", token_prefix(platform), random_token(24));
+        self.tokens.insert(
+            token.clone(),
+            (platform.to_string(), external_id.to_string()),
+        );
+        account.access_token = token.clone();
+        Some(token)
+    }
+
+    pub fn account(&self, platform: &str, external_id: &str) -> Option<SimAccount> {
+        self.accounts
+            .get(&(platform.to_string(), external_id.to_string()))
+            .map(|a| a.clone())
+    }
+
+    /// The account behind an access token, if the simulator issued it.
+    pub fn account_for_token(&self, token: &str) -> Option<SimAccount> {
+        let key = self.tokens.get(token)?.clone();
+        self.accounts.get(&key).map(|a| a.clone())
+    }
+
+    /// Admits a platform call: authenticates `token` (which must belong to one of `platforms`),
+    /// counts the request, sleeps the injected latency and reports an injected error.
+    pub async fn admit(
+        &self,
+        platforms: &[&str],
+        token: Option<&str>,
+        path: &str,
+    ) -> Result<SimAccount, Refusal> {
+        let token = token.filter(|t| !t.is_empty()).ok_or(Refusal::NoToken)?;
+        let account = self
+            .account_for_token(token)
+            .filter(|a| platforms.contains(&a.platform.as_str()))
+            .ok_or(Refusal::UnknownToken)?;
+        let key = (account.platform.clone(), account.external_id.clone());
+        *self.requests.entry(key.clone()).or_insert(0) += 1;
+        let (latency, error) = match self.faults.get_mut(&key) {
+            Some(mut spec) => {
+                let applies = spec
+                    .path_contains
+                    .as_deref()
+                    .is_none_or(|needle| path.contains(needle));
+                let error = if applies { spec.error } else { None };
+                if error.is_some()
+                    && let Some(times) = spec.times.as_mut()
+                {
+                    *times = times.saturating_sub(1);
+                    if *times == 0 {
+                        spec.error = None;
+                        spec.times = None;
+                    }
+                }
+                (spec.latency_ms, error)
+            }
+            None => (0, None),
+        };
+        if latency > 0 {
+            tokio::time::sleep(Duration::from_millis(latency)).await;
+        }
+        match error {
+            Some(kind) => Err(Refusal::Fault(kind)),
+            None => Ok(account),
+        }
+    }
+
+    /// How processing ends for this account right now.
+    pub fn processing(&self, platform: &str, external_id: &str) -> Processing {
+        self.faults
+            .get(&(platform.to_string(), external_id.to_string()))
+            .map(|f| f.processing)
+            .unwrap_or_default()
+    }
+
+    /// Whether an object created at `created` has finished processing, given the account's mode:
+    /// `Some(true)` finished, `Some(false)` failed, `None` still in progress.
+    pub fn processing_outcome(
+        &self,
+        platform: &str,
+        external_id: &str,
+        created: Instant,
+    ) -> Option<bool> {
+        match self.processing(platform, external_id) {
+            Processing::Never => None,
+            _ if created.elapsed() < self.processing_delay => None,
+            Processing::Finish => Some(true),
+            Processing::Fail => Some(false),
+        }
+    }
+
+    pub fn set_faults(&self, platform: &str, external_id: &str, spec: FaultSpec) {
+        self.faults
+            .insert((platform.to_string(), external_id.to_string()), spec);
+    }
+
+    pub fn clear_faults(&self, platform: Option<(&str, &str)>) {
+        match platform {
+            Some((p, id)) => {
+                self.faults.remove(&(p.to_string(), id.to_string()));
+            }
+            None => self.faults.clear(),
+        }
+    }
+
+    pub fn record_published(&self, item: PublishedItem) {
+        self.published
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(item);
+    }
+
+    /// Published items, optionally of one platform and account, in publish order.
+    pub fn published(
+        &self,
+        platform: Option<&str>,
+        external_id: Option<&str>,
+    ) -> Vec<PublishedItem> {
+        self.published
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|i| platform.is_none_or(|p| i.platform == p))
+            .filter(|i| external_id.is_none_or(|id| i.account_id == id))
+            .cloned()
+            .collect()
+    }
+
+    /// A published item by its id.
+    pub fn published_item(&self, id: &str) -> Option<PublishedItem> {
+        self.published
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .find(|i| i.id == id)
+            .cloned()
+    }
+
+    /// Calls admitted or refused for an account (every call that carried its token).
+    pub fn request_count(&self, platform: &str, external_id: &str) -> u64 {
+        self.requests
+            .get(&(platform.to_string(), external_id.to_string()))
+            .map(|c| *c)
+            .unwrap_or(0)
+    }
+
+    pub fn put_object(&self, id: &str, object: SimObject) {
+        self.objects.insert(id.to_string(), object);
+    }
+
+    pub fn object(&self, id: &str) -> Option<SimObject> {
+        self.objects.get(id).map(|o| o.clone())
+    }
+
+    /// Fetches a media URL the way a platform does: GET, expect 200, read the content type and
+    /// length. Returns `(content_type, content_length)` or the reason it failed.
+    pub async fn fetch_media(&self, url: &str) -> Result<(String, Option<u64>), String> {
+        let response = self
+            .http
+            .get(url)
+            .send()
+            .await
+            .map_err(|e| format!("could not fetch {url}: {e}"))?;
+        if !response.status().is_success() {
+            return Err(format!(
+                "fetching {url} answered HTTP {}",
+                response.status().as_u16()
+            ));
+        }
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        Ok((content_type, response.content_length()))
+    }
+}
+
+fn token_prefix(platform: &str) -> &'static str {
+    match platform {
+        "facebook" => "EAAB",
+        "instagram" => "IGAA",
+        "threads" => "THAA",
+        "tiktok" => "act",
+        "youtube" => "ya29",
+        _ => "xoat",
+    }
+}
+
+/// The bearer token of a request (`Authorization: Bearer …` or `OAuth …`).
+pub fn bearer_token(req: &actix_web::HttpRequest) -> Option<String> {
+    let value = req
+        .headers()
+        .get(actix_web::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    (scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("oauth"))
+        .then(|| token.trim().to_string())
+}
