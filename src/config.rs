@@ -151,6 +151,9 @@ pub struct PlatformsConfig {
     pub call_timeout_secs: u64,
     /// Bytes per upload chunk where a platform takes chunks (x append, tiktok FILE_UPLOAD).
     pub upload_chunk_bytes: u64,
+    /// How tiktok gets a video: `FILE_UPLOAD` (we stream the bytes; works for any media host) or
+    /// `PULL_FROM_URL` (tiktok fetches it; needs a domain verified with tiktok).
+    pub tiktok_video_source: String,
 }
 
 impl Default for PlatformsConfig {
@@ -167,6 +170,7 @@ impl Default for PlatformsConfig {
             processing_timeout_secs: 240,
             call_timeout_secs: 30,
             upload_chunk_bytes: 8 * 1024 * 1024,
+            tiktok_video_source: "FILE_UPLOAD".into(),
         }
     }
 }
@@ -293,6 +297,7 @@ const STRING_KEYS: &[&str] = &[
     "platforms.tiktok_url",
     "platforms.youtube_url",
     "platforms.x_url",
+    "platforms.tiktok_video_source",
 ];
 
 impl Config {

@@ -55,6 +55,9 @@ pub struct Published {
     pub post_id: String,
     /// Every post id, in order, for threads and x threads; empty otherwise.
     pub post_ids: Vec<String>,
+    /// Things that went wrong after the post was out (e.g. a youtube thumbnail refused); the
+    /// publish still counts as done.
+    pub warnings: Vec<String>,
 }
 
 impl Published {
@@ -62,6 +65,7 @@ impl Published {
         Self {
             post_id: post_id.into(),
             post_ids: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 }
