@@ -39,11 +39,15 @@ use actix_web::{
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::{
-    actors::last_used::{LastUsedRecorder, LastUsedWriter},
+    actors::{
+        last_used::{LastUsedRecorder, LastUsedWriter},
+        supervisor::Supervisor,
+    },
     clock::{SharedClock, SystemClock},
     config::{Config, ConfigError},
     crypto::{SessionSigner, TokenCipher},
     oidc::OidcClient,
+    publish::{media::MediaFetcher, run::PublishDeps},
     store::Store,
 };
 
@@ -62,6 +66,8 @@ pub struct AppState {
     pub public_url: String,
     /// Whether cookies carry `Secure` (public URL is https).
     pub cookie_secure: bool,
+    /// Routes publishing (and later performance calls) to the account actors.
+    pub supervisor: Arc<Supervisor>,
 }
 
 /// Options that tests and embedders set; `main` uses the defaults.
@@ -131,6 +137,27 @@ impl Application {
         if config.auth.issuer.is_empty() {
             tracing::warn!("auth.issuer is not set: dashboard sign-in is disabled");
         }
+        let platform_client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .read_timeout(Duration::from_secs(
+                config.platforms.call_timeout_secs.max(1),
+            ))
+            .build()
+            .map_err(|e| ConfigError::Invalid("http client", e.to_string()))?;
+        let media = MediaFetcher::new(
+            &config.publishing.media_allow_hosts,
+            config.publishing.max_media_bytes,
+        )
+        .map_err(|e| ConfigError::Invalid("media client", e.to_string()))?;
+        let supervisor = Arc::new(Supervisor::new(Arc::new(PublishDeps {
+            store: store.clone(),
+            clock: clock.clone(),
+            cipher: cipher.clone(),
+            http: platform_client,
+            media,
+            platforms: config.platforms.clone(),
+            publishing: config.publishing.clone(),
+        })));
         let last_used = LastUsedRecorder::default();
         let state = web::Data::new(AppState {
             signer: SessionSigner::new(&secret(&config.secrets.session_key)),
@@ -139,6 +166,7 @@ impl Application {
             oidc: OidcClient::new(config.auth.clone(), http_client),
             last_used: last_used.clone(),
             cookie_secure: public_url.starts_with("https://"),
+            supervisor,
             public_url,
             store: store.clone(),
             clock,

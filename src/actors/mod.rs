@@ -1,3 +1,9 @@
-//! Actors of the service. So far: the batch writer of API-key last-use times.
+//! Long-lived actors of the service:
+//! - [`supervisor`]: routes requests to account actors (one per connected account), built once;
+//! - [`account`]: an account's token state, rate limiter and publish queue ([`limiter`]);
+//! - [`last_used`]: the batch writer of API-key last-use times.
 
+pub mod account;
 pub mod last_used;
+pub mod limiter;
+pub mod supervisor;

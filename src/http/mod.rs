@@ -10,6 +10,7 @@ pub mod auth;
 pub mod history;
 pub mod keys;
 pub mod login;
+pub mod posts;
 pub mod subscription;
 
 use actix_web::{
@@ -36,6 +37,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     accounts::configure(cfg);
     subscription::configure(cfg);
     history::configure(cfg);
+    posts::configure(cfg);
     admin::configure(cfg);
 }
 

@@ -63,6 +63,8 @@ pub struct Accept {
     pub videos: bool,
     /// WEBP images (the spec names WEBP for threads; tiktok photo mode takes it too).
     pub webp: bool,
+    /// PNG images (everywhere but tiktok photo mode).
+    pub png: bool,
 }
 
 /// Whether an address is one the public internet could have given us.
@@ -437,9 +439,8 @@ fn describe_send_error(url: &Url, err: reqwest::Error) -> MediaError {
 /// The media kind of a content type, if the position accepts it.
 pub fn classify(content_type: &str, accept: Accept) -> Option<MediaKind> {
     match content_type {
-        "image/jpeg" | "image/jpg" | "image/pjpeg" | "image/png" if accept.images => {
-            Some(MediaKind::Image)
-        }
+        "image/jpeg" | "image/jpg" | "image/pjpeg" if accept.images => Some(MediaKind::Image),
+        "image/png" if accept.images && accept.png => Some(MediaKind::Image),
         "image/webp" if accept.images && accept.webp => Some(MediaKind::Image),
         "video/mp4" | "video/quicktime" if accept.videos => Some(MediaKind::Video),
         _ => None,
@@ -449,7 +450,10 @@ pub fn classify(content_type: &str, accept: Accept) -> Option<MediaKind> {
 fn accepted_list(accept: Accept) -> String {
     let mut names = Vec::new();
     if accept.images {
-        names.push("JPG/JPEG, PNG");
+        names.push("JPG/JPEG");
+        if accept.png {
+            names.push("PNG");
+        }
         if accept.webp {
             names.push("WEBP");
         }
@@ -528,11 +532,13 @@ mod tests {
             images: true,
             videos: false,
             webp: false,
+            png: true,
         };
         let threads = Accept {
             images: true,
             videos: true,
             webp: true,
+            png: true,
         };
         assert_eq!(classify("image/png", images), Some(MediaKind::Image));
         assert_eq!(classify("image/webp", images), None);

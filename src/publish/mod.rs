@@ -3,3 +3,6 @@
 
 pub mod media;
 pub mod plan;
+pub mod run;
+pub mod service;
+pub mod validate;

@@ -162,3 +162,154 @@ pub enum PublishPlan {
     Youtube(YoutubePost),
     X(XPost),
 }
+
+/// The six platforms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Platform {
+    Facebook,
+    Instagram,
+    Threads,
+    Tiktok,
+    Youtube,
+    X,
+}
+
+impl Platform {
+    pub const ALL: [Platform; 6] = [
+        Platform::Facebook,
+        Platform::Instagram,
+        Platform::Threads,
+        Platform::Tiktok,
+        Platform::Youtube,
+        Platform::X,
+    ];
+
+    pub fn parse(value: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == value)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Platform::Facebook => "facebook",
+            Platform::Instagram => "instagram",
+            Platform::Threads => "threads",
+            Platform::Tiktok => "tiktok",
+            Platform::Youtube => "youtube",
+            Platform::X => "x",
+        }
+    }
+}
+
+impl PublishPlan {
+    pub fn platform(&self) -> Platform {
+        match self {
+            PublishPlan::Facebook(_) => Platform::Facebook,
+            PublishPlan::Instagram(_) => Platform::Instagram,
+            PublishPlan::Threads(_) => Platform::Threads,
+            PublishPlan::Tiktok(_) => Platform::Tiktok,
+            PublishPlan::Youtube(_) => Platform::Youtube,
+            PublishPlan::X(_) => Platform::X,
+        }
+    }
+
+    /// `post_type` of the result (spec §2.3).
+    pub fn post_type(&self) -> PostType {
+        match self {
+            PublishPlan::Facebook(FacebookPost::Text { .. }) => PostType::Text,
+            PublishPlan::Facebook(FacebookPost::Photo { .. }) => PostType::Photo,
+            PublishPlan::Facebook(FacebookPost::Album { .. }) => PostType::Album,
+            PublishPlan::Facebook(FacebookPost::Video { .. }) => PostType::Video,
+            PublishPlan::Instagram(InstagramPost::Image { .. }) => PostType::Photo,
+            PublishPlan::Instagram(InstagramPost::Carousel { .. }) => PostType::Carousel,
+            PublishPlan::Instagram(InstagramPost::Reel { .. }) => PostType::Reels,
+            PublishPlan::Threads(ThreadsPost::Text { .. }) => PostType::Text,
+            PublishPlan::Threads(ThreadsPost::Image { .. }) => PostType::Photo,
+            PublishPlan::Threads(ThreadsPost::Video { .. }) => PostType::Video,
+            PublishPlan::Threads(ThreadsPost::Carousel { .. }) => PostType::Carousel,
+            PublishPlan::Threads(ThreadsPost::Thread { .. }) => PostType::Thread,
+            PublishPlan::Tiktok(TiktokPost {
+                content: TiktokContent::Video(_),
+                ..
+            }) => PostType::Video,
+            PublishPlan::Tiktok(TiktokPost {
+                content: TiktokContent::Photos(_),
+                ..
+            }) => PostType::Carousel,
+            PublishPlan::Youtube(_) => PostType::Video,
+            PublishPlan::X(post) if post.tweets.len() > 1 => PostType::Thread,
+            PublishPlan::X(XPost {
+                media: XMedia::Video(_),
+                ..
+            }) => PostType::Video,
+            PublishPlan::X(XPost {
+                media: XMedia::Images(_),
+                ..
+            }) => PostType::Photo,
+            PublishPlan::X(_) => PostType::Text,
+        }
+    }
+
+    /// Whether the plan moves a video (the longer request time limit applies).
+    pub fn has_video(&self) -> bool {
+        match self {
+            PublishPlan::Facebook(FacebookPost::Video { .. })
+            | PublishPlan::Instagram(InstagramPost::Reel { .. })
+            | PublishPlan::Threads(ThreadsPost::Video { .. })
+            | PublishPlan::Youtube(_)
+            | PublishPlan::Tiktok(TiktokPost {
+                content: TiktokContent::Video(_),
+                ..
+            })
+            | PublishPlan::X(XPost {
+                media: XMedia::Video(_),
+                ..
+            }) => true,
+            PublishPlan::Instagram(InstagramPost::Carousel { items, .. })
+            | PublishPlan::Threads(ThreadsPost::Carousel { items, .. }) => {
+                items.iter().any(|m| m.kind == MediaKind::Video)
+            }
+            PublishPlan::Threads(ThreadsPost::Thread { media, .. }) => {
+                media.as_ref().is_some_and(|m| m.kind == MediaKind::Video)
+            }
+            _ => false,
+        }
+    }
+
+    /// Posts in a thread (1 for anything else).
+    pub fn thread_len(&self) -> usize {
+        match self {
+            PublishPlan::Threads(ThreadsPost::Thread { texts, .. }) => texts.len(),
+            PublishPlan::X(post) => post.tweets.len(),
+            _ => 1,
+        }
+    }
+
+    /// Platform API calls the publish will make, status polls aside: what it takes from the
+    /// account's limiter (spec §8 counts API calls per account).
+    pub fn estimated_calls(&self) -> u32 {
+        let n = |v: usize| v as u32;
+        match self {
+            PublishPlan::Facebook(FacebookPost::Album { images, .. }) => n(images.len()) + 1,
+            PublishPlan::Facebook(_) => 1,
+            // container, status, publish
+            PublishPlan::Instagram(InstagramPost::Carousel { items, .. }) => n(items.len()) * 2 + 3,
+            PublishPlan::Instagram(_) => 3,
+            PublishPlan::Threads(ThreadsPost::Carousel { items, .. }) => n(items.len()) * 2 + 3,
+            PublishPlan::Threads(ThreadsPost::Thread { texts, .. }) => n(texts.len()) * 3,
+            PublishPlan::Threads(_) => 3,
+            // one init per publish (tiktok limits inits per minute)
+            PublishPlan::Tiktok(_) => 1,
+            // youtube counts quota units, not calls: see the supervisor's cost model
+            PublishPlan::Youtube(_) => 1,
+            PublishPlan::X(post) => {
+                let media = match &post.media {
+                    XMedia::None => 0,
+                    XMedia::Images(images) => n(images.len()) * 3,
+                    XMedia::Video(_) => 4,
+                };
+                media + n(post.tweets.len())
+            }
+        }
+    }
+}

@@ -101,4 +101,26 @@ impl Store {
             .await?;
         Ok(result.rows_affected == 1)
     }
+
+    /// Marks an account's token unusable (the platform said expired or revoked).
+    pub async fn mark_account_invalid(
+        &self,
+        account_id: Uuid,
+        reason: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), DbErr> {
+        account::Entity::update_many()
+            .col_expr(account::Column::IsValid, Expr::value(false))
+            .col_expr(account::Column::LastError, Expr::value(reason))
+            .col_expr(account::Column::UpdatedAt, Expr::value(now))
+            .filter(account::Column::Id.eq(account_id))
+            .exec(&self.db)
+            .await?;
+        Ok(())
+    }
+
+    /// An account by id, whoever owns it (actors start from the row).
+    pub async fn find_account(&self, account_id: Uuid) -> Result<Option<account::Model>, DbErr> {
+        account::Entity::find_by_id(account_id).one(&self.db).await
+    }
 }

@@ -89,4 +89,82 @@ impl Store {
             .await?;
         Ok(())
     }
+
+    /// Starts a publish: the row exists (status `publishing`) before the first platform call.
+    pub async fn start_submission(
+        &self,
+        id: Uuid,
+        new: NewSubmission,
+        now: DateTime<Utc>,
+    ) -> Result<post_submission::Model, DbErr> {
+        post_submission::ActiveModel {
+            id: Set(id),
+            user_id: Set(new.user_id),
+            account_id: Set(new.account_id),
+            platform: Set(new.platform),
+            post_type: Set(new.post_type),
+            post_id: Set(None),
+            status: Set("publishing".into()),
+            page_name: Set(new.page_name),
+            content: Set(new.content),
+            result: Set(None),
+            steps: Set(None),
+            error_code: Set(None),
+            error_message: Set(None),
+            scheduled_post_id: Set(None),
+            created_at: Set(now),
+            published_at: Set(None),
+            updated_at: Set(now),
+        }
+        .insert(&self.db)
+        .await
+    }
+
+    /// Records a successful publish.
+    pub async fn finish_submission_published(
+        &self,
+        id: Uuid,
+        post_id: &str,
+        result: serde_json::Value,
+        now: DateTime<Utc>,
+    ) -> Result<(), DbErr> {
+        post_submission::Entity::update_many()
+            .col_expr(post_submission::Column::Status, Expr::value("published"))
+            .col_expr(post_submission::Column::PostId, Expr::value(post_id))
+            .col_expr(post_submission::Column::Result, Expr::value(result))
+            .col_expr(post_submission::Column::PublishedAt, Expr::value(now))
+            .col_expr(post_submission::Column::UpdatedAt, Expr::value(now))
+            .filter(post_submission::Column::Id.eq(id))
+            .exec(&self.db)
+            .await?;
+        Ok(())
+    }
+
+    /// Records a failed publish with the catalogue code and message.
+    pub async fn finish_submission_failed(
+        &self,
+        id: Uuid,
+        status: &str,
+        error_code: &str,
+        error_message: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), DbErr> {
+        post_submission::Entity::update_many()
+            .col_expr(post_submission::Column::Status, Expr::value(status))
+            .col_expr(post_submission::Column::ErrorCode, Expr::value(error_code))
+            .col_expr(
+                post_submission::Column::ErrorMessage,
+                Expr::value(error_message),
+            )
+            .col_expr(post_submission::Column::UpdatedAt, Expr::value(now))
+            .filter(post_submission::Column::Id.eq(id))
+            .exec(&self.db)
+            .await?;
+        Ok(())
+    }
+
+    /// One submission (tests and the operator view).
+    pub async fn find_submission(&self, id: Uuid) -> Result<Option<post_submission::Model>, DbErr> {
+        post_submission::Entity::find_by_id(id).one(&self.db).await
+    }
 }

@@ -81,4 +81,20 @@ impl Store {
             .await?;
         Ok(row.map(|r| r.call_count).unwrap_or(0))
     }
+
+    /// Gives back a call counted by [`Store::reserve_call`] (a reserved publish that failed).
+    pub async fn release_call(&self, user_id: Uuid, period_key: &str) -> Result<(), DbErr> {
+        use sea_orm::sea_query::{Expr, ExprTrait};
+        usage_counter::Entity::update_many()
+            .col_expr(
+                usage_counter::Column::CallCount,
+                Expr::col(usage_counter::Column::CallCount).sub(1),
+            )
+            .filter(usage_counter::Column::UserId.eq(user_id))
+            .filter(usage_counter::Column::PeriodStart.eq(period_key))
+            .filter(usage_counter::Column::CallCount.gt(0))
+            .exec(&self.db)
+            .await?;
+        Ok(())
+    }
 }

@@ -51,6 +51,7 @@ impl Harness {
             images: true,
             videos: true,
             webp: true,
+            png: true,
         };
         self.media
             .probe(&format!("{}/media/{name}", self.sim.base_url), accept)

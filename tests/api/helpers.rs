@@ -9,10 +9,10 @@ use serde_json::{Value, json};
 use social_service::{
     AppState, Application, BuildOptions,
     clock::ManualClock,
-    config::Config,
+    config::{Config, PlatformsConfig},
     crypto::TokenCipher,
     operator::{self, ManualAccount},
-    sim::{SimConfig, Simulator},
+    sim::{SimConfig, Simulator, state::SimAccount},
 };
 use uuid::Uuid;
 
@@ -109,6 +109,10 @@ impl TestApp {
         config.auth.client_id = CLIENT_ID.into();
         config.auth.client_secret = Some(SecretString::from(CLIENT_SECRET));
         config.usage.last_used_flush_ms = 50;
+        config.platforms = PlatformsConfig::simulator(&sim.base_url);
+        config.platforms.poll_interval_ms = 50;
+        config.platforms.processing_timeout_secs = 5;
+        config.publishing.media_allow_hosts = vec![format!("127.0.0.1:{}", sim.port)];
 
         let (db, pg_schema, sqlite_url) = match std::env::var("TEST_DATABASE_URL") {
             Ok(url) if !url.is_empty() => {
@@ -226,6 +230,75 @@ impl TestApp {
             .unwrap()
     }
 
+    /// Creates an account on the simulator and connects it for `user_id` with the simulator's
+    /// tokens (as the OAuth flow would).
+    pub async fn connect(&self, user_id: Uuid, platform: &str, name: &str) -> Connected {
+        let sim = self.sim.state().create_account(platform, name, None);
+        let now = self.clock_now();
+        let manual = ManualAccount {
+            user_id,
+            platform: platform.into(),
+            external_id: sim.external_id.clone(),
+            name: name.into(),
+            username: Some(sim.username.clone()),
+            account_type: (platform == "instagram").then(|| "BUSINESS".into()),
+            profile_picture_url: None,
+            access_token: sim.access_token.clone(),
+            refresh_token: Some(sim.refresh_token.clone()),
+            token_expires_at: (sim.expires_in > 0)
+                .then(|| now + chrono::Duration::seconds(sim.expires_in as i64)),
+            data_access_expires_at: (platform == "facebook")
+                .then(|| now + chrono::Duration::days(90)),
+        };
+        let account = operator::add_account(&self.state.store, &self.state.cipher, now, manual)
+            .await
+            .unwrap();
+        Connected { account, sim }
+    }
+
+    /// A fresh user on `plan` with an API key and one connected account on `platform`.
+    pub async fn publisher(&self, platform: &str, plan: &str) -> Publisher {
+        let email = format!("{}@example.com", Uuid::new_v4().simple());
+        let dashboard = self.sign_in(&email).await;
+        assert_eq!(self.set_plan(dashboard.user_id, plan).await.status(), 200);
+        let (key, _) = self.create_key(&dashboard, "publisher").await;
+        let connected = self
+            .connect(dashboard.user_id, platform, &format!("{platform} demo"))
+            .await;
+        Publisher {
+            key,
+            user_id: dashboard.user_id,
+            dashboard,
+            account: connected.account,
+            sim: connected.sim,
+        }
+    }
+
+    /// `POST /v2/posts` with an API key.
+    pub async fn post(&self, key: &str, body: &Value) -> (u16, Value) {
+        let response = self
+            .http
+            .post(self.url("/v2/posts"))
+            .header("service-api-key", key)
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        status_and_json(response).await
+    }
+
+    /// A file on the simulator's media host.
+    pub fn media_url(&self, name: &str) -> String {
+        format!("{}/media/{name}", self.sim.base_url)
+    }
+
+    /// What the simulator holds as published for an account, in order.
+    pub fn published(&self, sim: &SimAccount) -> Vec<social_service::sim::state::PublishedItem> {
+        self.sim
+            .state()
+            .published(Some(&sim.platform), Some(&sim.external_id))
+    }
+
     pub fn clock_now(&self) -> DateTime<Utc> {
         use social_service::clock::Clock;
         self.clock.now()
@@ -250,6 +323,36 @@ impl TestApp {
             .send()
             .await
             .unwrap()
+    }
+}
+
+/// A connected account: our row and the simulator's side of it.
+pub struct Connected {
+    pub account: entity::account::Model,
+    pub sim: SimAccount,
+}
+
+/// A user ready to publish: key, account (ours and the simulator's).
+pub struct Publisher {
+    pub key: String,
+    pub user_id: Uuid,
+    #[allow(dead_code)]
+    pub dashboard: Dashboard,
+    pub account: entity::account::Model,
+    pub sim: SimAccount,
+}
+
+impl Publisher {
+    /// A `POST /v2/posts` body for this publisher's account.
+    pub fn body(&self, content: Value) -> Value {
+        let platform = self.account.platform.clone();
+        let mut content = content;
+        content["platform"] = json!(platform);
+        json!({"post": {
+            "accountId": self.account.id,
+            "content": content,
+            "target": {"targetType": platform},
+        }})
     }
 }
 

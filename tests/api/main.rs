@@ -17,4 +17,5 @@ mod errors;
 mod history;
 mod keys;
 mod media;
+mod publish;
 mod usage;

@@ -11,6 +11,7 @@ const ANY: Accept = Accept {
     images: true,
     videos: true,
     webp: true,
+    png: true,
 };
 
 #[actix_web::test]
@@ -50,6 +51,7 @@ async fn probe_refuses_large_wrong_type_and_missing_files() {
         images: true,
         videos: false,
         webp: false,
+        png: true,
     };
     assert!(matches!(
         h.media.probe(&url("sample.webp"), images_only).await,

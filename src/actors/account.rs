@@ -1,0 +1,371 @@
+//! The account actor: one per connected account. It owns the account's token state, its rate
+//! limiter and its publish queue, and runs one publish at a time, in arrival order.
+//!
+//! A publish runs in a future spawned on the actor's context (`ctx.spawn`), not inside the
+//! message handler, so health and cancel messages are answered at once while a long video upload
+//! is in flight. The queue is bounded; the supervisor answers 503 when it is full.
+
+use std::{
+    collections::VecDeque,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use actix::prelude::*;
+use chrono::{DateTime, Utc};
+use dashmap::DashMap;
+use futures_util::FutureExt;
+use serde::Serialize;
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+use super::limiter::{AccountLimiter, LimiterState};
+use crate::{
+    error::{ApiError, ErrorCode},
+    platforms::AccountCredentials,
+    publish::run::{JobResult, JobSpec, PublishDeps, run_job},
+};
+
+/// How often an actor checks whether it has been idle long enough to stop.
+const IDLE_CHECK: Duration = Duration::from_secs(5);
+/// Messages waiting in an actor's mailbox before senders are refused.
+const MAILBOX_CAPACITY: usize = 64;
+
+/// What the caller of a publish gets back.
+pub type JobOutcome = Result<serde_json::Value, ApiError>;
+
+struct QueuedJob {
+    spec: JobSpec,
+    reply: oneshot::Sender<JobOutcome>,
+    enqueued_at: Instant,
+}
+
+struct InFlight {
+    submission_id: Uuid,
+    started: Instant,
+}
+
+/// The actor's identity and the entry it holds in the supervisor's map.
+pub struct ActorSeat {
+    pub account_id: Uuid,
+    pub generation: u64,
+    pub registry: Arc<DashMap<Uuid, super::supervisor::ActorEntry>>,
+}
+
+pub struct AccountActor {
+    seat: ActorSeat,
+    platform: String,
+    display_name: String,
+    credentials: AccountCredentials,
+    /// `None` while the token is usable; otherwise the code and reason it is not.
+    token_failure: Option<(ErrorCode, String)>,
+    token_expires_at: Option<DateTime<Utc>>,
+    limiter: Arc<AccountLimiter>,
+    queue: VecDeque<QueuedJob>,
+    in_flight: Option<InFlight>,
+    deps: Arc<PublishDeps>,
+    queue_capacity: usize,
+    idle_after: Duration,
+    last_activity: Instant,
+    started_at: DateTime<Utc>,
+    published: u64,
+    failed: u64,
+    last_error: Option<(String, DateTime<Utc>)>,
+}
+
+/// What the actor is doing (the operator view's `state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActorState {
+    Idle,
+    Publishing,
+    TokenInvalid,
+}
+
+/// The answer to [`GetHealth`].
+#[derive(Debug, Clone, Serialize)]
+pub struct ActorHealth {
+    pub account_id: Uuid,
+    pub platform: String,
+    pub name: String,
+    pub state: ActorState,
+    pub queue_depth: usize,
+    /// The submission being published and for how long.
+    pub in_flight_submission: Option<Uuid>,
+    pub in_flight_ms: Option<u64>,
+    pub limiter: LimiterState,
+    pub token_valid: bool,
+    pub token_expires_at: Option<DateTime<Utc>>,
+    pub last_error: Option<String>,
+    pub last_error_at: Option<DateTime<Utc>>,
+    pub published: u64,
+    pub failed: u64,
+    pub started_at: DateTime<Utc>,
+}
+
+pub struct AccountActorInit {
+    pub seat: ActorSeat,
+    pub platform: String,
+    pub display_name: String,
+    pub credentials: AccountCredentials,
+    pub token_expires_at: Option<DateTime<Utc>>,
+    pub limiter: Arc<AccountLimiter>,
+    pub deps: Arc<PublishDeps>,
+}
+
+impl AccountActor {
+    pub fn new(init: AccountActorInit) -> Self {
+        let publishing = &init.deps.publishing;
+        Self {
+            queue_capacity: publishing.queue_capacity,
+            idle_after: Duration::from_secs(publishing.actor_idle_secs.max(1)),
+            started_at: init.deps.clock.now(),
+            seat: init.seat,
+            platform: init.platform,
+            display_name: init.display_name,
+            credentials: init.credentials,
+            token_failure: None,
+            token_expires_at: init.token_expires_at,
+            limiter: init.limiter,
+            queue: VecDeque::new(),
+            in_flight: None,
+            deps: init.deps,
+            last_activity: Instant::now(),
+            published: 0,
+            failed: 0,
+            last_error: None,
+        }
+    }
+
+    fn start_next(&mut self, ctx: &mut Context<Self>) {
+        if self.in_flight.is_some() {
+            return;
+        }
+        let Some(job) = self.queue.pop_front() else {
+            return;
+        };
+        tracing::debug!(
+            submission = %job.spec.submission_id,
+            waited_ms = job.enqueued_at.elapsed().as_millis() as u64,
+            "publish starts"
+        );
+        self.in_flight = Some(InFlight {
+            submission_id: job.spec.submission_id,
+            started: Instant::now(),
+        });
+        let deps = self.deps.clone();
+        let credentials = self.credentials.clone();
+        let submission_id = job.spec.submission_id;
+        // A panic inside an adapter must not take the actor (and its queue) down with it.
+        let work = std::panic::AssertUnwindSafe(run_job(deps, credentials, job.spec))
+            .catch_unwind()
+            .map(move |result| {
+                result.unwrap_or_else(|_| {
+                    tracing::error!(submission = %submission_id, "publish panicked");
+                    JobResult {
+                        outcome: Err(ApiError::internal("publish panicked")),
+                        token_failure: None,
+                    }
+                })
+            });
+        let reply = job.reply;
+        ctx.spawn(work.into_actor(self).map(move |result, actor, ctx| {
+            actor.finish(result, reply);
+            actor.start_next(ctx);
+        }));
+    }
+
+    fn finish(&mut self, result: JobResult, reply: oneshot::Sender<JobOutcome>) {
+        self.in_flight = None;
+        self.last_activity = Instant::now();
+        let now = self.deps.clock.now();
+        match &result.outcome {
+            Ok(_) => self.published += 1,
+            Err(error) => {
+                self.failed += 1;
+                self.last_error =
+                    Some((format!("{}: {}", error.code.as_str(), error.message), now));
+            }
+        }
+        if let Some((code, reason)) = result.token_failure {
+            let stored = format!("{}: {reason}", code.as_str());
+            self.token_failure = Some((code, reason));
+            let store = self.deps.store.clone();
+            let account_id = self.seat.account_id;
+            // Persist off the actor's thread of control; the in-memory flag already holds.
+            actix::spawn(async move {
+                if let Err(e) = store.mark_account_invalid(account_id, &stored, now).await {
+                    tracing::error!(error = %e, %account_id, "cannot mark the account invalid");
+                }
+            });
+        }
+        // The caller may have timed out and gone; the outcome is in the history either way.
+        let _ = reply.send(result.outcome);
+    }
+
+    fn health(&self) -> ActorHealth {
+        let state = if self.token_failure.is_some() {
+            ActorState::TokenInvalid
+        } else if self.in_flight.is_some() {
+            ActorState::Publishing
+        } else {
+            ActorState::Idle
+        };
+        ActorHealth {
+            account_id: self.seat.account_id,
+            platform: self.platform.clone(),
+            name: self.display_name.clone(),
+            state,
+            queue_depth: self.queue.len(),
+            in_flight_submission: self.in_flight.as_ref().map(|f| f.submission_id),
+            in_flight_ms: self
+                .in_flight
+                .as_ref()
+                .map(|f| f.started.elapsed().as_millis() as u64),
+            limiter: self.limiter.state(),
+            token_valid: self.token_failure.is_none(),
+            token_expires_at: self.token_expires_at,
+            last_error: self.last_error.as_ref().map(|(e, _)| e.clone()),
+            last_error_at: self.last_error.as_ref().map(|(_, at)| *at),
+            published: self.published,
+            failed: self.failed,
+            started_at: self.started_at,
+        }
+    }
+}
+
+impl Actor for AccountActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
+        ctx.run_interval(IDLE_CHECK, |actor, ctx| {
+            let idle = actor.in_flight.is_none()
+                && actor.queue.is_empty()
+                && actor.last_activity.elapsed() >= actor.idle_after;
+            if idle {
+                ctx.stop();
+            }
+        });
+    }
+
+    fn stopped(&mut self, _ctx: &mut Self::Context) {
+        let generation = self.seat.generation;
+        self.seat
+            .registry
+            .remove_if(&self.seat.account_id, |_, entry| {
+                entry.generation == generation
+            });
+        // Jobs still queued (only possible if the actor is stopped from outside) get an answer.
+        for job in self.queue.drain(..) {
+            let _ = job.reply.send(Err(ApiError::service_unavailable(
+                "The account worker stopped; check the publishing history and retry",
+            )));
+        }
+    }
+}
+
+/// Queue a publish. Answers at once: `Ok` with the receiver of the outcome, or the refusal
+/// (token known dead, queue full, rate limit).
+pub struct Publish {
+    pub spec: JobSpec,
+}
+
+impl Message for Publish {
+    type Result = Result<oneshot::Receiver<JobOutcome>, ApiError>;
+}
+
+impl Handler<Publish> for AccountActor {
+    type Result = Result<oneshot::Receiver<JobOutcome>, ApiError>;
+
+    fn handle(&mut self, msg: Publish, ctx: &mut Self::Context) -> Self::Result {
+        self.last_activity = Instant::now();
+        if let Some((code, reason)) = &self.token_failure {
+            return Err(ApiError::new(
+                *code,
+                "The platform access token of this account is no longer valid; reconnect the account",
+            )
+            .with_details(reason.clone()));
+        }
+        if self.queue.len() >= self.queue_capacity {
+            return Err(ApiError::service_unavailable(format!(
+                "This account already has {} posts waiting to publish; retry later",
+                self.queue.len()
+            )));
+        }
+        self.limiter.admit(&msg.spec.plan)?;
+        let (reply, receiver) = oneshot::channel();
+        self.queue.push_back(QueuedJob {
+            spec: msg.spec,
+            reply,
+            enqueued_at: Instant::now(),
+        });
+        self.start_next(ctx);
+        Ok(receiver)
+    }
+}
+
+/// The actor's health, answered at once even while a publish is in flight.
+pub struct GetHealth;
+
+impl Message for GetHealth {
+    type Result = ActorHealth;
+}
+
+impl Handler<GetHealth> for AccountActor {
+    type Result = MessageResult<GetHealth>;
+
+    fn handle(&mut self, _msg: GetHealth, _ctx: &mut Self::Context) -> Self::Result {
+        MessageResult(self.health())
+    }
+}
+
+/// Removes a queued (not yet started) publish. Answers whether it was removed; an in-flight
+/// publish cannot be cancelled.
+pub struct CancelQueued {
+    pub submission_id: Uuid,
+}
+
+impl Message for CancelQueued {
+    type Result = bool;
+}
+
+impl Handler<CancelQueued> for AccountActor {
+    type Result = bool;
+
+    fn handle(&mut self, msg: CancelQueued, _ctx: &mut Self::Context) -> bool {
+        let Some(index) = self
+            .queue
+            .iter()
+            .position(|job| job.spec.submission_id == msg.submission_id)
+        else {
+            return false;
+        };
+        if let Some(job) = self.queue.remove(index) {
+            let _ = job.reply.send(Err(ApiError::new(
+                ErrorCode::InvalidRequest,
+                "The post was cancelled before it was published",
+            )));
+        }
+        true
+    }
+}
+
+/// Test hook: makes the actor's handler panic (to check the supervisor restarts it).
+#[cfg(test)]
+pub struct Crash;
+
+#[cfg(test)]
+impl Message for Crash {
+    type Result = ();
+}
+
+#[cfg(test)]
+impl Handler<Crash> for AccountActor {
+    type Result = ();
+
+    #[allow(clippy::panic)]
+    fn handle(&mut self, _msg: Crash, _ctx: &mut Self::Context) {
+        panic!("crash requested");
+    }
+}

@@ -1,0 +1,241 @@
+//! The supervisor: routes requests from HTTP handlers to account actors.
+//!
+//! It is built once per process (in `Application::build`, before the HTTP workers start) and
+//! runs every account actor on its own arbiter thread, so actors are shared by all workers. An
+//! actor starts on first use from the account row, stops itself when idle, and is started again
+//! if it died (a panic closes its mailbox; the next message finds that and replaces it).
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use actix::{Actor, Addr, MailboxError};
+use actix_rt::{Arbiter, ArbiterHandle};
+use dashmap::{DashMap, mapref::entry::Entry};
+use secrecy::SecretString;
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+use super::{
+    account::{
+        AccountActor, AccountActorInit, ActorHealth, ActorSeat, CancelQueued, GetHealth,
+        JobOutcome, Publish,
+    },
+    limiter::AccountLimiter,
+};
+use crate::{
+    error::ApiError,
+    platforms::AccountCredentials,
+    publish::{
+        plan::Platform,
+        run::{JobSpec, PublishDeps},
+    },
+};
+
+/// How long a message may wait for room in an actor's mailbox.
+const SEND_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A live actor and the generation it was started in (so a stopping actor only removes itself).
+#[derive(Clone)]
+pub struct ActorEntry {
+    pub generation: u64,
+    pub addr: Addr<AccountActor>,
+}
+
+pub struct Supervisor {
+    deps: Arc<PublishDeps>,
+    actors: Arc<DashMap<Uuid, ActorEntry>>,
+    limiters: DashMap<Uuid, Arc<AccountLimiter>>,
+    arbiter: ArbiterHandle,
+    _arbiter: Arbiter,
+    generation: AtomicU64,
+}
+
+impl Supervisor {
+    /// Starts the supervisor's arbiter thread. Needs a running actix system.
+    pub fn new(deps: Arc<PublishDeps>) -> Self {
+        let arbiter = Arbiter::new();
+        Self {
+            deps,
+            actors: Arc::new(DashMap::new()),
+            limiters: DashMap::new(),
+            arbiter: arbiter.handle(),
+            _arbiter: arbiter,
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    pub fn deps(&self) -> &Arc<PublishDeps> {
+        &self.deps
+    }
+
+    /// Live account actors.
+    pub fn live_actors(&self) -> usize {
+        self.actors.len()
+    }
+
+    fn limiter(&self, account_id: Uuid, platform: Platform) -> Arc<AccountLimiter> {
+        self.limiters
+            .entry(account_id)
+            .or_insert_with(|| {
+                Arc::new(AccountLimiter::for_platform(
+                    platform,
+                    &self.deps.publishing,
+                ))
+            })
+            .clone()
+    }
+
+    /// The account's actor, started from its row if it is not running.
+    fn actor_for(&self, account: &entity::account::Model) -> Result<ActorEntry, ApiError> {
+        if let Some(entry) = self.actors.get(&account.id)
+            && entry.addr.connected()
+        {
+            return Ok(entry.clone());
+        }
+        let platform = Platform::parse(&account.platform)
+            .ok_or_else(|| ApiError::internal(format!("unknown platform {}", account.platform)))?;
+        let access_token = self
+            .deps
+            .cipher
+            .decrypt(&account.access_token_enc)
+            .map_err(|e| ApiError::internal(format!("cannot decrypt the account token: {e}")))?;
+        let limiter = self.limiter(account.id, platform);
+        let credentials = AccountCredentials {
+            external_id: account.external_id.clone(),
+            display_name: account.display_name.clone(),
+            access_token: SecretString::from(access_token),
+        };
+        let start = || {
+            let generation = self.generation.fetch_add(1, Ordering::Relaxed);
+            let init = AccountActorInit {
+                seat: ActorSeat {
+                    account_id: account.id,
+                    generation,
+                    registry: self.actors.clone(),
+                },
+                platform: account.platform.clone(),
+                display_name: account.display_name.clone(),
+                credentials: credentials.clone(),
+                token_expires_at: account.token_expires_at,
+                limiter: limiter.clone(),
+                deps: self.deps.clone(),
+            };
+            let addr =
+                AccountActor::start_in_arbiter(&self.arbiter, move |_| AccountActor::new(init));
+            tracing::debug!(account = %account.id, generation, "account actor started");
+            ActorEntry { generation, addr }
+        };
+        // Under the map's entry lock, so two requests racing here start one actor, not two.
+        let entry = match self.actors.entry(account.id) {
+            Entry::Occupied(mut slot) => {
+                if !slot.get().addr.connected() {
+                    slot.insert(start());
+                }
+                slot.get().clone()
+            }
+            Entry::Vacant(slot) => slot.insert(start()).clone(),
+        };
+        Ok(entry)
+    }
+
+    /// Forgets a dead actor so the next call starts a new one.
+    fn forget(&self, account_id: Uuid, generation: u64) {
+        self.actors
+            .remove_if(&account_id, |_, entry| entry.generation == generation);
+    }
+
+    /// Sends a message to the account's actor, restarting the actor once if it died.
+    async fn ask<M>(
+        &self,
+        account: &entity::account::Model,
+        make: impl Fn() -> M,
+    ) -> Result<M::Result, ApiError>
+    where
+        M: actix::Message + Send + 'static,
+        M::Result: Send,
+        AccountActor: actix::Handler<M>,
+    {
+        for _ in 0..2 {
+            let entry = self.actor_for(account)?;
+            match entry.addr.send(make()).timeout(SEND_TIMEOUT).await {
+                Ok(result) => return Ok(result),
+                Err(MailboxError::Closed) => {
+                    tracing::warn!(account = %account.id, "account actor was gone; restarting it");
+                    self.forget(account.id, entry.generation);
+                }
+                Err(MailboxError::Timeout) => {
+                    return Err(ApiError::service_unavailable(
+                        "The account is busy; retry in a moment",
+                    ));
+                }
+            }
+        }
+        Err(ApiError::service_unavailable(
+            "The account worker could not be started; retry in a moment",
+        ))
+    }
+
+    /// Queues a publish on the account's actor. Returns the receiver of its outcome once
+    /// queued, or the refusal (token dead, queue full, rate limited).
+    pub async fn publish(
+        &self,
+        account: &entity::account::Model,
+        spec: JobSpec,
+    ) -> Result<oneshot::Receiver<JobOutcome>, ApiError> {
+        let entry = self.actor_for(account)?;
+        match entry
+            .addr
+            .send(Publish { spec })
+            .timeout(SEND_TIMEOUT)
+            .await
+        {
+            Ok(result) => result,
+            Err(MailboxError::Closed) => {
+                // The actor died between the liveness check and the send; the job went with
+                // it before starting. Forget the actor; the caller may retry.
+                self.forget(account.id, entry.generation);
+                Err(ApiError::service_unavailable(
+                    "The account worker restarted; retry the request",
+                ))
+            }
+            Err(MailboxError::Timeout) => Err(ApiError::service_unavailable(
+                "The account is busy; retry in a moment",
+            )),
+        }
+    }
+
+    /// The account actor's health (starting it if needed).
+    pub async fn health(&self, account: &entity::account::Model) -> Result<ActorHealth, ApiError> {
+        self.ask(account, || GetHealth).await
+    }
+
+    /// Health of every live actor, without starting any.
+    pub async fn all_health(&self) -> Vec<ActorHealth> {
+        let entries: Vec<ActorEntry> = self.actors.iter().map(|e| e.value().clone()).collect();
+        let asks = entries
+            .iter()
+            .map(|entry| entry.addr.send(GetHealth).timeout(SEND_TIMEOUT));
+        futures_util::future::join_all(asks)
+            .await
+            .into_iter()
+            .filter_map(Result::ok)
+            .collect()
+    }
+
+    /// Removes a queued publish; false when it is not queued (unknown, started or done).
+    pub async fn cancel_queued(
+        &self,
+        account: &entity::account::Model,
+        submission_id: Uuid,
+    ) -> Result<bool, ApiError> {
+        if !self.actors.contains_key(&account.id) {
+            return Ok(false);
+        }
+        self.ask(account, || CancelQueued { submission_id }).await
+    }
+}

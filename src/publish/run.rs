@@ -1,0 +1,214 @@
+//! Running one publish job: the history row, the adapter, and the recorded outcome. Called by
+//! the account actor from a spawned future (never inside a message handler), so the actor keeps
+//! answering while a long video upload runs.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::plan::{FacebookPost, InstagramPost, PublishPlan, ThreadsPost, XPost};
+use crate::{
+    clock::SharedClock,
+    config::{PlatformsConfig, PublishingConfig},
+    crypto::TokenCipher,
+    error::{ApiError, ErrorCode},
+    platforms::{
+        self, AccountCredentials, PlatformContext, PlatformError, Published, StepRecorder,
+    },
+    publish::media::MediaFetcher,
+    store::{NewSubmission, Store},
+    views,
+};
+
+/// What every account actor shares.
+pub struct PublishDeps {
+    pub store: Store,
+    pub clock: SharedClock,
+    pub cipher: TokenCipher,
+    /// Client for platform API calls.
+    pub http: reqwest::Client,
+    pub media: MediaFetcher,
+    pub platforms: PlatformsConfig,
+    pub publishing: PublishingConfig,
+}
+
+/// One publish, as queued on an account actor.
+pub struct JobSpec {
+    pub submission_id: Uuid,
+    pub user_id: Uuid,
+    pub account_id: Uuid,
+    pub page_name: String,
+    pub plan: PublishPlan,
+    /// `{text, media_urls}` as submitted (for the history).
+    pub content: Value,
+    /// A counter reserved for this post (x monthly posts) to give back if nothing went out.
+    pub reserved_counter: Option<(Uuid, String)>,
+}
+
+/// How a job ended.
+pub struct JobResult {
+    /// The response `data` (spec §2.3) or the error for the caller.
+    pub outcome: Result<Value, ApiError>,
+    /// Set when the platform said the token is dead: the code and the platform's message.
+    pub token_failure: Option<(ErrorCode, String)>,
+}
+
+/// Fields that depend on the post type (spec §2.3).
+pub fn result_fields(plan: &PublishPlan, published: &Published) -> Value {
+    let mut fields = json!({});
+    match plan {
+        PublishPlan::Facebook(FacebookPost::Album { images, .. }) => {
+            fields["photo_count"] = json!(images.len());
+        }
+        PublishPlan::Instagram(InstagramPost::Carousel { items, .. }) => {
+            fields["item_count"] = json!(items.len());
+        }
+        PublishPlan::Threads(ThreadsPost::Carousel { items, .. }) => {
+            fields["item_count"] = json!(items.len());
+        }
+        PublishPlan::Threads(ThreadsPost::Thread { .. }) => {
+            fields["thread_count"] = json!(published.post_ids.len());
+            fields["post_ids"] = json!(published.post_ids);
+        }
+        PublishPlan::X(XPost { tweets, .. }) if tweets.len() > 1 => {
+            fields["thread_count"] = json!(published.post_ids.len());
+            fields["post_ids"] = json!(published.post_ids);
+        }
+        _ => {}
+    }
+    if !published.warnings.is_empty() {
+        fields["warnings"] = json!(published.warnings);
+    }
+    fields
+}
+
+/// Runs a job to its end and records it. Never panics; every path ends the history row.
+pub async fn run_job(
+    deps: Arc<PublishDeps>,
+    credentials: AccountCredentials,
+    job: JobSpec,
+) -> JobResult {
+    let now = deps.clock.now();
+    let platform = job.plan.platform().as_str();
+    let started = deps
+        .store
+        .start_submission(
+            job.submission_id,
+            NewSubmission {
+                user_id: job.user_id,
+                account_id: job.account_id,
+                platform: platform.to_string(),
+                post_type: Some(job.plan.post_type().as_str().to_string()),
+                post_id: None,
+                status: "publishing".into(),
+                page_name: job.page_name.clone(),
+                content: job.content.clone(),
+                result: None,
+                error_code: None,
+                error_message: None,
+                published_at: None,
+            },
+            now,
+        )
+        .await;
+    if let Err(e) = started {
+        release_counter(&deps, &job).await;
+        return JobResult {
+            outcome: Err(ApiError::internal(format!(
+                "cannot record the submission: {e}"
+            ))),
+            token_failure: None,
+        };
+    }
+
+    let steps = StepRecorder::for_submission(deps.store.clone(), job.submission_id);
+    let ctx = PlatformContext {
+        http: &deps.http,
+        media: &deps.media,
+        config: &deps.platforms,
+        account: &credentials,
+        steps: &steps,
+    };
+    let span = tracing::info_span!("publish", submission = %job.submission_id, platform, account = %job.account_id);
+    let result = tracing::Instrument::instrument(platforms::publish(&ctx, &job.plan), span).await;
+    let finished_at = deps.clock.now();
+    match result {
+        Ok(published) => {
+            let fields = result_fields(&job.plan, &published);
+            if let Err(e) = deps
+                .store
+                .finish_submission_published(
+                    job.submission_id,
+                    &published.post_id,
+                    fields.clone(),
+                    finished_at,
+                )
+                .await
+            {
+                // The post is out; failing the request would invite a duplicate retry.
+                tracing::error!(error = %e, submission = %job.submission_id, "published, but the history row could not be updated");
+            }
+            let mut data = json!({
+                "post_submission_id": job.submission_id,
+                "post_id": published.post_id,
+                "post_type": job.plan.post_type().as_str(),
+                "platform": platform,
+                "page_name": job.page_name,
+                "published_at": views::iso(finished_at),
+            });
+            if let (Some(data), Value::Object(extra)) = (data.as_object_mut(), fields) {
+                data.extend(extra);
+            }
+            tracing::info!(submission = %job.submission_id, platform, post_id = %published.post_id, "published");
+            JobResult {
+                outcome: Ok(data),
+                token_failure: None,
+            }
+        }
+        Err(error) => {
+            let final_started = steps.snapshot()["final_started"] == json!(true);
+            let token_failure = error.invalidates_token().then(|| {
+                let code = match &error {
+                    PlatformError::TokenExpired(_) => ErrorCode::TokenExpired,
+                    _ => ErrorCode::InvalidToken,
+                };
+                (code, error.to_string())
+            });
+            tracing::warn!(submission = %job.submission_id, platform, error = %error, final_started, "publish failed");
+            let api_error = error.into_api_error();
+            let message = match &api_error.details {
+                Some(details) => format!("{}: {details}", api_error.message),
+                None => api_error.message.clone(),
+            };
+            if let Err(e) = deps
+                .store
+                .finish_submission_failed(
+                    job.submission_id,
+                    "failed",
+                    api_error.code.as_str(),
+                    &message,
+                    finished_at,
+                )
+                .await
+            {
+                tracing::error!(error = %e, submission = %job.submission_id, "cannot record the failure");
+            }
+            if !final_started {
+                release_counter(&deps, &job).await;
+            }
+            JobResult {
+                outcome: Err(api_error),
+                token_failure,
+            }
+        }
+    }
+}
+
+async fn release_counter(deps: &PublishDeps, job: &JobSpec) {
+    if let Some((user_id, key)) = &job.reserved_counter
+        && let Err(e) = deps.store.release_call(*user_id, key).await
+    {
+        tracing::error!(error = %e, "cannot give back a reserved post count");
+    }
+}
