@@ -13,10 +13,10 @@ use serde_json::json;
 
 use crate::{
     Application, BuildOptions, StartupError,
-    config::Config,
+    config::{Config, PlatformsConfig},
     crypto::{self, TokenCipher},
     operator::{self, ManualAccount, PLATFORMS, PlanChange},
-    sim::{SimConfig, Simulator},
+    sim::{SimConfig, Simulator, state::SimAccount},
 };
 
 /// The demo user's e-mail; `login_url` signs in as this user.
@@ -104,6 +104,15 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
     config.auth.token_endpoint = format!("{}/oidc/token", simulator.base_url);
     config.auth.client_id = DEMO_CLIENT_ID.into();
     config.auth.client_secret = Some(SecretString::from(secrets.idp_client_secret.clone()));
+    // Every platform API is the simulator; its media host is the one private address media URLs
+    // may use.
+    let processing_timeout = config.platforms.processing_timeout_secs;
+    config.platforms = PlatformsConfig::simulator(&simulator.base_url);
+    config.platforms.processing_timeout_secs = processing_timeout;
+    config
+        .publishing
+        .media_allow_hosts
+        .push(format!("127.0.0.1:{}", simulator.port));
 
     let operator_token = secret_text(&config.secrets.operator_token);
     let app = Application::build(config, BuildOptions::default()).await?;
@@ -135,6 +144,22 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
             accounts.push(operator::add_account(&state.store, &state.cipher, now, manual).await?);
         }
     }
+    // The simulator keeps nothing between runs: introduce the stored accounts to it.
+    for account in &accounts {
+        let token = state.cipher.decrypt(&account.access_token_enc)?;
+        simulator.state().register_account(SimAccount {
+            platform: account.platform.clone(),
+            external_id: account.external_id.clone(),
+            name: account.display_name.clone(),
+            username: account
+                .username
+                .clone()
+                .unwrap_or_else(|| account.display_name.clone()),
+            access_token: token,
+            refresh_token: String::new(),
+            expires_in: 0,
+        });
+    }
     let key = crypto::generate_api_key();
     state
         .store
@@ -148,20 +173,39 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
         "operator_token": operator_token,
         "login_url": login_url,
         "simulator_url": simulator.base_url,
+        "sample_media": simulator.sample_media(),
         "accounts": accounts.iter().map(|a| json!({
             "account_id": a.id, "platform": a.platform, "name": a.display_name,
         })).collect::<Vec<_>>(),
     });
     std::fs::write(&demo_file, serde_json::to_string_pretty(&summary)?)?;
+    let facebook = accounts
+        .iter()
+        .find(|a| a.platform == "facebook")
+        .map(|a| a.id.to_string())
+        .unwrap_or_default();
+    let publish_body = json!({"post": {
+        "accountId": facebook,
+        "content": {
+            "text": "Hello from the demo!",
+            "mediaUrls": [format!("{}/media/sample.jpg", simulator.base_url)],
+            "platform": "facebook",
+        },
+        "target": {"targetType": "facebook"},
+    }});
     println!(
         "\n=== demo ready ===\n\
          service:        {base_url}\n\
-         simulator:      {sim}\n\
+         simulator:      {sim}   (published posts: {sim}/_sim/published)\n\
          API key:        {api_key}   (shown once; also in {file})\n\
          operator token: {operator_token}\n\
          dashboard:      open {login_url}\n\
          accounts:       {n} demo accounts (user {DEMO_EMAIL}, plan ultra)\n\n\
-         try:\n  curl -s -H 'service-api-key: {api_key}' {base_url}/v2/accounts\n",
+         publish a photo to the demo facebook page:\n  \
+         curl -s -X POST {base_url}/v2/posts -H 'service-api-key: {api_key}' \\\n    \
+         -H 'Content-Type: application/json' -d '{publish_body}'\n\n\
+         list the accounts (every platform):\n  \
+         curl -s -H 'service-api-key: {api_key}' {base_url}/v2/accounts\n",
         sim = simulator.base_url,
         api_key = key.full,
         file = demo_file.display(),
@@ -207,7 +251,10 @@ fn demo_account(
     ManualAccount {
         user_id,
         platform: platform.to_string(),
-        external_id: format!("demo-{platform}-{}", &crypto::random_token(6)),
+        external_id: format!(
+            "{}",
+            17_841_400_000_000_000u64 + u64::from(rand::random::<u32>())
+        ),
         name: name.to_string(),
         username: username.map(str::to_string),
         account_type: account_type.map(str::to_string),

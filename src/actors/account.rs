@@ -239,7 +239,7 @@ impl Actor for AccountActor {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
-        ctx.run_interval(IDLE_CHECK, |actor, ctx| {
+        ctx.run_interval(IDLE_CHECK.min(self.idle_after), |actor, ctx| {
             let idle = actor.in_flight.is_none()
                 && actor.queue.is_empty()
                 && actor.last_activity.elapsed() >= actor.idle_after;

@@ -239,3 +239,111 @@ impl Supervisor {
         self.ask(account, || CancelQueued { submission_id }).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Arc;
+
+    use chrono::Utc;
+
+    use super::*;
+    use crate::{
+        actors::account::{ActorState, Crash},
+        clock::SystemClock,
+        config::{PlatformsConfig, PublishingConfig},
+        crypto::TokenCipher,
+        publish::media::MediaFetcher,
+        store::{NewAccount, Store},
+    };
+
+    async fn setup(idle_secs: u64) -> (tempfile::TempDir, Supervisor, entity::account::Model) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/t.db?mode=rwc", dir.path().display());
+        let store = Store::connect(&url, 2, None).await.unwrap();
+        store.migrate().await.unwrap();
+        let now = Utc::now();
+        let user = store
+            .upsert_oidc_user("iss", "sub", Some("a@example.com"), None, now)
+            .await
+            .unwrap();
+        let cipher = TokenCipher::from_config_value(&TokenCipher::generate_key()).unwrap();
+        let account = store
+            .insert_account(
+                NewAccount {
+                    user_id: user.id,
+                    platform: "threads".into(),
+                    external_id: "1".into(),
+                    display_name: "t".into(),
+                    username: None,
+                    account_type: None,
+                    profile_picture_url: None,
+                    access_token_enc: cipher.encrypt("token").unwrap(),
+                    refresh_token_enc: None,
+                    token_expires_at: None,
+                    data_access_expires_at: None,
+                },
+                now,
+            )
+            .await
+            .unwrap();
+        let publishing = PublishingConfig {
+            actor_idle_secs: idle_secs,
+            ..PublishingConfig::default()
+        };
+        let supervisor = Supervisor::new(Arc::new(PublishDeps {
+            store,
+            clock: Arc::new(SystemClock),
+            cipher,
+            http: reqwest::Client::new(),
+            media: MediaFetcher::new(&[], 1024).unwrap(),
+            platforms: PlatformsConfig::default(),
+            publishing,
+        }));
+        (dir, supervisor, account)
+    }
+
+    #[actix_web::test]
+    async fn a_crashed_actor_is_replaced_on_the_next_message() {
+        let (_dir, supervisor, account) = setup(600).await;
+        let health = supervisor.health(&account).await.unwrap();
+        assert_eq!(health.state, ActorState::Idle);
+        let first = supervisor.actors.get(&account.id).unwrap().clone();
+        // The handler panics: the actor dies and its mailbox closes.
+        assert!(first.addr.send(Crash).await.is_err());
+        let health = supervisor.health(&account).await.unwrap();
+        assert_eq!(health.account_id, account.id);
+        let second = supervisor.actors.get(&account.id).unwrap().clone();
+        assert_ne!(first.generation, second.generation);
+        assert_eq!(supervisor.live_actors(), 1);
+    }
+
+    #[actix_web::test]
+    async fn an_idle_actor_stops_and_starts_again_on_use() {
+        let (_dir, supervisor, account) = setup(1).await;
+        supervisor.health(&account).await.unwrap();
+        assert_eq!(supervisor.live_actors(), 1);
+        let mut stopped = false;
+        for _ in 0..40 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if supervisor.live_actors() == 0 {
+                stopped = true;
+                break;
+            }
+        }
+        assert!(stopped, "idle actor stopped");
+        supervisor.health(&account).await.unwrap();
+        assert_eq!(supervisor.live_actors(), 1);
+    }
+
+    #[actix_web::test]
+    async fn concurrent_first_uses_start_one_actor() {
+        let (_dir, supervisor, account) = setup(600).await;
+        let asks = (0..20).map(|_| supervisor.health(&account));
+        let results = futures_util::future::join_all(asks).await;
+        assert!(results.iter().all(Result::is_ok));
+        assert_eq!(supervisor.live_actors(), 1);
+        assert_eq!(supervisor.generation.load(Ordering::Relaxed), 1);
+    }
+}

@@ -188,6 +188,19 @@ impl SimState {
         account
     }
 
+    /// Registers an account whose id and token already exist elsewhere (the demo re-registers
+    /// its stored accounts with a fresh simulator on every start).
+    pub fn register_account(&self, account: SimAccount) {
+        self.tokens.insert(
+            account.access_token.clone(),
+            (account.platform.clone(), account.external_id.clone()),
+        );
+        self.accounts.insert(
+            (account.platform.clone(), account.external_id.clone()),
+            account,
+        );
+    }
+
     /// Issues a new access token for an account (refresh), keeping the old one valid.
     pub fn issue_token(&self, platform: &str, external_id: &str) -> Option<String> {
         let mut account = self
