@@ -37,10 +37,14 @@ enum Command {
     },
     /// Apply database migrations and exit.
     Migrate,
-    /// Run the platform simulator (test identity provider) on its own.
+    /// Run the platform simulator on its own: the six platforms' APIs, a media host, control
+    /// endpoints and the test identity provider.
     Sim {
         #[arg(long, default_value = "127.0.0.1:9090")]
         bind: String,
+        /// How long video and container processing takes, in milliseconds.
+        #[arg(long, default_value_t = 2000)]
+        processing_ms: u64,
         /// OAuth client the identity provider accepts.
         #[arg(long, default_value = "service-dashboard")]
         client_id: String,
@@ -120,6 +124,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         }
         Command::Sim {
             bind,
+            processing_ms,
             client_id,
             client_secret,
         } => {
@@ -127,11 +132,17 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 bind,
                 idp_clients: vec![(client_id.clone(), client_secret)],
                 idp_issuer: None,
-                ..SimConfig::default()
+                processing_delay: std::time::Duration::from_millis(processing_ms),
             })?;
+            let base = &sim.base_url;
             println!(
-                "simulator on {}\nidentity provider issuer: {} (client_id {client_id})",
-                sim.base_url,
+                "simulator on {base}\n\
+                 platform APIs: {base}/graph (facebook, instagram), {base}/threads, {base}/tiktok, \
+                 {base}/youtube, {base}/x\n\
+                 media host:    {base}/media/sample.jpg (see README)\n\
+                 control:       POST {base}/_sim/accounts {{\"platform\":\"x\",\"name\":\"me\"}}, \
+                 GET {base}/_sim/published, PUT {base}/_sim/faults/{{platform}}/{{account}}\n\
+                 identity provider issuer: {} (client_id {client_id})",
                 sim.idp_issuer()
             );
             tokio::signal::ctrl_c().await?;
