@@ -25,6 +25,7 @@ pub struct Config {
     pub usage: UsageConfig,
     pub platforms: PlatformsConfig,
     pub publishing: PublishingConfig,
+    pub scheduler: SchedulerConfig,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -243,6 +244,42 @@ impl Default for PublishingConfig {
             x_monthly_posts: 60,
             max_media_bytes: 100 * 1024 * 1024,
             media_allow_hosts: Vec::new(),
+        }
+    }
+}
+
+/// The scheduler actor: publishes due scheduled posts.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SchedulerConfig {
+    /// Whether this instance publishes due posts (several instances may, on one PostgreSQL).
+    pub enabled: bool,
+    /// Scheduled posts publishing at once on this instance.
+    pub max_in_flight: usize,
+    /// How long a claim holds without renewal; a claim older than this belongs to a process that
+    /// died, and its post is settled from its recorded steps.
+    pub lease_secs: u64,
+    /// Publish attempts of one post before a transient failure becomes final.
+    pub max_attempts: i32,
+    /// First retry delay; doubles with each attempt (at least the platform's `retry_after`).
+    pub retry_base_secs: u64,
+    /// Longest sleep between looks at the table (posts scheduled by other instances are seen
+    /// within this).
+    pub max_sleep_ms: u64,
+    /// On shutdown, how long in-flight publishes may take to finish.
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_in_flight: 64,
+            lease_secs: 120,
+            max_attempts: 5,
+            retry_base_secs: 30,
+            max_sleep_ms: 5_000,
+            shutdown_grace_secs: 30,
         }
     }
 }

@@ -212,12 +212,7 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
         n = accounts.len(),
     );
 
-    let handle = app.handle();
-    actix_rt::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            handle.stop(true).await;
-        }
-    });
+    crate::stop_on_signal(&app);
     app.run_until_stopped().await?;
     simulator.stop().await;
     Ok(())

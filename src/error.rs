@@ -59,6 +59,10 @@ pub enum ErrorCode {
     KeyNotFound,
     /// Request body over the size limit.
     PayloadTooLarge,
+    /// `DELETE /api/scheduled-posts/{id}` for an unknown or another user's post.
+    ScheduledPostNotFound,
+    /// `DELETE /api/scheduled-posts/{id}` for a post no longer `scheduled`.
+    ScheduledPostNotCancellable,
     /// The Free plan's monthly allowance is used up (its own body form, see module docs).
     UsageLimitExceeded,
 }
@@ -97,6 +101,8 @@ impl ErrorCode {
             Self::NotFound => "NotFound",
             Self::MethodNotAllowed => "MethodNotAllowed",
             Self::KeyNotFound => "KeyNotFound",
+            Self::ScheduledPostNotFound => "ScheduledPostNotFound",
+            Self::ScheduledPostNotCancellable => "ScheduledPostNotCancellable",
             Self::PayloadTooLarge => "PayloadTooLarge",
             Self::UsageLimitExceeded => "UsageLimitExceeded",
         }
@@ -130,7 +136,11 @@ impl ErrorCode {
             Self::InsufficientPermissions => StatusCode::FORBIDDEN,
             Self::ServiceUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::Timeout => StatusCode::GATEWAY_TIMEOUT,
-            Self::AccountNotFound | Self::NotFound | Self::KeyNotFound => StatusCode::NOT_FOUND,
+            Self::AccountNotFound
+            | Self::NotFound
+            | Self::KeyNotFound
+            | Self::ScheduledPostNotFound => StatusCode::NOT_FOUND,
+            Self::ScheduledPostNotCancellable => StatusCode::CONFLICT,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         }

@@ -26,9 +26,13 @@ pub mod store;
 pub mod usage;
 pub mod views;
 
-use std::{net::TcpListener, sync::Arc, time::Duration};
+use std::{
+    net::TcpListener,
+    sync::{Arc, OnceLock},
+    time::Duration,
+};
 
-use actix::Actor;
+use actix::{Actor, Addr};
 use actix_web::{
     App, HttpMessage, HttpServer,
     body::MessageBody,
@@ -41,6 +45,7 @@ use secrecy::{ExposeSecret, SecretString};
 use crate::{
     actors::{
         last_used::{LastUsedRecorder, LastUsedWriter},
+        scheduler::{Drain, SchedulerActor, Wake},
         supervisor::Supervisor,
     },
     clock::{SharedClock, SystemClock},
@@ -68,6 +73,20 @@ pub struct AppState {
     pub cookie_secure: bool,
     /// Routes publishing (and later performance calls) to the account actors.
     pub supervisor: Arc<Supervisor>,
+    /// The scheduler actor, once started (absent when `scheduler.enabled` is false).
+    pub scheduler: Arc<OnceLock<Addr<SchedulerActor>>>,
+    /// This process's id as a claimant of scheduled posts: `host:pid:random`.
+    pub instance_id: String,
+}
+
+impl AppState {
+    /// Tells the scheduler to look at the table now (a post was scheduled).
+    pub fn wake_scheduler(&self) {
+        if let Some(scheduler) = self.scheduler.get() {
+            // A full mailbox means it is about to look anyway.
+            let _ = scheduler.try_send(Wake);
+        }
+    }
 }
 
 /// Options that tests and embedders set; `main` uses the defaults.
@@ -167,6 +186,8 @@ impl Application {
             last_used: last_used.clone(),
             cookie_secure: public_url.starts_with("https://"),
             supervisor,
+            scheduler: Arc::new(OnceLock::new()),
+            instance_id: instance_id(),
             public_url,
             store: store.clone(),
             clock,
@@ -178,6 +199,11 @@ impl Application {
             Duration::from_millis(config.usage.last_used_flush_ms.max(10)),
         )
         .start();
+
+        if config.scheduler.enabled {
+            let scheduler = SchedulerActor::new(state.clone(), state.instance_id.clone()).start();
+            let _ = state.scheduler.set(scheduler);
+        }
 
         let server_state = state.clone();
         let mut server = HttpServer::new(move || {
@@ -215,12 +241,77 @@ impl Application {
         self.server.handle()
     }
 
+    /// Graceful shutdown, first half: the scheduler stops claiming posts, and in-flight
+    /// scheduled publishes get up to `scheduler.shutdown_grace_secs` to finish. Posts not yet
+    /// claimed stay `scheduled`; one still running when the grace ends is settled by the next
+    /// start from its recorded steps. Then stop the HTTP server with [`Application::handle`].
+    pub async fn drain(state: &AppState) {
+        let Some(scheduler) = state.scheduler.get() else {
+            return;
+        };
+        let deadline = tokio::time::Instant::now()
+            + Duration::from_secs(state.config.scheduler.shutdown_grace_secs);
+        loop {
+            match scheduler.send(Drain).await {
+                Ok(0) | Err(_) => return,
+                Ok(in_flight) if tokio::time::Instant::now() >= deadline => {
+                    tracing::warn!(
+                        in_flight,
+                        "shutdown: grace period over with publishes in flight"
+                    );
+                    return;
+                }
+                Ok(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+    }
+
     /// Serves until stopped, then writes what is still buffered.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let result = self.server.await;
         self.state.last_used.flush(&self.state.store).await;
         result
     }
+}
+
+/// On SIGTERM or Ctrl-C: drain the scheduler (bounded), then stop the HTTP server gracefully.
+pub fn stop_on_signal(app: &Application) {
+    let handle = app.handle();
+    let state = app.state();
+    actix_rt::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("shutting down");
+        Application::drain(&state).await;
+        handle.stop(true).await;
+    });
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// A claimant id unique to this process.
+fn instance_id() -> String {
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "host".into());
+    format!("{host}:{}:{}", std::process::id(), crypto::random_token(6))
 }
 
 /// A request id and a span per request; failures are logged with their status.

@@ -106,13 +106,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         } => demo::run(config, demo_file).await,
         Command::Serve { demo: false, .. } => {
             let app = Application::build(config, BuildOptions::default()).await?;
-            let handle = app.handle();
-            actix_rt::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    tracing::info!("shutting down");
-                    handle.stop(true).await;
-                }
-            });
+            social_service::stop_on_signal(&app);
             app.run_until_stopped().await?;
             Ok(())
         }

@@ -140,3 +140,43 @@ fn merge(target: &mut Value, extra: Value) {
         target.extend(extra);
     }
 }
+
+/// A scheduled post (§2.4).
+pub fn scheduled_post(row: &entity::scheduled_post::Model) -> Value {
+    let mut body = json!({
+        "scheduled_post_id": row.id,
+        "account_id": row.account_id,
+        "platform": row.platform,
+        "page_name": row.page_name,
+        "content": {
+            "text": row.content.get("text").cloned().unwrap_or(Value::Null),
+            "media_urls": row.content.get("media_urls").cloned().unwrap_or_else(|| json!([])),
+        },
+        "scheduled_at": iso(row.scheduled_at),
+        "status": row.status,
+        "created_at": iso(row.created_at),
+        "attempts": row.attempts,
+    });
+    if let Some(post_id) = &row.post_id {
+        body["post_id"] = json!(post_id);
+    }
+    if let Some(at) = row.published_at {
+        body["published_at"] = json!(iso(at));
+    }
+    if let Some(id) = row.submission_id {
+        body["post_submission_id"] = json!(id);
+    }
+    match row.status.as_str() {
+        "failed" => {
+            body["error"] = json!(row.error);
+            body["error_code"] = json!(row.error_code);
+        }
+        // A retry is pending: say why the last attempt did not publish.
+        "scheduled" if row.error.is_some() => {
+            body["last_attempt_error"] = json!(row.error);
+            body["next_attempt_at"] = json!(iso(row.next_attempt_at));
+        }
+        _ => {}
+    }
+    body
+}

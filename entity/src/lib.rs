@@ -5,6 +5,7 @@ pub mod account;
 pub mod api_key;
 pub mod login_state;
 pub mod post_submission;
+pub mod scheduled_post;
 pub mod session;
 pub mod usage_counter;
 pub mod user;

@@ -5,6 +5,7 @@
 pub use sea_orm_migration::prelude::*;
 
 mod m20261122_000001_foundation;
+mod m20261122_000002_scheduled_posts;
 
 /// The ordered list of migrations.
 pub struct Migrator;
@@ -12,6 +13,9 @@ pub struct Migrator;
 #[sea_orm_migration::async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(m20261122_000001_foundation::Migration)]
+        vec![
+            Box::new(m20261122_000001_foundation::Migration),
+            Box::new(m20261122_000002_scheduled_posts::Migration),
+        ]
     }
 }

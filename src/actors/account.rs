@@ -32,7 +32,14 @@ const IDLE_CHECK: Duration = Duration::from_secs(5);
 const MAILBOX_CAPACITY: usize = 64;
 
 /// What the caller of a publish gets back.
-pub type JobOutcome = Result<serde_json::Value, ApiError>;
+pub type JobOutcome = Result<serde_json::Value, JobFailure>;
+
+/// A failed publish: the error for the caller, and whether another attempt is safe and may help.
+#[derive(Debug)]
+pub struct JobFailure {
+    pub error: ApiError,
+    pub retryable: bool,
+}
 
 struct QueuedJob {
     spec: JobSpec,
@@ -165,6 +172,7 @@ impl AccountActor {
                     JobResult {
                         outcome: Err(ApiError::internal("publish panicked")),
                         token_failure: None,
+                        retryable: false,
                     }
                 })
             });
@@ -200,7 +208,12 @@ impl AccountActor {
             });
         }
         // The caller may have timed out and gone; the outcome is in the history either way.
-        let _ = reply.send(result.outcome);
+        let retryable = result.retryable;
+        let _ = reply.send(
+            result
+                .outcome
+                .map_err(|error| JobFailure { error, retryable }),
+        );
     }
 
     fn health(&self) -> ActorHealth {
@@ -258,9 +271,12 @@ impl Actor for AccountActor {
             });
         // Jobs still queued (only possible if the actor is stopped from outside) get an answer.
         for job in self.queue.drain(..) {
-            let _ = job.reply.send(Err(ApiError::service_unavailable(
-                "The account worker stopped; check the publishing history and retry",
-            )));
+            let _ = job.reply.send(Err(JobFailure {
+                error: ApiError::service_unavailable(
+                    "The account worker stopped; check the publishing history and retry",
+                ),
+                retryable: true,
+            }));
         }
     }
 }
@@ -342,10 +358,13 @@ impl Handler<CancelQueued> for AccountActor {
             return false;
         };
         if let Some(job) = self.queue.remove(index) {
-            let _ = job.reply.send(Err(ApiError::new(
-                ErrorCode::InvalidRequest,
-                "The post was cancelled before it was published",
-            )));
+            let _ = job.reply.send(Err(JobFailure {
+                error: ApiError::new(
+                    ErrorCode::InvalidRequest,
+                    "The post was cancelled before it was published",
+                ),
+                retryable: false,
+            }));
         }
         true
     }

@@ -1,9 +1,11 @@
 //! Long-lived actors of the service:
 //! - [`supervisor`]: routes requests to account actors (one per connected account), built once;
 //! - [`account`]: an account's token state, rate limiter and publish queue ([`limiter`]);
+//! - [`scheduler`]: publishes due scheduled posts, at most once across crashes and instances;
 //! - [`last_used`]: the batch writer of API-key last-use times.
 
 pub mod account;
 pub mod last_used;
 pub mod limiter;
+pub mod scheduler;
 pub mod supervisor;

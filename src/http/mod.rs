@@ -11,6 +11,7 @@ pub mod history;
 pub mod keys;
 pub mod login;
 pub mod posts;
+pub mod scheduled;
 pub mod subscription;
 
 use actix_web::{
@@ -38,6 +39,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     subscription::configure(cfg);
     history::configure(cfg);
     posts::configure(cfg);
+    scheduled::configure(cfg);
     admin::configure(cfg);
 }
 

@@ -1,4 +1,4 @@
-//! `POST /v2/posts` (API key; spec §4.1): publish now. The work is in
+//! `POST /v2/posts` (API key; spec §4.1): publish now or schedule. The work is in
 //! [`crate::publish::service`].
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
@@ -20,6 +20,6 @@ async fn create_post(
     caller: ApiCaller,
     body: web::Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
-    let response = service::publish_now(&state, &caller, &body).await?;
+    let response = service::handle_post(&state, &caller, &body).await?;
     Ok(HttpResponse::Ok().json(response))
 }

@@ -44,6 +44,8 @@ pub struct JobSpec {
     pub content: Value,
     /// A counter reserved for this post (x monthly posts) to give back if nothing went out.
     pub reserved_counter: Option<(Uuid, String)>,
+    /// The scheduled post this publish is an attempt of.
+    pub scheduled_post_id: Option<Uuid>,
 }
 
 /// How a job ended.
@@ -52,6 +54,9 @@ pub struct JobResult {
     pub outcome: Result<Value, ApiError>,
     /// Set when the platform said the token is dead: the code and the platform's message.
     pub token_failure: Option<(ErrorCode, String)>,
+    /// A failure that another attempt may cure (5xx, timeout, platform rate limit) and that
+    /// happened before the irreversible call: safe to retry.
+    pub retryable: bool,
 }
 
 /// Fields that depend on the post type (spec §2.3).
@@ -109,6 +114,7 @@ pub async fn run_job(
                 error_message: None,
                 published_at: None,
             },
+            job.scheduled_post_id,
             now,
         )
         .await;
@@ -119,6 +125,7 @@ pub async fn run_job(
                 "cannot record the submission: {e}"
             ))),
             token_failure: None,
+            retryable: true,
         };
     }
 
@@ -164,6 +171,7 @@ pub async fn run_job(
             JobResult {
                 outcome: Ok(data),
                 token_failure: None,
+                retryable: false,
             }
         }
         Err(error) => {
@@ -176,6 +184,7 @@ pub async fn run_job(
                 (code, error.to_string())
             });
             tracing::warn!(submission = %job.submission_id, platform, error = %error, final_started, "publish failed");
+            let retryable = error.is_transient() && !final_started;
             let api_error = error.into_api_error();
             let message = match &api_error.details {
                 Some(details) => format!("{}: {details}", api_error.message),
@@ -200,6 +209,7 @@ pub async fn run_job(
             JobResult {
                 outcome: Err(api_error),
                 token_failure,
+                retryable,
             }
         }
     }

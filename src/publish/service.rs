@@ -1,10 +1,13 @@
-//! `POST /v2/posts`, immediate publishing: validation (pure, `validate.rs`), the media probe,
-//! the x plan rules, then the account actor. The handler in `http/posts.rs` only calls
-//! [`publish_now`].
+//! `POST /v2/posts`: validation (pure, `validate.rs`), the media probe and the x plan rules, then
+//! either the account actor (publish now) or the scheduled-posts table (`scheduledAt`). The
+//! scheduler runs due posts through [`prepare`] and [`enqueue`] again, so a scheduled post is
+//! checked exactly as an immediate one, both when accepted and when due.
 
 use std::time::Duration;
 
+use chrono::{DateTime, FixedOffset, Utc};
 use serde_json::{Value, json};
+use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use super::{
@@ -14,27 +17,149 @@ use super::{
 };
 use crate::{
     AppState,
+    actors::account::JobOutcome,
     error::{ApiError, ErrorCode},
     http::auth::ApiCaller,
+    store::NewScheduledPost,
     usage::{self, Plan},
+    views,
 };
 
-/// Validates, probes and publishes; returns the §4.1 success body.
-pub async fn publish_now(
+/// How far ahead `scheduledAt` must be (spec §8).
+pub const MIN_SCHEDULE_LEAD_SECS: i64 = 60;
+
+/// A request that passed every check and the plan it makes.
+pub struct Prepared {
+    pub request: PostRequest,
+    pub account: entity::account::Model,
+    pub plan: PublishPlan,
+}
+
+/// `POST /v2/posts`: publishes now, or schedules when `scheduledAt` is given.
+pub async fn handle_post(
     state: &AppState,
     caller: &ApiCaller,
     body: &Value,
 ) -> Result<Value, ApiError> {
     let request = validate::parse_request(body)?;
-    if request.scheduled_at.is_some() {
-        return Err(ApiError::invalid_request(
-            "scheduledAt: scheduling is not available in this version yet; omit it to publish now",
-        ));
+    match request.scheduled_at.clone() {
+        Some(at) => schedule(state, caller, body, request, &at).await,
+        None => publish_now(state, caller, request).await,
     }
+}
+
+/// Parses `scheduledAt`: ISO 8601 / RFC 3339 with a UTC offset (`Z`, `+08:00`, `+0800`).
+pub fn parse_scheduled_at(value: &str) -> Result<DateTime<Utc>, ApiError> {
+    let value = value.trim();
+    DateTime::parse_from_rfc3339(value)
+        .or_else(|_| DateTime::<FixedOffset>::parse_from_str(value, "%Y-%m-%dT%H:%M:%S%.f%z"))
+        .or_else(|_| DateTime::<FixedOffset>::parse_from_str(value, "%Y-%m-%dT%H:%M%z"))
+        .map(|at| at.with_timezone(&Utc))
+        .map_err(|_| {
+            ApiError::invalid_request(format!(
+                "scheduledAt '{value}' is not an ISO 8601 date-time with a UTC offset, e.g. 2026-12-01T09:30:00+08:00 or 2026-12-01T01:30:00Z"
+            ))
+        })
+}
+
+async fn schedule(
+    state: &AppState,
+    caller: &ApiCaller,
+    body: &Value,
+    request: PostRequest,
+    at: &str,
+) -> Result<Value, ApiError> {
+    let scheduled_at = parse_scheduled_at(at)?;
+    let now = state.clock.now();
+    let lead = (scheduled_at - now).num_seconds();
+    if scheduled_at < now + chrono::Duration::seconds(MIN_SCHEDULE_LEAD_SECS) {
+        return Err(ApiError::invalid_request(format!(
+            "scheduledAt must be at least 1 minute in the future: {} is {} (now is {})",
+            views::iso(scheduled_at),
+            if lead < 0 {
+                format!("{} s in the past", -lead)
+            } else {
+                format!("only {lead} s ahead")
+            },
+            views::iso(now)
+        )));
+    }
+    // Checked now exactly as an immediate publish would be, so a post that could never publish is
+    // refused now rather than at its due time.
+    let prepared = prepare(state, &caller.user, caller.plan, request).await?;
+    let platform = prepared.request.platform;
+    let row = state
+        .store
+        .insert_scheduled_post(
+            NewScheduledPost {
+                user_id: caller.user.id,
+                account_id: prepared.account.id,
+                platform: platform.as_str().to_string(),
+                page_name: prepared.account.display_name.clone(),
+                request: body.clone(),
+                content: prepared.request.content_json(),
+                scheduled_at,
+            },
+            now,
+        )
+        .await?;
+    state.wake_scheduler();
+    Ok(json!({
+        "success": true,
+        "scheduled": true,
+        "scheduledPostId": row.id,
+        "platform": platform.as_str(),
+        "scheduledAt": views::iso(scheduled_at),
+        "message": format!("Post scheduled for {} on {}", views::iso(scheduled_at), platform.as_str()),
+    }))
+}
+
+async fn publish_now(
+    state: &AppState,
+    caller: &ApiCaller,
+    request: PostRequest,
+) -> Result<Value, ApiError> {
+    let prepared = prepare(state, &caller.user, caller.plan, request).await?;
+    let platform = prepared.request.platform;
+    let time_limit = time_limit(state, &prepared.plan);
+    let submission_id = Uuid::new_v4();
+    let receiver = enqueue(state, &caller.user, prepared, submission_id, None).await?;
+    let data = match tokio::time::timeout(time_limit, receiver).await {
+        Ok(Ok(outcome)) => outcome.map_err(|failure| failure.error)?,
+        Ok(Err(_)) => {
+            return Err(ApiError::internal(format!(
+                "the account worker dropped submission {submission_id}"
+            )));
+        }
+        Err(_) => {
+            return Err(ApiError::new(
+                ErrorCode::Timeout,
+                format!(
+                    "Publishing did not finish within {} s and goes on in the background; check the publishing history for post_submission_id {submission_id} before retrying",
+                    time_limit.as_secs()
+                ),
+            ));
+        }
+    };
+    Ok(json!({
+        "success": true,
+        "message": format!("Post published successfully to {}", platform.as_str()),
+        "data": data,
+    }))
+}
+
+/// Every check of §4.1/§7 for `user` on plan `tier`: the account, the platform rules, the x plan,
+/// the media probe; then the plan.
+pub async fn prepare(
+    state: &AppState,
+    user: &entity::user::Model,
+    tier: Plan,
+    request: PostRequest,
+) -> Result<Prepared, ApiError> {
     let now = state.clock.now();
     let account = state
         .store
-        .find_owned_account(caller.user.id, request.account_id)
+        .find_owned_account(user.id, request.account_id)
         .await?
         .ok_or_else(|| {
             ApiError::new(
@@ -54,7 +179,7 @@ pub async fn publish_now(
         now,
     )?;
     let slots = validate::media_slots(&request)?;
-    if request.platform == Platform::X && caller.plan != Plan::Ultra {
+    if request.platform == Platform::X && tier != Plan::Ultra {
         return Err(ApiError::new(
             ErrorCode::InsufficientPermissions,
             "Publishing to x requires the Ultra plan",
@@ -62,55 +187,47 @@ pub async fn publish_now(
     }
     let (media, cover) = probe_media(state, &request, &slots).await?;
     let plan = validate::build_plan(&request, media, cover)?;
+    Ok(Prepared {
+        request,
+        account,
+        plan,
+    })
+}
 
-    let reserved_counter = if request.platform == Platform::X {
-        Some(reserve_x_post(state, caller).await?)
+/// Counts an x post (if it is one) and queues the publish on the account's actor. Returns the
+/// receiver of the outcome once queued.
+pub async fn enqueue(
+    state: &AppState,
+    user: &entity::user::Model,
+    prepared: Prepared,
+    submission_id: Uuid,
+    scheduled_post_id: Option<Uuid>,
+) -> Result<oneshot::Receiver<JobOutcome>, ApiError> {
+    let reserved_counter = if prepared.request.platform == Platform::X {
+        Some(reserve_x_post(state, user).await?)
     } else {
         None
     };
-    let submission_id = Uuid::new_v4();
-    let time_limit = time_limit(state, &plan);
     let spec = JobSpec {
         submission_id,
-        user_id: caller.user.id,
-        account_id: account.id,
-        page_name: account.display_name.clone(),
-        plan,
-        content: request.content_json(),
+        user_id: user.id,
+        account_id: prepared.account.id,
+        page_name: prepared.account.display_name.clone(),
+        content: prepared.request.content_json(),
+        plan: prepared.plan,
         reserved_counter: reserved_counter.clone(),
+        scheduled_post_id,
     };
-    let receiver = match state.supervisor.publish(&account, spec).await {
-        Ok(receiver) => receiver,
+    match state.supervisor.publish(&prepared.account, spec).await {
+        Ok(receiver) => Ok(receiver),
         Err(refused) => {
             // Refused before anything started: give the x post count back.
             if let Some((user_id, key)) = &reserved_counter {
                 state.store.release_call(*user_id, key).await?;
             }
-            return Err(refused);
+            Err(refused)
         }
-    };
-    let data = match tokio::time::timeout(time_limit, receiver).await {
-        Ok(Ok(outcome)) => outcome?,
-        Ok(Err(_)) => {
-            return Err(ApiError::internal(format!(
-                "the account worker dropped submission {submission_id}"
-            )));
-        }
-        Err(_) => {
-            return Err(ApiError::new(
-                ErrorCode::Timeout,
-                format!(
-                    "Publishing did not finish within {} s and goes on in the background; check the publishing history for post_submission_id {submission_id} before retrying",
-                    time_limit.as_secs()
-                ),
-            ));
-        }
-    };
-    Ok(json!({
-        "success": true,
-        "message": format!("Post published successfully to {}", request.platform.as_str()),
-        "data": data,
-    }))
+    }
 }
 
 /// Probes every media URL (concurrently) and the reel cover; the first failure in `mediaUrls`
@@ -145,25 +262,28 @@ async fn probe_media(
 
 /// Counts one x post against the user's monthly allowance (spec §8: 60 across all x accounts),
 /// refusing with 429 when it is used up. Returns the counter to give back if nothing goes out.
-async fn reserve_x_post(state: &AppState, caller: &ApiCaller) -> Result<(Uuid, String), ApiError> {
+async fn reserve_x_post(
+    state: &AppState,
+    user: &entity::user::Model,
+) -> Result<(Uuid, String), ApiError> {
     let now = state.clock.now();
-    let period = usage::usage_period(caller.user.created_at, now);
+    let period = usage::usage_period(user.created_at, now);
     let key = format!("x-posts:{}", period.key());
     let limit = state.config.publishing.x_monthly_posts;
     let reservation = state
         .store
-        .reserve_call(caller.user.id, &key, Some(limit), now)
+        .reserve_call(user.id, &key, Some(limit), now)
         .await?;
     if !reservation.admitted {
         let retry_after = (period.end - now).num_seconds().max(1) as u64;
         return Err(
             ApiError::rate_limited(retry_after, None).with_details(format!(
                 "The monthly allowance of {limit} x posts is used up; it renews on {}",
-                crate::views::iso(period.end)
+                views::iso(period.end)
             )),
         );
     }
-    Ok((caller.user.id, key))
+    Ok((user.id, key))
 }
 
 /// The request time limit of §8 for a plan.
@@ -177,4 +297,39 @@ fn time_limit(state: &AppState, plan: &PublishPlan) -> Duration {
         config.request_timeout_secs
     };
     Duration::from_secs(secs)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn scheduled_at_takes_any_offset() {
+        let cases = [
+            ("2026-12-01T09:30:00+08:00", "2026-12-01T01:30:00Z"),
+            ("2026-12-01T01:30:00Z", "2026-12-01T01:30:00Z"),
+            ("2026-12-01T01:30:00.250Z", "2026-12-01T01:30:00.250Z"),
+            ("2026-11-30T20:30:00-05:00", "2026-12-01T01:30:00Z"),
+            ("2026-12-01T09:30:00+0800", "2026-12-01T01:30:00Z"),
+            ("2026-12-01T09:30+08:00", "2026-12-01T01:30:00Z"),
+        ];
+        for (input, expected) in cases {
+            let parsed = parse_scheduled_at(input).unwrap();
+            assert_eq!(
+                parsed,
+                DateTime::parse_from_rfc3339(expected).unwrap(),
+                "{input}"
+            );
+        }
+        for bad in [
+            "2026-12-01T09:30:00",
+            "tomorrow",
+            "2026-13-01T00:00:00Z",
+            "",
+        ] {
+            assert!(parse_scheduled_at(bad).is_err(), "{bad}");
+        }
+    }
 }

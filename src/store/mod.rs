@@ -4,6 +4,7 @@
 mod accounts;
 mod api_keys;
 mod login_states;
+mod scheduled;
 mod sessions;
 mod submissions;
 mod usage;
@@ -15,6 +16,7 @@ use migration::{Migrator, MigratorTrait};
 use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbBackend, DbErr};
 
 pub use accounts::NewAccount;
+pub use scheduled::{CancelOutcome, NewScheduledPost};
 pub use submissions::NewSubmission;
 pub use usage::Reservation;
 

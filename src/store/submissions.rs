@@ -95,6 +95,7 @@ impl Store {
         &self,
         id: Uuid,
         new: NewSubmission,
+        scheduled_post_id: Option<Uuid>,
         now: DateTime<Utc>,
     ) -> Result<post_submission::Model, DbErr> {
         post_submission::ActiveModel {
@@ -111,7 +112,7 @@ impl Store {
             steps: Set(None),
             error_code: Set(None),
             error_message: Set(None),
-            scheduled_post_id: Set(None),
+            scheduled_post_id: Set(scheduled_post_id),
             created_at: Set(now),
             published_at: Set(None),
             updated_at: Set(now),

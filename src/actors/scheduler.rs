@@ -1,0 +1,524 @@
+//! The scheduler actor: publishes due scheduled posts through the account actors, at most once.
+//!
+//! - It sleeps until the earliest due post (capped at `scheduler.max_sleep_ms`, so posts added by
+//!   other instances are seen), and is woken at once when this instance schedules a post.
+//! - A due post is claimed by one conditional update (`scheduled → publishing` with this
+//!   instance's id and a lease), so two instances never both publish it. Leases are renewed
+//!   while publishing.
+//! - Transient failures before the irreversible call go back to `scheduled` with backoff
+//!   (honouring `retry_after`), up to `scheduler.max_attempts`; other failures are final.
+//! - A claim whose lease has passed belongs to a process that died: the post is settled from the
+//!   steps its attempt recorded — retried if the irreversible call was never made, otherwise
+//!   `failed` with an error saying the outcome is unconfirmed.
+//! - On shutdown it stops claiming and lets in-flight publishes finish (bounded by the caller).
+//!
+//! All database work runs in futures spawned on the actor's context, never in a handler.
+
+use std::{
+    collections::HashMap,
+    time::{Duration, Instant},
+};
+
+use actix::prelude::*;
+use actix_web::web;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::{
+    AppState,
+    config::SchedulerConfig,
+    error::{ApiError, ErrorCode},
+    publish::{service, validate},
+    usage::Plan,
+};
+
+/// Message of a post whose irreversible publish call may or may not have happened.
+pub const UNCONFIRMED_MESSAGE: &str = "The service stopped while this post's final publish call was in progress, so whether it was published is unconfirmed: check the platform before posting it again";
+
+/// What the operator view shows of the scheduler.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SchedulerStatus {
+    pub instance: String,
+    pub running: bool,
+    pub draining: bool,
+    pub in_flight: usize,
+    pub next_due: Option<DateTime<Utc>>,
+    /// How late the latest dispatched post started, in milliseconds.
+    pub last_lag_ms: Option<i64>,
+    pub published: u64,
+    pub failed: u64,
+    pub retried: u64,
+    pub settled: u64,
+    pub last_error: Option<String>,
+}
+
+pub struct SchedulerActor {
+    state: web::Data<AppState>,
+    config: SchedulerConfig,
+    status: SchedulerStatus,
+    in_flight: HashMap<Uuid, Instant>,
+    timer: Option<SpawnHandle>,
+    ticking: bool,
+    tick_again: bool,
+}
+
+/// How a dispatch ended.
+enum Ended {
+    Published,
+    Failed,
+    Retried,
+    /// Someone else settled it (lost the claim); nothing to count.
+    Lost,
+}
+
+impl SchedulerActor {
+    pub fn new(state: web::Data<AppState>, instance: String) -> Self {
+        let config = state.config.scheduler.clone();
+        Self {
+            state,
+            config,
+            status: SchedulerStatus {
+                instance,
+                running: true,
+                ..SchedulerStatus::default()
+            },
+            in_flight: HashMap::new(),
+            timer: None,
+            ticking: false,
+            tick_again: false,
+        }
+    }
+
+    fn lease(&self) -> chrono::Duration {
+        chrono::Duration::seconds(self.config.lease_secs.max(1) as i64)
+    }
+
+    /// Looks for due posts, claims what fits, and sleeps until the next one.
+    fn tick(&mut self, ctx: &mut Context<Self>) {
+        if self.status.draining {
+            return;
+        }
+        if self.ticking {
+            self.tick_again = true;
+            return;
+        }
+        self.ticking = true;
+        let room = self
+            .config
+            .max_in_flight
+            .saturating_sub(self.in_flight.len());
+        let state = self.state.clone();
+        let instance = self.status.instance.clone();
+        let lease = self.lease();
+        let work = async move {
+            let now = state.clock.now();
+            let mut claimed = Vec::new();
+            if room > 0 {
+                for id in state.store.due_scheduled_ids(now, room as u64).await? {
+                    let submission_id = Uuid::new_v4();
+                    if let Some(row) = state
+                        .store
+                        .claim_scheduled_post(id, &instance, submission_id, now, now + lease)
+                        .await?
+                    {
+                        claimed.push(row);
+                    }
+                }
+            }
+            let next_due = state.store.next_due_at().await?;
+            Ok::<_, sea_orm::DbErr>((claimed, next_due, now))
+        };
+        ctx.spawn(work.into_actor(self).map(|result, actor, ctx| {
+            actor.ticking = false;
+            match result {
+                Ok((claimed, next_due, now)) => {
+                    actor.status.next_due = next_due;
+                    for row in claimed {
+                        actor.dispatch(row, now, ctx);
+                    }
+                    let full = actor.in_flight.len() >= actor.config.max_in_flight;
+                    // When full, completions tick; otherwise sleep until the next due post.
+                    actor.arm_timer(if full { None } else { next_due }, ctx);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "scheduler: cannot read due posts");
+                    actor.status.last_error = Some(format!("database: {e}"));
+                    actor.arm_timer(None, ctx);
+                }
+            }
+            if actor.tick_again {
+                actor.tick_again = false;
+                actor.tick(ctx);
+            }
+        }));
+    }
+
+    fn arm_timer(&mut self, next_due: Option<DateTime<Utc>>, ctx: &mut Context<Self>) {
+        if let Some(handle) = self.timer.take() {
+            ctx.cancel_future(handle);
+        }
+        let max = Duration::from_millis(self.config.max_sleep_ms.max(10));
+        let wait = match next_due {
+            Some(at) => (at - self.state.clock.now())
+                .to_std()
+                .unwrap_or(Duration::ZERO)
+                .clamp(Duration::from_millis(5), max),
+            None => max,
+        };
+        self.timer = Some(ctx.run_later(wait, |actor, ctx| {
+            actor.timer = None;
+            actor.tick(ctx);
+        }));
+    }
+
+    fn dispatch(
+        &mut self,
+        row: entity::scheduled_post::Model,
+        now: DateTime<Utc>,
+        ctx: &mut Context<Self>,
+    ) {
+        let lag = (now - row.next_attempt_at).num_milliseconds();
+        self.status.last_lag_ms = Some(lag);
+        self.in_flight.insert(row.id, Instant::now());
+        tracing::info!(scheduled_post = %row.id, attempt = row.attempts, lag_ms = lag, "publishing a scheduled post");
+        let id = row.id;
+        let state = self.state.clone();
+        let instance = self.status.instance.clone();
+        let config = self.config.clone();
+        ctx.spawn(
+            dispatch_post(state, instance, config, row)
+                .into_actor(self)
+                .map(move |ended, actor, ctx| {
+                    actor.in_flight.remove(&id);
+                    match ended {
+                        Ok(Ended::Published) => actor.status.published += 1,
+                        Ok(Ended::Failed) => actor.status.failed += 1,
+                        Ok(Ended::Retried) => actor.status.retried += 1,
+                        Ok(Ended::Lost) => {}
+                        Err(e) => {
+                            // The outcome could not be written; the lease runs out and the post
+                            // is settled from its recorded steps.
+                            tracing::error!(scheduled_post = %id, error = %e, "scheduler: cannot record an outcome");
+                            actor.status.last_error = Some(format!("database: {e}"));
+                        }
+                    }
+                    actor.tick(ctx);
+                }),
+        );
+    }
+
+    fn renew_leases(&mut self, ctx: &mut Context<Self>) {
+        if self.in_flight.is_empty() {
+            return;
+        }
+        let state = self.state.clone();
+        let instance = self.status.instance.clone();
+        let until = state.clock.now() + self.lease();
+        ctx.spawn(
+            async move { state.store.extend_leases(&instance, until).await }
+                .into_actor(self)
+                .map(|result, actor, _| {
+                    if let Err(e) = result {
+                        actor.status.last_error = Some(format!("database: {e}"));
+                    }
+                }),
+        );
+    }
+
+    fn settle(&mut self, ctx: &mut Context<Self>) {
+        let state = self.state.clone();
+        ctx.spawn(
+            async move { settle_expired_claims(&state).await }
+                .into_actor(self)
+                .map(|result, actor, ctx| match result {
+                    Ok(0) => {}
+                    Ok(n) => {
+                        actor.status.settled += n;
+                        actor.tick(ctx);
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "scheduler: cannot settle expired claims");
+                        actor.status.last_error = Some(format!("database: {e}"));
+                    }
+                }),
+        );
+    }
+}
+
+impl Actor for SchedulerActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        tracing::info!(instance = %self.status.instance, "scheduler started");
+        self.settle(ctx);
+        self.tick(ctx);
+        let lease = Duration::from_secs(self.config.lease_secs.max(1));
+        ctx.run_interval(lease / 3, |actor, ctx| actor.renew_leases(ctx));
+        ctx.run_interval(lease / 2, |actor, ctx| actor.settle(ctx));
+    }
+}
+
+/// Look now: a post was scheduled (or something changed).
+pub struct Wake;
+
+impl Message for Wake {
+    type Result = ();
+}
+
+impl Handler<Wake> for SchedulerActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: Wake, ctx: &mut Self::Context) {
+        self.tick(ctx);
+    }
+}
+
+/// Stop claiming posts (shutdown). Answers how many publishes are still in flight.
+pub struct Drain;
+
+impl Message for Drain {
+    type Result = usize;
+}
+
+impl Handler<Drain> for SchedulerActor {
+    type Result = usize;
+
+    fn handle(&mut self, _msg: Drain, ctx: &mut Self::Context) -> usize {
+        if !self.status.draining {
+            tracing::info!(in_flight = self.in_flight.len(), "scheduler: draining");
+        }
+        self.status.draining = true;
+        if let Some(handle) = self.timer.take() {
+            ctx.cancel_future(handle);
+        }
+        self.in_flight.len()
+    }
+}
+
+/// The scheduler's status (operator view).
+pub struct GetStatus;
+
+impl Message for GetStatus {
+    type Result = SchedulerStatus;
+}
+
+impl Handler<GetStatus> for SchedulerActor {
+    type Result = MessageResult<GetStatus>;
+
+    fn handle(&mut self, _msg: GetStatus, _ctx: &mut Self::Context) -> Self::Result {
+        let mut status = self.status.clone();
+        status.in_flight = self.in_flight.len();
+        MessageResult(status)
+    }
+}
+
+/// Why an attempt did not publish.
+struct AttemptFailure {
+    error: ApiError,
+    retryable: bool,
+}
+
+impl From<ApiError> for AttemptFailure {
+    fn from(error: ApiError) -> Self {
+        // Refusals before the platform is called: only "try later" ones are worth retrying.
+        let retryable = matches!(
+            error.code,
+            ErrorCode::RateLimitExceeded
+                | ErrorCode::ServiceUnavailable
+                | ErrorCode::InternalServerError
+        );
+        Self { error, retryable }
+    }
+}
+
+/// One attempt: the same checks as an immediate publish, then the account actor.
+async fn attempt(
+    state: &AppState,
+    row: &entity::scheduled_post::Model,
+) -> Result<Value, AttemptFailure> {
+    let user = state
+        .store
+        .find_user(row.user_id)
+        .await
+        .map_err(ApiError::from)?
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::InvalidAccountId,
+                "The post's owner no longer exists",
+            )
+        })?;
+    let tier = Plan::parse(&user.plan).unwrap_or(Plan::Free);
+    let request = validate::parse_request(&row.request).map_err(|error| AttemptFailure {
+        error,
+        retryable: false,
+    })?;
+    let prepared = service::prepare(state, &user, tier, request)
+        .await
+        .map_err(|error| AttemptFailure {
+            retryable: matches!(error.code, ErrorCode::InternalServerError),
+            error,
+        })?;
+    let submission_id = row.submission_id.unwrap_or_else(Uuid::new_v4);
+    let receiver = service::enqueue(state, &user, prepared, submission_id, Some(row.id)).await?;
+    match receiver.await {
+        Ok(Ok(data)) => Ok(data),
+        Ok(Err(failure)) => Err(AttemptFailure {
+            error: failure.error,
+            retryable: failure.retryable,
+        }),
+        // The actor died during the publish: the steps tell what happened; let the lease run
+        // out and settlement decide rather than guessing here.
+        Err(_) => Err(AttemptFailure {
+            error: ApiError::internal("the account worker stopped during the publish"),
+            retryable: false,
+        }),
+    }
+}
+
+/// Runs one claimed post to its next state.
+async fn dispatch_post(
+    state: web::Data<AppState>,
+    instance: String,
+    config: SchedulerConfig,
+    row: entity::scheduled_post::Model,
+) -> Result<Ended, sea_orm::DbErr> {
+    let result = attempt(&state, &row).await;
+    let now = state.clock.now();
+    let store = &state.store;
+    let changed = match result {
+        Ok(data) => {
+            let post_id = data["post_id"].as_str().unwrap_or_default().to_string();
+            return Ok(
+                if store
+                    .finish_scheduled_published(row.id, &instance, &post_id, now, None)
+                    .await?
+                {
+                    Ended::Published
+                } else {
+                    Ended::Lost
+                },
+            );
+        }
+        Err(failure) if failure.retryable && row.attempts < config.max_attempts => {
+            let backoff = config
+                .retry_base_secs
+                .max(1)
+                .saturating_mul(1 << (row.attempts.clamp(1, 10) - 1))
+                .min(3_600);
+            let wait = backoff.max(failure.error.retry_after.unwrap_or(0));
+            let next = now + chrono::Duration::seconds(wait as i64);
+            let reason = describe(&failure.error);
+            tracing::warn!(scheduled_post = %row.id, attempt = row.attempts, retry_in_s = wait, error = %reason, "scheduled post will be retried");
+            if store
+                .reschedule_post(row.id, &instance, next, &reason, now, None)
+                .await?
+            {
+                return Ok(Ended::Retried);
+            }
+            false
+        }
+        Err(failure) => {
+            let reason = describe(&failure.error);
+            tracing::warn!(scheduled_post = %row.id, error = %reason, "scheduled post failed");
+            store
+                .finish_scheduled_failed(
+                    row.id,
+                    &instance,
+                    failure.error.code.as_str(),
+                    &reason,
+                    now,
+                    None,
+                )
+                .await?
+        }
+    };
+    Ok(if changed { Ended::Failed } else { Ended::Lost })
+}
+
+fn describe(error: &ApiError) -> String {
+    match &error.details {
+        Some(details) => format!("{}: {} ({details})", error.code.as_str(), error.message),
+        None => format!("{}: {}", error.code.as_str(), error.message),
+    }
+}
+
+/// Settles posts whose claim outlived its lease (the claimant died), from the steps of their
+/// last attempt. Returns how many were settled.
+pub async fn settle_expired_claims(state: &AppState) -> Result<u64, sea_orm::DbErr> {
+    let now = state.clock.now();
+    let store = &state.store;
+    let mut settled = 0;
+    for row in store.expired_claims(now).await? {
+        let claimant = row.claimed_by.clone().unwrap_or_default();
+        let submission = match row.submission_id {
+            Some(id) => store.find_submission(id).await?,
+            None => None,
+        };
+        let final_started = submission
+            .as_ref()
+            .and_then(|s| s.steps.as_ref())
+            .is_some_and(|steps| steps["final_started"] == Value::Bool(true));
+        let done = match &submission {
+            Some(s) if s.status == "published" => {
+                let post_id = s.post_id.clone().unwrap_or_default();
+                store
+                    .finish_scheduled_published(row.id, &claimant, &post_id, now, Some(now))
+                    .await?
+            }
+            Some(s) if final_started => {
+                store
+                    .finish_submission_failed(
+                        s.id,
+                        "unconfirmed",
+                        ErrorCode::PublishingFailed.as_str(),
+                        UNCONFIRMED_MESSAGE,
+                        now,
+                    )
+                    .await?;
+                store
+                    .finish_scheduled_failed(
+                        row.id,
+                        &claimant,
+                        "PublishingUnconfirmed",
+                        UNCONFIRMED_MESSAGE,
+                        now,
+                        Some(now),
+                    )
+                    .await?
+            }
+            other => {
+                if let Some(s) = other
+                    && s.status == "publishing"
+                {
+                    store
+                        .finish_submission_failed(
+                            s.id,
+                            "failed",
+                            ErrorCode::ServiceUnavailable.as_str(),
+                            "Interrupted before the final publish call; the post is retried",
+                            now,
+                        )
+                        .await?;
+                }
+                // The irreversible call was never made: publishing it again is safe.
+                store
+                    .reschedule_post(
+                        row.id,
+                        &claimant,
+                        now,
+                        "Interrupted before publishing; retried",
+                        now,
+                        Some(now),
+                    )
+                    .await?
+            }
+        };
+        if done {
+            tracing::warn!(scheduled_post = %row.id, %claimant, final_started, "settled a post left by a stopped instance");
+            settled += 1;
+        }
+    }
+    Ok(settled)
+}

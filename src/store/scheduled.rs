@@ -1,0 +1,308 @@
+//! Scheduled posts. Every state change is a conditional update on the current state (and, while
+//! publishing, on the claimant), so concurrent schedulers, cancels and settlements never overwrite
+//! each other: whoever's update matches the expected state wins, the rest see 0 rows.
+
+use chrono::{DateTime, Utc};
+use entity::scheduled_post;
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, Condition, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect, Set,
+    sea_query::{Expr, ExprTrait},
+};
+use uuid::Uuid;
+
+use super::Store;
+
+/// A post accepted for later.
+#[derive(Debug, Clone)]
+pub struct NewScheduledPost {
+    pub user_id: Uuid,
+    pub account_id: Uuid,
+    pub platform: String,
+    pub page_name: String,
+    pub request: serde_json::Value,
+    pub content: serde_json::Value,
+    pub scheduled_at: DateTime<Utc>,
+}
+
+/// What a cancel did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CancelOutcome {
+    Cancelled,
+    /// Unknown, or another user's.
+    NotFound,
+    /// Not `scheduled` any more: its current status.
+    NotCancellable(String),
+}
+
+impl Store {
+    pub async fn insert_scheduled_post(
+        &self,
+        new: NewScheduledPost,
+        now: DateTime<Utc>,
+    ) -> Result<scheduled_post::Model, DbErr> {
+        scheduled_post::ActiveModel {
+            id: Set(Uuid::new_v4()),
+            user_id: Set(new.user_id),
+            account_id: Set(new.account_id),
+            platform: Set(new.platform),
+            page_name: Set(new.page_name),
+            request: Set(new.request),
+            content: Set(new.content),
+            scheduled_at: Set(new.scheduled_at),
+            status: Set("scheduled".into()),
+            attempts: Set(0),
+            next_attempt_at: Set(new.scheduled_at),
+            claimed_by: Set(None),
+            lease_until: Set(None),
+            submission_id: Set(None),
+            post_id: Set(None),
+            error_code: Set(None),
+            error: Set(None),
+            created_at: Set(now),
+            updated_at: Set(now),
+            published_at: Set(None),
+        }
+        .insert(&self.db)
+        .await
+    }
+
+    /// The user's scheduled posts, by scheduled time.
+    pub async fn list_scheduled_posts(
+        &self,
+        user_id: Uuid,
+        status: Option<&str>,
+        platform: Option<&str>,
+        limit: u64,
+    ) -> Result<Vec<scheduled_post::Model>, DbErr> {
+        let mut query =
+            scheduled_post::Entity::find().filter(scheduled_post::Column::UserId.eq(user_id));
+        if let Some(status) = status {
+            query = query.filter(scheduled_post::Column::Status.eq(status));
+        }
+        if let Some(platform) = platform {
+            query = query.filter(scheduled_post::Column::Platform.eq(platform));
+        }
+        query
+            .order_by_asc(scheduled_post::Column::ScheduledAt)
+            .order_by_asc(scheduled_post::Column::Id)
+            .limit(limit)
+            .all(&self.db)
+            .await
+    }
+
+    pub async fn find_scheduled_post(
+        &self,
+        id: Uuid,
+    ) -> Result<Option<scheduled_post::Model>, DbErr> {
+        scheduled_post::Entity::find_by_id(id).one(&self.db).await
+    }
+
+    /// Cancels one of the user's posts if it is still `scheduled`.
+    pub async fn cancel_scheduled_post(
+        &self,
+        user_id: Uuid,
+        id: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<CancelOutcome, DbErr> {
+        let result = scheduled_post::Entity::update_many()
+            .col_expr(scheduled_post::Column::Status, Expr::value("cancelled"))
+            .col_expr(scheduled_post::Column::UpdatedAt, Expr::value(now))
+            .filter(scheduled_post::Column::Id.eq(id))
+            .filter(scheduled_post::Column::UserId.eq(user_id))
+            .filter(scheduled_post::Column::Status.eq("scheduled"))
+            .exec(&self.db)
+            .await?;
+        if result.rows_affected == 1 {
+            return Ok(CancelOutcome::Cancelled);
+        }
+        Ok(match self.find_scheduled_post(id).await? {
+            Some(post) if post.user_id == user_id => CancelOutcome::NotCancellable(post.status),
+            _ => CancelOutcome::NotFound,
+        })
+    }
+
+    /// When the earliest `scheduled` post is due.
+    pub async fn next_due_at(&self) -> Result<Option<DateTime<Utc>>, DbErr> {
+        let next = scheduled_post::Entity::find()
+            .filter(scheduled_post::Column::Status.eq("scheduled"))
+            .order_by_asc(scheduled_post::Column::NextAttemptAt)
+            .one(&self.db)
+            .await?;
+        Ok(next.map(|p| p.next_attempt_at))
+    }
+
+    /// Ids of `scheduled` posts due at `now`, earliest first.
+    pub async fn due_scheduled_ids(
+        &self,
+        now: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<Vec<Uuid>, DbErr> {
+        let rows = scheduled_post::Entity::find()
+            .select_only()
+            .column(scheduled_post::Column::Id)
+            .filter(scheduled_post::Column::Status.eq("scheduled"))
+            .filter(scheduled_post::Column::NextAttemptAt.lte(now))
+            .order_by_asc(scheduled_post::Column::NextAttemptAt)
+            .limit(limit)
+            .into_tuple::<Uuid>()
+            .all(&self.db)
+            .await?;
+        Ok(rows)
+    }
+
+    /// Claims a due post: `scheduled → publishing` in one conditional update. `None` when someone
+    /// else claimed (or cancelled) it first.
+    pub async fn claim_scheduled_post(
+        &self,
+        id: Uuid,
+        claimant: &str,
+        submission_id: Uuid,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Option<scheduled_post::Model>, DbErr> {
+        let result = scheduled_post::Entity::update_many()
+            .col_expr(scheduled_post::Column::Status, Expr::value("publishing"))
+            .col_expr(scheduled_post::Column::ClaimedBy, Expr::value(claimant))
+            .col_expr(scheduled_post::Column::LeaseUntil, Expr::value(lease_until))
+            .col_expr(
+                scheduled_post::Column::SubmissionId,
+                Expr::value(submission_id),
+            )
+            .col_expr(
+                scheduled_post::Column::Attempts,
+                Expr::col(scheduled_post::Column::Attempts).add(1),
+            )
+            .col_expr(scheduled_post::Column::UpdatedAt, Expr::value(now))
+            .filter(scheduled_post::Column::Id.eq(id))
+            .filter(scheduled_post::Column::Status.eq("scheduled"))
+            .filter(scheduled_post::Column::NextAttemptAt.lte(now))
+            .exec(&self.db)
+            .await?;
+        if result.rows_affected != 1 {
+            return Ok(None);
+        }
+        self.find_scheduled_post(id).await
+    }
+
+    /// Extends the leases of everything this instance is publishing.
+    pub async fn extend_leases(
+        &self,
+        claimant: &str,
+        lease_until: DateTime<Utc>,
+    ) -> Result<u64, DbErr> {
+        let result = scheduled_post::Entity::update_many()
+            .col_expr(scheduled_post::Column::LeaseUntil, Expr::value(lease_until))
+            .filter(scheduled_post::Column::ClaimedBy.eq(claimant))
+            .filter(scheduled_post::Column::Status.eq("publishing"))
+            .exec(&self.db)
+            .await?;
+        Ok(result.rows_affected)
+    }
+
+    /// The post is still `publishing` under `claimant`; with `lease_expired_at`, only if that
+    /// claim's lease ended before it (settlement of a dead claimant's posts).
+    fn claimed_by(id: Uuid, claimant: &str, lease_expired_at: Option<DateTime<Utc>>) -> Condition {
+        let condition = Condition::all()
+            .add(scheduled_post::Column::Id.eq(id))
+            .add(scheduled_post::Column::Status.eq("publishing"))
+            .add(scheduled_post::Column::ClaimedBy.eq(claimant));
+        match lease_expired_at {
+            Some(at) => condition.add(scheduled_post::Column::LeaseUntil.lt(at)),
+            None => condition,
+        }
+    }
+
+    /// `publishing → published`, by the claimant.
+    pub async fn finish_scheduled_published(
+        &self,
+        id: Uuid,
+        claimant: &str,
+        post_id: &str,
+        now: DateTime<Utc>,
+        lease_expired_at: Option<DateTime<Utc>>,
+    ) -> Result<bool, DbErr> {
+        let result = scheduled_post::Entity::update_many()
+            .col_expr(scheduled_post::Column::Status, Expr::value("published"))
+            .col_expr(scheduled_post::Column::PostId, Expr::value(post_id))
+            .col_expr(scheduled_post::Column::PublishedAt, Expr::value(now))
+            .col_expr(
+                scheduled_post::Column::LeaseUntil,
+                Expr::value(None::<DateTime<Utc>>),
+            )
+            .col_expr(scheduled_post::Column::UpdatedAt, Expr::value(now))
+            .filter(Self::claimed_by(id, claimant, lease_expired_at))
+            .exec(&self.db)
+            .await?;
+        Ok(result.rows_affected == 1)
+    }
+
+    /// `publishing → failed`, by the claimant (or by a settlement, as `claimant`).
+    pub async fn finish_scheduled_failed(
+        &self,
+        id: Uuid,
+        claimant: &str,
+        code: &str,
+        error: &str,
+        now: DateTime<Utc>,
+        lease_expired_at: Option<DateTime<Utc>>,
+    ) -> Result<bool, DbErr> {
+        let result = scheduled_post::Entity::update_many()
+            .col_expr(scheduled_post::Column::Status, Expr::value("failed"))
+            .col_expr(scheduled_post::Column::ErrorCode, Expr::value(code))
+            .col_expr(scheduled_post::Column::Error, Expr::value(error))
+            .col_expr(
+                scheduled_post::Column::LeaseUntil,
+                Expr::value(None::<DateTime<Utc>>),
+            )
+            .col_expr(scheduled_post::Column::UpdatedAt, Expr::value(now))
+            .filter(Self::claimed_by(id, claimant, lease_expired_at))
+            .exec(&self.db)
+            .await?;
+        Ok(result.rows_affected == 1)
+    }
+
+    /// `publishing → scheduled` for another attempt at `next_attempt_at`, by the claimant.
+    pub async fn reschedule_post(
+        &self,
+        id: Uuid,
+        claimant: &str,
+        next_attempt_at: DateTime<Utc>,
+        error: &str,
+        now: DateTime<Utc>,
+        lease_expired_at: Option<DateTime<Utc>>,
+    ) -> Result<bool, DbErr> {
+        let result = scheduled_post::Entity::update_many()
+            .col_expr(scheduled_post::Column::Status, Expr::value("scheduled"))
+            .col_expr(
+                scheduled_post::Column::NextAttemptAt,
+                Expr::value(next_attempt_at),
+            )
+            .col_expr(
+                scheduled_post::Column::ClaimedBy,
+                Expr::value(None::<String>),
+            )
+            .col_expr(
+                scheduled_post::Column::LeaseUntil,
+                Expr::value(None::<DateTime<Utc>>),
+            )
+            .col_expr(scheduled_post::Column::Error, Expr::value(error))
+            .col_expr(scheduled_post::Column::UpdatedAt, Expr::value(now))
+            .filter(Self::claimed_by(id, claimant, lease_expired_at))
+            .exec(&self.db)
+            .await?;
+        Ok(result.rows_affected == 1)
+    }
+
+    /// Posts left `publishing` by a claimant whose lease has passed (a process that died).
+    pub async fn expired_claims(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<scheduled_post::Model>, DbErr> {
+        scheduled_post::Entity::find()
+            .filter(scheduled_post::Column::Status.eq("publishing"))
+            .filter(scheduled_post::Column::LeaseUntil.lt(now))
+            .all(&self.db)
+            .await
+    }
+}
