@@ -1151,3 +1151,56 @@ async fn sim_threads_rules() {
     assert_eq!(code, 401);
     assert_eq!(err["error"]["code"], 190);
 }
+
+#[actix_web::test]
+async fn instagram_publishing_quota() {
+    let h = Harness::start().await;
+    let w = Wire::new(&h);
+    let ig = h.account("instagram", "Insta");
+    // 100 posts in the last 24 h use up the quota.
+    for i in 0..100 {
+        h.sim.state().record_published(PublishedItem {
+            platform: "instagram".into(),
+            account_id: ig.external_id.clone(),
+            id: format!("old-{i}"),
+            kind: "image".into(),
+            text: None,
+            media: Vec::new(),
+            reply_to: None,
+            extra: Value::Null,
+            published_at: chrono::Utc::now(),
+        });
+    }
+    let plan = PublishPlan::Instagram(InstagramPost::Image {
+        image: h.media("sample.jpg").await,
+        caption: "one too many".into(),
+    });
+    let (result, steps) = h.publish(&ig, &plan).await;
+    assert!(
+        matches!(result, Err(PlatformError::RateLimited { retry_after, .. }) if retry_after > 0),
+        "{result:?}"
+    );
+    assert_eq!(
+        steps["final_started"], false,
+        "failed before the final call"
+    );
+    // The platform itself refuses with code 9 / subcode 2207042.
+    let container = step_ids(&steps, "container")[0].clone();
+    let (code, err) = w
+        .send(
+            w.http
+                .post(w.graph(&format!("{}/media_publish", ig.external_id)))
+                .bearer_auth(&ig.access_token)
+                .form(&[("creation_id", container.as_str())]),
+        )
+        .await;
+    assert_eq!(code, 400);
+    assert_eq!(
+        (
+            err["error"]["code"].as_i64(),
+            err["error"]["error_subcode"].as_i64()
+        ),
+        (Some(9), Some(2_207_042))
+    );
+    assert_eq!(published(&h, &ig).len(), 100);
+}
