@@ -1,13 +1,152 @@
-//! facebook adapter: TODO (being written).
+//! Facebook Pages adapter (`../shared/design/platform-apis.md` §2), with the Page token:
+//!
+//! - Text: `POST /{page}/feed` `message` → `{"id":"{page}_{post}"}`;
+//! - Photo: `POST /{page}/photos` `url`, `message` → `{"id","post_id"}`;
+//! - Album: each image `POST /{page}/photos` `published=false` → photo id, then
+//!   `POST /{page}/feed` `message` + `attached_media[i]={"media_fbid":..}`;
+//! - Video: `POST /{page}/videos` `file_url`, `description` → video id, then
+//!   `GET /{video}?fields=status` until ready (the video goes out when processing completes).
 
-use super::{PlatformContext, PlatformError, Published};
+use serde_json::{Value, json};
+
+use super::{
+    PlatformContext, PlatformError, Published,
+    meta::{Graph, id_of},
+    poll_pause, processing_deadline,
+};
 use crate::publish::plan::FacebookPost;
 
 pub async fn publish(
-    _ctx: &PlatformContext<'_>,
-    _post: &FacebookPost,
+    ctx: &PlatformContext<'_>,
+    post: &FacebookPost,
 ) -> Result<Published, PlatformError> {
-    Err(PlatformError::Rejected(
-        "facebook publishing is not built yet".into(),
-    ))
+    let graph = Graph::facebook(ctx);
+    let page = ctx.account.external_id.as_str();
+    match post {
+        FacebookPost::Text { message } => {
+            ctx.steps.before_final().await?;
+            let body = graph
+                .post(&format!("{page}/feed"), &[("message", message)])
+                .await?;
+            Ok(Published::single(id_of(&body)?))
+        }
+        FacebookPost::Photo { image, caption } => {
+            ctx.steps.before_final().await?;
+            let body = graph
+                .post(
+                    &format!("{page}/photos"),
+                    &[
+                        ("url", image.url.as_str()),
+                        ("message", caption),
+                        ("published", "true"),
+                    ],
+                )
+                .await?;
+            // The post id is what the Page shows; the photo id is a fallback.
+            match body["post_id"].as_str() {
+                Some(post_id) if !post_id.is_empty() => Ok(Published::single(post_id)),
+                _ => Ok(Published::single(id_of(&body)?)),
+            }
+        }
+        FacebookPost::Album { images, message } => {
+            let mut photo_ids = Vec::with_capacity(images.len());
+            for image in images {
+                // Unpublished photos are invisible until attached; they are safe to redo.
+                let body = graph
+                    .post(
+                        &format!("{page}/photos"),
+                        &[("url", image.url.as_str()), ("published", "false")],
+                    )
+                    .await?;
+                let id = id_of(&body)?;
+                ctx.steps.record("photo", &id).await?;
+                photo_ids.push(id);
+            }
+            let attached: Vec<(String, String)> = photo_ids
+                .iter()
+                .enumerate()
+                .map(|(i, id)| {
+                    (
+                        format!("attached_media[{i}]"),
+                        json!({ "media_fbid": id }).to_string(),
+                    )
+                })
+                .collect();
+            let mut params: Vec<(&str, &str)> = vec![("message", message.as_str())];
+            params.extend(attached.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+            ctx.steps.before_final().await?;
+            let body = graph.post(&format!("{page}/feed"), &params).await?;
+            Ok(Published::single(id_of(&body)?))
+        }
+        FacebookPost::Video { video, description } => {
+            // Creating the video by URL publishes it once processed: this is the final call.
+            ctx.steps.before_final().await?;
+            let body = graph
+                .post(
+                    &format!("{page}/videos"),
+                    &[
+                        ("file_url", video.url.as_str()),
+                        ("description", description),
+                    ],
+                )
+                .await?;
+            let video_id = id_of(&body)?;
+            ctx.steps.record("video", &video_id).await?;
+            wait_video(ctx, &graph, &video_id).await?;
+            Ok(Published::single(video_id))
+        }
+    }
+}
+
+/// Polls `GET /{video}?fields=status` until the video is ready (or published), failed, or the
+/// processing deadline passes.
+async fn wait_video(
+    ctx: &PlatformContext<'_>,
+    graph: &Graph<'_>,
+    video_id: &str,
+) -> Result<(), PlatformError> {
+    let deadline = processing_deadline(ctx.config);
+    loop {
+        match graph.get(video_id, &[("fields", "status")]).await {
+            Ok(body) => {
+                let status = &body["status"];
+                match status["video_status"].as_str().unwrap_or_default() {
+                    "ready" | "upload_complete" | "published" => return Ok(()),
+                    "error" | "expired" => {
+                        return Err(PlatformError::ProcessingFailed(format!(
+                            "video {video_id} failed processing: {}",
+                            video_errors(status)
+                        )));
+                    }
+                    _ if status["publishing_phase"]["status"] == "complete" => return Ok(()),
+                    _ => {}
+                }
+            }
+            // A status read changes nothing: a passing outage only costs a poll.
+            Err(PlatformError::Transient(_)) if tokio::time::Instant::now() < deadline => {}
+            Err(other) => return Err(other),
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(PlatformError::ProcessingFailed(format!(
+                "video {video_id} did not finish processing within {} s",
+                ctx.config.processing_timeout_secs
+            )));
+        }
+        poll_pause(ctx.config).await;
+    }
+}
+
+/// The error messages of a failed video's phases.
+fn video_errors(status: &Value) -> String {
+    let messages: Vec<String> = ["processing_phase", "publishing_phase", "uploading_phase"]
+        .iter()
+        .filter_map(|phase| status[phase]["errors"].as_array())
+        .flatten()
+        .filter_map(|e| e["message"].as_str().map(str::to_string))
+        .collect();
+    if messages.is_empty() {
+        "video_status error".into()
+    } else {
+        messages.join("; ")
+    }
 }

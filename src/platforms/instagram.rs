@@ -1,13 +1,166 @@
-//! instagram adapter: TODO (being written).
+//! Instagram adapter (Instagram API with Facebook Login, `../shared/design/platform-apis.md` §3):
+//! containers on `POST /{ig-user}/media`, status polls on `GET /{container}?fields=status_code`,
+//! then `POST /{ig-user}/media_publish?creation_id=` → `{"id"}`.
+//!
+//! - Image: `image_url` + `caption`;
+//! - Carousel: one `is_carousel_item=true` container per item (`image_url`, or
+//!   `media_type=VIDEO` + `video_url`), all FINISHED, then `media_type=CAROUSEL&children=a,b`;
+//! - Reel: `media_type=REELS` + `video_url` (+ `cover_url`), `share_to_feed=true`.
+//!
+//! The publishing quota (`content_publishing_limit`) is read before publishing so that a used-up
+//! quota fails fast instead of at the final call.
 
-use super::{PlatformContext, PlatformError, Published};
-use crate::publish::plan::InstagramPost;
+use super::{
+    PlatformContext, PlatformError, Published,
+    meta::{ContainerEnd, Graph, carousel_error, container_failure, id_of, wait_container},
+};
+use crate::publish::plan::{InstagramPost, MediaKind, MediaRef};
 
 pub async fn publish(
-    _ctx: &PlatformContext<'_>,
-    _post: &InstagramPost,
+    ctx: &PlatformContext<'_>,
+    post: &InstagramPost,
 ) -> Result<Published, PlatformError> {
-    Err(PlatformError::Rejected(
-        "instagram publishing is not built yet".into(),
-    ))
+    let graph = Graph::facebook(ctx);
+    let user = ctx.account.external_id.as_str();
+    let media_path = format!("{user}/media");
+    let container = match post {
+        InstagramPost::Image { image, caption } => {
+            let body = graph
+                .post(
+                    &media_path,
+                    &[("image_url", image.url.as_str()), ("caption", caption)],
+                )
+                .await?;
+            let id = id_of(&body)?;
+            ctx.steps.record("container", &id).await?;
+            wait(ctx, &graph, &id).await?;
+            id
+        }
+        InstagramPost::Reel {
+            video,
+            cover_url,
+            caption,
+        } => {
+            let mut params = vec![
+                ("media_type", "REELS"),
+                ("video_url", video.url.as_str()),
+                ("caption", caption.as_str()),
+                ("share_to_feed", "true"),
+            ];
+            if let Some(cover) = cover_url {
+                params.push(("cover_url", cover.as_str()));
+            }
+            let body = graph.post(&media_path, &params).await?;
+            let id = id_of(&body)?;
+            ctx.steps.record("container", &id).await?;
+            wait(ctx, &graph, &id).await?;
+            id
+        }
+        InstagramPost::Carousel { items, caption } => {
+            carousel(ctx, &graph, &media_path, items, caption)
+                .await
+                .map_err(carousel_error)?
+        }
+    };
+    check_quota(&graph, user).await?;
+    ctx.steps.before_final().await?;
+    let body = graph
+        .post(
+            &format!("{user}/media_publish"),
+            &[("creation_id", container.as_str())],
+        )
+        .await?;
+    Ok(Published::single(id_of(&body)?))
+}
+
+/// Children, then the CAROUSEL parent; returns the parent's id once FINISHED.
+async fn carousel(
+    ctx: &PlatformContext<'_>,
+    graph: &Graph<'_>,
+    media_path: &str,
+    items: &[MediaRef],
+    caption: &str,
+) -> Result<String, PlatformError> {
+    let mut children = Vec::with_capacity(items.len());
+    for item in items {
+        let params: Vec<(&str, &str)> = match item.kind {
+            MediaKind::Image => vec![
+                ("image_url", item.url.as_str()),
+                ("is_carousel_item", "true"),
+            ],
+            MediaKind::Video => vec![
+                ("media_type", "VIDEO"),
+                ("video_url", item.url.as_str()),
+                ("is_carousel_item", "true"),
+            ],
+        };
+        let body = graph.post(media_path, &params).await?;
+        let id = id_of(&body)?;
+        ctx.steps.record("child", &id).await?;
+        children.push(id);
+    }
+    for child in &children {
+        wait(ctx, graph, child).await?;
+    }
+    let joined = children.join(",");
+    let body = graph
+        .post(
+            media_path,
+            &[
+                ("media_type", "CAROUSEL"),
+                ("children", joined.as_str()),
+                ("caption", caption),
+            ],
+        )
+        .await?;
+    let id = id_of(&body)?;
+    ctx.steps.record("container", &id).await?;
+    wait(ctx, graph, &id).await?;
+    Ok(id)
+}
+
+async fn wait(ctx: &PlatformContext<'_>, graph: &Graph<'_>, id: &str) -> Result<(), PlatformError> {
+    match wait_container(graph, id, "status_code", "status").await? {
+        ContainerEnd::Finished => Ok(()),
+        end => Err(container_failure(
+            end,
+            id,
+            ctx.config.processing_timeout_secs,
+        )),
+    }
+}
+
+/// Fails fast with `RateLimited` when the 24 h publishing quota is used up. The check is
+/// advisory: when the endpoint cannot be read, publishing goes ahead and the platform decides.
+async fn check_quota(graph: &Graph<'_>, user: &str) -> Result<(), PlatformError> {
+    let body = match graph
+        .get(
+            &format!("{user}/content_publishing_limit"),
+            &[("fields", "quota_usage,config")],
+        )
+        .await
+    {
+        Ok(body) => body,
+        Err(
+            err @ (PlatformError::TokenExpired(_)
+            | PlatformError::TokenInvalid(_)
+            | PlatformError::RateLimited { .. }),
+        ) => return Err(err),
+        Err(_) => return Ok(()),
+    };
+    let entry = &body["data"][0];
+    let (Some(used), Some(total)) = (
+        entry["quota_usage"].as_u64(),
+        entry["config"]["quota_total"].as_u64(),
+    ) else {
+        return Ok(());
+    };
+    if total > 0 && used >= total {
+        // The window is a moving 24 h one; without the oldest post's time, an hour is a fair wait.
+        return Err(PlatformError::RateLimited {
+            retry_after: 3600,
+            message: format!("instagram publishing limit reached ({used} of {total} in 24 h)"),
+        });
+    }
+    Ok(())
 }

@@ -1,1 +1,522 @@
-//! The Meta Graph layer shared by facebook, instagram and threads: TODO (being written).
+//! The Meta layer shared by the facebook, instagram and threads adapters
+//! (`../shared/design/platform-apis.md` §1): one request helper, the Graph error object's
+//! classification into [`PlatformError`], rate-limit header reading, and container polling.
+
+use std::time::Duration;
+
+use reqwest::{Method, header::HeaderMap};
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::Value;
+
+use super::{PlatformContext, PlatformError, poll_pause, processing_deadline};
+use crate::config::PlatformsConfig;
+
+/// Retry-after when a rate-limited answer does not say how long to wait (Meta sends no
+/// `Retry-After`; the usage headers are optional).
+pub const DEFAULT_RETRY_AFTER_SECS: u64 = 60;
+
+/// A client for one Meta host and account: `{base}/{version}/…` with the account's token.
+pub struct Graph<'a> {
+    http: &'a reqwest::Client,
+    base: String,
+    token: &'a SecretString,
+    timeout: Duration,
+    pub config: &'a PlatformsConfig,
+}
+
+impl<'a> Graph<'a> {
+    /// `graph.facebook.com` (facebook pages, instagram with Facebook Login).
+    pub fn facebook(ctx: &'a PlatformContext<'a>) -> Self {
+        Self::new(ctx, &ctx.config.graph_url, &ctx.config.graph_version)
+    }
+
+    /// `graph.threads.net`.
+    pub fn threads(ctx: &'a PlatformContext<'a>) -> Self {
+        Self::new(ctx, &ctx.config.threads_url, &ctx.config.threads_version)
+    }
+
+    fn new(ctx: &'a PlatformContext<'a>, url: &str, version: &str) -> Self {
+        let base = match version.trim_matches('/') {
+            "" => url.trim_end_matches('/').to_string(),
+            version => format!("{}/{version}", url.trim_end_matches('/')),
+        };
+        Self {
+            http: ctx.http,
+            base,
+            token: &ctx.account.access_token,
+            timeout: Duration::from_secs(ctx.config.call_timeout_secs.max(1)),
+            config: ctx.config,
+        }
+    }
+
+    /// `POST {base}/{path}` with form parameters.
+    pub async fn post(&self, path: &str, params: &[(&str, &str)]) -> Result<Value, PlatformError> {
+        self.call(Method::POST, path, params).await
+    }
+
+    /// `GET {base}/{path}?params`.
+    pub async fn get(&self, path: &str, params: &[(&str, &str)]) -> Result<Value, PlatformError> {
+        self.call(Method::GET, path, params).await
+    }
+
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        params: &[(&str, &str)],
+    ) -> Result<Value, PlatformError> {
+        let url = format!("{}/{}", self.base, path.trim_start_matches('/'));
+        let request = self
+            .http
+            .request(method.clone(), &url)
+            .bearer_auth(self.token.expose_secret())
+            .timeout(self.timeout);
+        let request = if method == Method::GET {
+            request.query(params)
+        } else {
+            request.form(params)
+        };
+        let response = request.send().await.map_err(PlatformError::from_reqwest)?;
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let text = response.text().await.map_err(PlatformError::from_reqwest)?;
+        let body: Option<Value> = serde_json::from_str(&text).ok();
+        match body {
+            Some(body) if (200..300).contains(&status) && body.get("error").is_none() => Ok(body),
+            Some(body) if body.get("error").is_some() => Err(classify(status, &body, &headers)),
+            _ => Err(non_json_failure(status, &text)),
+        }
+    }
+}
+
+/// A failure whose body is not Meta's error object (a proxy page, an empty body…).
+fn non_json_failure(status: u16, text: &str) -> PlatformError {
+    let snippet: String = text.chars().take(200).collect();
+    let message = format!("HTTP {status}: {snippet}");
+    if status >= 500 || status == 429 {
+        PlatformError::Transient(message)
+    } else {
+        PlatformError::Rejected(message)
+    }
+}
+
+/// The `id` of a Graph answer.
+pub fn id_of(body: &Value) -> Result<String, PlatformError> {
+    match &body["id"] {
+        Value::String(id) if !id.is_empty() => Ok(id.clone()),
+        Value::Number(n) => Ok(n.to_string()),
+        _ => Err(PlatformError::Rejected(format!(
+            "the platform answered without an id: {body}"
+        ))),
+    }
+}
+
+/// Classifies Meta's error object (`{"error":{"message","code","error_subcode","is_transient"}}`)
+/// on `code`/`error_subcode` (spec §1.2), the HTTP status only as a fallback.
+pub fn classify(status: u16, body: &Value, headers: &HeaderMap) -> PlatformError {
+    let error = &body["error"];
+    let code = error["code"].as_i64().unwrap_or(0);
+    let subcode = error["error_subcode"].as_i64();
+    let transient = error["is_transient"].as_bool().unwrap_or(false);
+    let message = error["error_user_msg"]
+        .as_str()
+        .filter(|m| !m.is_empty())
+        .or(error["message"].as_str())
+        .unwrap_or("unknown platform error")
+        .to_string();
+    let lower = message.to_ascii_lowercase();
+
+    if code == 190 || code == 102 {
+        return if subcode == Some(463) || lower.contains("expired") {
+            PlatformError::TokenExpired(message)
+        } else {
+            PlatformError::TokenInvalid(message)
+        };
+    }
+    let rate_limited = matches!(code, 4 | 17 | 32 | 613 | 80001..=80009)
+        || (code == 9 && subcode == Some(2_207_042))
+        || (code == 368 && subcode == Some(1_390_008));
+    if rate_limited {
+        return PlatformError::RateLimited {
+            retry_after: retry_after(headers),
+            message,
+        };
+    }
+    if code == 10 || (200..=299).contains(&code) {
+        return PlatformError::Permission(message);
+    }
+    if matches!(code, 9004 | 324 | 389) || subcode == Some(2_207_052) {
+        return PlatformError::MediaFetch(message);
+    }
+    // IG's retryable subcodes (server error, create failed, upload error, download timeout).
+    let transient_subcode = matches!(subcode, Some(2_207_001 | 2_207_032 | 2_207_053 | 2_207_003));
+    if status >= 500 || matches!(code, 1 | 2) || transient || transient_subcode {
+        return PlatformError::Transient(message);
+    }
+    PlatformError::Rejected(message)
+}
+
+/// Seconds until a rate-limited account may call again: the largest
+/// `estimated_time_to_regain_access` (minutes) in `X-Business-Use-Case-Usage`, else
+/// [`DEFAULT_RETRY_AFTER_SECS`].
+pub fn retry_after(headers: &HeaderMap) -> u64 {
+    let minutes = headers
+        .get_all("x-business-use-case-usage")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .filter_map(|v| serde_json::from_str::<Value>(v).ok())
+        .flat_map(|usage| match usage {
+            // `{"<object-id>":[{"type":..,"estimated_time_to_regain_access":N},..],..}`
+            Value::Object(map) => map
+                .into_iter()
+                .flat_map(|(_, entries)| match entries {
+                    Value::Array(entries) => entries,
+                    other => vec![other],
+                })
+                .filter_map(|e| e["estimated_time_to_regain_access"].as_u64())
+                .collect::<Vec<_>>(),
+            _ => Vec::new(),
+        })
+        .max()
+        .unwrap_or(0);
+    if minutes == 0 {
+        DEFAULT_RETRY_AFTER_SECS
+    } else {
+        minutes * 60
+    }
+}
+
+/// How waiting on a container ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContainerEnd {
+    Finished,
+    /// ERROR or EXPIRED, with what the platform said.
+    Failed(String),
+    /// Still not finished at the processing deadline.
+    TimedOut,
+}
+
+/// Polls `GET /{id}?fields=id,{status_field}[,extra]` until the container is FINISHED, failed
+/// or the deadline passes. Transient failures of a poll are tolerated until the deadline (a
+/// status read changes nothing); any other error ends the wait.
+///
+/// `status_field` is `status_code` on instagram and `status` on threads; `detail_field` is
+/// where the failure reason is (`status` / `error_message`).
+pub async fn wait_container(
+    graph: &Graph<'_>,
+    id: &str,
+    status_field: &str,
+    detail_field: &str,
+) -> Result<ContainerEnd, PlatformError> {
+    let deadline = processing_deadline(graph.config);
+    let fields = format!("id,{status_field},{detail_field}");
+    loop {
+        match graph.get(id, &[("fields", fields.as_str())]).await {
+            Ok(body) => match body[status_field].as_str().unwrap_or_default() {
+                "FINISHED" => return Ok(ContainerEnd::Finished),
+                state @ ("ERROR" | "EXPIRED") => {
+                    let detail = body[detail_field].as_str().unwrap_or(state);
+                    return Ok(ContainerEnd::Failed(format!(
+                        "container {id} is {state}: {detail}"
+                    )));
+                }
+                "PUBLISHED" => {
+                    return Ok(ContainerEnd::Failed(format!(
+                        "container {id} was already published"
+                    )));
+                }
+                _ => {}
+            },
+            Err(PlatformError::Transient(message)) => {
+                if tokio::time::Instant::now() >= deadline {
+                    return Err(PlatformError::Transient(message));
+                }
+            }
+            Err(other) => return Err(other),
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(ContainerEnd::TimedOut);
+        }
+        poll_pause(graph.config).await;
+    }
+}
+
+/// The error for a container that did not finish: a download failure is the media URL's fault
+/// (`MediaFetch`), anything else processing's.
+pub fn container_failure(end: ContainerEnd, id: &str, timeout_secs: u64) -> PlatformError {
+    match end {
+        ContainerEnd::Failed(detail)
+            if detail.contains("2207052") || detail.contains("FAILED_DOWNLOADING") =>
+        {
+            PlatformError::MediaFetch(detail)
+        }
+        ContainerEnd::Failed(detail) => PlatformError::ProcessingFailed(detail),
+        ContainerEnd::TimedOut => PlatformError::ProcessingFailed(format!(
+            "container {id} did not finish processing within {timeout_secs} s"
+        )),
+        ContainerEnd::Finished => {
+            PlatformError::ProcessingFailed(format!("container {id} finished"))
+        }
+    }
+}
+
+/// For carousels: a failure to create or process a child or the parent container is a
+/// carousel failure, while account-level errors (token, rate limit, permission, outage) keep
+/// their own class.
+pub fn carousel_error(err: PlatformError) -> PlatformError {
+    match err {
+        PlatformError::Rejected(m)
+        | PlatformError::MediaFetch(m)
+        | PlatformError::ProcessingFailed(m) => PlatformError::CarouselFailed(m),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use reqwest::header::HeaderValue;
+    use serde_json::json;
+
+    use super::*;
+
+    fn err(code: i64, subcode: Option<i64>, message: &str) -> Value {
+        let mut error = json!({"message": message, "type": "OAuthException", "code": code});
+        if let Some(s) = subcode {
+            error["error_subcode"] = json!(s);
+        }
+        json!({ "error": error })
+    }
+
+    fn kind(e: &PlatformError) -> &'static str {
+        match e {
+            PlatformError::TokenExpired(_) => "expired",
+            PlatformError::TokenInvalid(_) => "invalid",
+            PlatformError::RateLimited { .. } => "rate",
+            PlatformError::Permission(_) => "permission",
+            PlatformError::ProcessingFailed(_) => "processing",
+            PlatformError::CarouselFailed(_) => "carousel",
+            PlatformError::MediaFetch(_) => "media",
+            PlatformError::Transient(_) => "transient",
+            PlatformError::Rejected(_) => "rejected",
+        }
+    }
+
+    #[test]
+    fn classification_table() {
+        let none = HeaderMap::new();
+        let table: &[(u16, i64, Option<i64>, &str, &str)] = &[
+            (
+                400,
+                190,
+                Some(463),
+                "Error validating access token: Session has expired",
+                "expired",
+            ),
+            (
+                400,
+                190,
+                None,
+                "Error validating access token: session has expired on …",
+                "expired",
+            ),
+            (
+                400,
+                190,
+                Some(460),
+                "Error validating access token: password changed",
+                "invalid",
+            ),
+            (
+                400,
+                190,
+                Some(467),
+                "Error validating access token",
+                "invalid",
+            ),
+            (401, 190, None, "Invalid OAuth access token", "invalid"),
+            (400, 102, None, "Session key invalid", "invalid"),
+            (
+                400,
+                4,
+                None,
+                "(#4) Application request limit reached",
+                "rate",
+            ),
+            (400, 17, None, "(#17) User request limit reached", "rate"),
+            (400, 32, None, "(#32) Page request limit reached", "rate"),
+            (
+                400,
+                613,
+                None,
+                "(#613) Calls to this api have exceeded the rate limit",
+                "rate",
+            ),
+            (
+                400,
+                80001,
+                Some(2_494_055),
+                "There have been too many calls",
+                "rate",
+            ),
+            (
+                400,
+                80002,
+                None,
+                "There have been too many calls to this Instagram account",
+                "rate",
+            ),
+            (400, 9, Some(2_207_042), "publishing limit reached", "rate"),
+            (
+                400,
+                368,
+                Some(1_390_008),
+                "You are posting too fast",
+                "rate",
+            ),
+            (
+                403,
+                10,
+                None,
+                "(#10) Application does not have permission",
+                "permission",
+            ),
+            (
+                403,
+                200,
+                None,
+                "(#200) requires pages_manage_posts",
+                "permission",
+            ),
+            (403, 299, None, "(#299) permission", "permission"),
+            (500, 1, None, "An unknown error has occurred.", "transient"),
+            (500, 2, None, "Service temporarily unavailable", "transient"),
+            (503, 100, None, "odd", "transient"),
+            (400, -1, Some(2_207_001), "server error", "transient"),
+            (
+                400,
+                9004,
+                Some(2_207_052),
+                "Media download has failed",
+                "media",
+            ),
+            (
+                400,
+                324,
+                None,
+                "(#324) Missing or invalid image file",
+                "media",
+            ),
+            (
+                400,
+                389,
+                None,
+                "(#389) Unable to fetch video file from URL.",
+                "media",
+            ),
+            (
+                400,
+                9007,
+                Some(2_207_027),
+                "The media is not ready",
+                "rejected",
+            ),
+            (400, 100, Some(33), "Unsupported post request.", "rejected"),
+            (400, 506, None, "Duplicate status message", "rejected"),
+        ];
+        for (status, code, subcode, message, expected) in table {
+            let got = classify(*status, &err(*code, *subcode, message), &none);
+            assert_eq!(
+                kind(&got),
+                *expected,
+                "code {code} subcode {subcode:?}: {got:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn is_transient_flag_and_message_kept() {
+        let body = json!({"error": {"message": "try later", "code": 999, "is_transient": true}});
+        assert_eq!(
+            classify(400, &body, &HeaderMap::new()),
+            PlatformError::Transient("try later".into())
+        );
+        let body =
+            json!({"error": {"message": "text must be at most 500 characters", "code": 100}});
+        assert_eq!(
+            classify(400, &body, &HeaderMap::new()),
+            PlatformError::Rejected("text must be at most 500 characters".into())
+        );
+    }
+
+    #[test]
+    fn retry_after_from_buc_header() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(retry_after(&headers), DEFAULT_RETRY_AFTER_SECS);
+        headers.insert(
+            "x-business-use-case-usage",
+            HeaderValue::from_static(
+                r#"{"123":[{"type":"pages","call_count":100,"estimated_time_to_regain_access":7},{"type":"x","estimated_time_to_regain_access":2}]}"#,
+            ),
+        );
+        assert_eq!(retry_after(&headers), 420);
+        headers.insert(
+            "x-business-use-case-usage",
+            HeaderValue::from_static(r#"{"123":[{"estimated_time_to_regain_access":0}]}"#),
+        );
+        assert_eq!(retry_after(&headers), DEFAULT_RETRY_AFTER_SECS);
+        headers.insert(
+            "x-business-use-case-usage",
+            HeaderValue::from_static("garbage"),
+        );
+        assert_eq!(retry_after(&headers), DEFAULT_RETRY_AFTER_SECS);
+
+        let body = json!({"error": {"message": "(#32) Page request limit reached", "code": 32}});
+        headers.insert(
+            "x-business-use-case-usage",
+            HeaderValue::from_static(r#"{"1":[{"estimated_time_to_regain_access":5}]}"#),
+        );
+        assert_eq!(
+            classify(400, &body, &headers),
+            PlatformError::RateLimited {
+                retry_after: 300,
+                message: "(#32) Page request limit reached".into()
+            }
+        );
+    }
+
+    #[test]
+    fn container_failures() {
+        let fetch = container_failure(
+            ContainerEnd::Failed("ERROR: Media download has failed. Error code 2207052.".into()),
+            "1",
+            5,
+        );
+        assert!(matches!(fetch, PlatformError::MediaFetch(_)));
+        let threads = container_failure(
+            ContainerEnd::Failed("container 1 is ERROR: FAILED_DOWNLOADING_VIDEO".into()),
+            "1",
+            5,
+        );
+        assert!(matches!(threads, PlatformError::MediaFetch(_)));
+        let failed = container_failure(
+            ContainerEnd::Failed("FAILED_PROCESSING_VIDEO".into()),
+            "1",
+            5,
+        );
+        assert!(matches!(failed, PlatformError::ProcessingFailed(_)));
+        let timeout = container_failure(ContainerEnd::TimedOut, "1", 5);
+        assert!(
+            matches!(timeout, PlatformError::ProcessingFailed(m) if m.contains("did not finish"))
+        );
+        assert!(matches!(
+            carousel_error(PlatformError::Rejected("x".into())),
+            PlatformError::CarouselFailed(_)
+        ));
+        assert!(matches!(
+            carousel_error(PlatformError::TokenExpired("x".into())),
+            PlatformError::TokenExpired(_)
+        ));
+    }
+}

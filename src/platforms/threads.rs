@@ -1,13 +1,173 @@
-//! threads adapter: TODO (being written).
+//! Threads adapter (`../shared/design/platform-apis.md` §4): containers on
+//! `POST /{user}/threads`, status polls on `GET /{container}?fields=id,status,error_message`,
+//! then `POST /{user}/threads_publish?creation_id=` → `{"id"}`.
+//!
+//! - Text: `media_type=TEXT&text=`; Image/Video: `image_url`/`video_url` (+ `text`);
+//! - Carousel: `is_carousel_item=true` children, then `media_type=CAROUSEL&children=a,b`;
+//! - Thread: one container + publish per text, each later one with `reply_to_id` = the post
+//!   published before it; the media (if any) goes on the first.
+//!
+//! Every published id is recorded as a `post` step, so a thread interrupted halfway can be
+//! settled from what went out.
 
-use super::{PlatformContext, PlatformError, Published};
-use crate::publish::plan::ThreadsPost;
+use super::{
+    PlatformContext, PlatformError, Published,
+    meta::{ContainerEnd, Graph, carousel_error, container_failure, id_of, wait_container},
+};
+use crate::publish::plan::{MediaKind, MediaRef, ThreadsPost};
 
 pub async fn publish(
-    _ctx: &PlatformContext<'_>,
-    _post: &ThreadsPost,
+    ctx: &PlatformContext<'_>,
+    post: &ThreadsPost,
 ) -> Result<Published, PlatformError> {
-    Err(PlatformError::Rejected(
-        "threads publishing is not built yet".into(),
-    ))
+    let graph = Graph::threads(ctx);
+    match post {
+        ThreadsPost::Text { text } => {
+            let container = create(ctx, &graph, Some(text), None, None).await?;
+            publish_container(ctx, &graph, &container, true)
+                .await
+                .map(Published::single)
+        }
+        ThreadsPost::Image { image, text } | ThreadsPost::Video { video: image, text } => {
+            let container = create(ctx, &graph, text.as_deref(), Some(image), None).await?;
+            publish_container(ctx, &graph, &container, true)
+                .await
+                .map(Published::single)
+        }
+        ThreadsPost::Carousel { items, text } => {
+            let container = carousel(ctx, &graph, items, text.as_deref())
+                .await
+                .map_err(carousel_error)?;
+            publish_container(ctx, &graph, &container, true)
+                .await
+                .map(Published::single)
+        }
+        ThreadsPost::Thread { texts, media } => {
+            let mut ids: Vec<String> = Vec::with_capacity(texts.len());
+            for (i, text) in texts.iter().enumerate() {
+                let media = if i == 0 { media.as_ref() } else { None };
+                let reply_to = ids.last().map(String::as_str);
+                let container = create(ctx, &graph, Some(text), media, reply_to).await?;
+                let id = publish_container(ctx, &graph, &container, i == 0).await?;
+                ids.push(id);
+            }
+            let first = ids.first().cloned().ok_or_else(|| {
+                PlatformError::Rejected("a thread needs at least one post".into())
+            })?;
+            Ok(Published {
+                post_id: first,
+                post_ids: ids,
+                warnings: Vec::new(),
+            })
+        }
+    }
+}
+
+/// One container (TEXT, IMAGE or VIDEO), waited on until FINISHED; returns its id.
+async fn create(
+    ctx: &PlatformContext<'_>,
+    graph: &Graph<'_>,
+    text: Option<&str>,
+    media: Option<&MediaRef>,
+    reply_to: Option<&str>,
+) -> Result<String, PlatformError> {
+    let mut params: Vec<(&str, &str)> = match media {
+        None => vec![("media_type", "TEXT")],
+        Some(m) if m.kind == MediaKind::Image => {
+            vec![("media_type", "IMAGE"), ("image_url", m.url.as_str())]
+        }
+        Some(m) => vec![("media_type", "VIDEO"), ("video_url", m.url.as_str())],
+    };
+    if let Some(text) = text.filter(|t| !t.is_empty()) {
+        params.push(("text", text));
+    }
+    if let Some(parent) = reply_to {
+        params.push(("reply_to_id", parent));
+    }
+    let body = graph
+        .post(&format!("{}/threads", ctx.account.external_id), &params)
+        .await?;
+    let id = id_of(&body)?;
+    ctx.steps.record("container", &id).await?;
+    wait(ctx, graph, &id).await?;
+    Ok(id)
+}
+
+/// Children, then the CAROUSEL parent; returns the parent's id once FINISHED.
+async fn carousel(
+    ctx: &PlatformContext<'_>,
+    graph: &Graph<'_>,
+    items: &[MediaRef],
+    text: Option<&str>,
+) -> Result<String, PlatformError> {
+    let mut children = Vec::with_capacity(items.len());
+    for item in items {
+        let params: Vec<(&str, &str)> = match item.kind {
+            MediaKind::Image => vec![
+                ("media_type", "IMAGE"),
+                ("image_url", item.url.as_str()),
+                ("is_carousel_item", "true"),
+            ],
+            MediaKind::Video => vec![
+                ("media_type", "VIDEO"),
+                ("video_url", item.url.as_str()),
+                ("is_carousel_item", "true"),
+            ],
+        };
+        let body = graph
+            .post(&format!("{}/threads", ctx.account.external_id), &params)
+            .await?;
+        let id = id_of(&body)?;
+        ctx.steps.record("child", &id).await?;
+        children.push(id);
+    }
+    // The docs require every child to be FINISHED before the parent is created.
+    for child in &children {
+        wait(ctx, graph, child).await?;
+    }
+    let joined = children.join(",");
+    let mut params = vec![("media_type", "CAROUSEL"), ("children", joined.as_str())];
+    if let Some(text) = text.filter(|t| !t.is_empty()) {
+        params.push(("text", text));
+    }
+    let body = graph
+        .post(&format!("{}/threads", ctx.account.external_id), &params)
+        .await?;
+    let id = id_of(&body)?;
+    ctx.steps.record("container", &id).await?;
+    wait(ctx, graph, &id).await?;
+    Ok(id)
+}
+
+async fn wait(ctx: &PlatformContext<'_>, graph: &Graph<'_>, id: &str) -> Result<(), PlatformError> {
+    match wait_container(graph, id, "status", "error_message").await? {
+        ContainerEnd::Finished => Ok(()),
+        end => Err(container_failure(
+            end,
+            id,
+            ctx.config.processing_timeout_secs,
+        )),
+    }
+}
+
+/// `threads_publish` (never retried); marks the final step first when `first` is set and
+/// records the published id.
+async fn publish_container(
+    ctx: &PlatformContext<'_>,
+    graph: &Graph<'_>,
+    container: &str,
+    first: bool,
+) -> Result<String, PlatformError> {
+    if first {
+        ctx.steps.before_final().await?;
+    }
+    let body = graph
+        .post(
+            &format!("{}/threads_publish", ctx.account.external_id),
+            &[("creation_id", container)],
+        )
+        .await?;
+    let id = id_of(&body)?;
+    ctx.steps.record("post", &id).await?;
+    Ok(id)
 }
