@@ -73,7 +73,17 @@ pub struct TestApp {
     pub http: Client,
     /// The SQLite file URL (None on PostgreSQL).
     pub sqlite_url: Option<String>,
+    /// What the service was built with (a second instance reuses it).
+    config: Config,
+    pg_schema: Option<String>,
     _db: TestDb,
+}
+
+/// Another instance of the service on the same database, clock and simulator.
+pub struct SecondInstance {
+    #[allow(dead_code)]
+    pub base: String,
+    pub state: actix_web::web::Data<AppState>,
 }
 
 /// A signed-in dashboard user: a client with a cookie jar.
@@ -141,14 +151,16 @@ impl TestApp {
                 (TestDb::Sqlite(dir), None, Some(url))
             }
         };
+        config.scheduler.max_sleep_ms = 100;
+        config.scheduler.retry_base_secs = 1;
         adjust(&mut config);
 
         let clock = ManualClock::new(Utc::now());
         let app = Application::build(
-            config,
+            config.clone(),
             BuildOptions {
                 clock: Some(std::sync::Arc::new(clock.clone())),
-                pg_schema,
+                pg_schema: pg_schema.clone(),
             },
         )
         .await
@@ -163,8 +175,28 @@ impl TestApp {
             sim,
             http: Client::builder().redirect(Policy::none()).build().unwrap(),
             sqlite_url,
+            config,
+            pg_schema,
             _db: db,
         }
+    }
+
+    /// Starts another instance of the service on the same database (and clock, simulator and
+    /// secrets), as a second server of a deployment would be.
+    pub async fn spawn_second(&self) -> SecondInstance {
+        let app = Application::build(
+            self.config.clone(),
+            BuildOptions {
+                clock: Some(std::sync::Arc::new(self.clock.clone())),
+                pg_schema: self.pg_schema.clone(),
+            },
+        )
+        .await
+        .unwrap();
+        let base = format!("http://127.0.0.1:{}", app.port());
+        let state = app.state();
+        actix_rt::spawn(app.run_until_stopped());
+        SecondInstance { base, state }
     }
 
     pub fn url(&self, path: &str) -> String {

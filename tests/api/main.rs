@@ -19,4 +19,5 @@ mod history;
 mod keys;
 mod media;
 mod publish;
+mod scheduled;
 mod usage;

@@ -1,0 +1,450 @@
+//! Scheduled posts: `scheduledAt`, list and cancel, and the scheduler actor.
+
+use std::time::Duration;
+
+use chrono::{FixedOffset, SecondsFormat};
+use serde_json::{Value, json};
+use social_service::sim::state::{FaultKind, FaultSpec};
+
+use crate::helpers::{Publisher, TestApp, status_and_json};
+
+/// `scheduledAt` `secs` from the test clock's now, written with a +08:00 offset.
+fn at(app: &TestApp, secs: i64) -> String {
+    let offset = FixedOffset::east_opt(8 * 3600).unwrap();
+    (app.clock_now() + chrono::Duration::seconds(secs))
+        .with_timezone(&offset)
+        .to_rfc3339_opts(SecondsFormat::Millis, false)
+}
+
+async fn schedule(app: &TestApp, publisher: &Publisher, mut content: Value, secs: i64) -> (u16, Value) {
+    content["scheduledAt"] = json!(at(app, secs));
+    app.post(&publisher.key, &publisher.body(content)).await
+}
+
+async fn schedule_ok(app: &TestApp, publisher: &Publisher, content: Value, secs: i64) -> String {
+    let (status, body) = schedule(app, publisher, content, secs).await;
+    assert_eq!(status, 200, "{body}");
+    body["scheduledPostId"].as_str().unwrap().to_string()
+}
+
+async fn list(app: &TestApp, key: &str, query: &str) -> Value {
+    let response = app
+        .http
+        .get(app.url(&format!("/api/scheduled-posts{query}")))
+        .header("service-api-key", key)
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = status_and_json(response).await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+async fn cancel(app: &TestApp, key: &str, id: &str) -> (u16, Value) {
+    let response = app
+        .http
+        .delete(app.url(&format!("/api/scheduled-posts/{id}")))
+        .header("service-api-key", key)
+        .send()
+        .await
+        .unwrap();
+    status_and_json(response).await
+}
+
+/// Waits until the post has one of `statuses`; returns it.
+async fn wait_for(app: &TestApp, key: &str, id: &str, statuses: &[&str]) -> Value {
+    for _ in 0..150 {
+        let body = list(app, key, "?limit=100").await;
+        if let Some(post) = body["posts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["scheduled_post_id"] == id)
+            && statuses.contains(&post["status"].as_str().unwrap())
+        {
+            return post.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    panic!("post {id} never reached {statuses:?}: {}", list(app, key, "?limit=100").await);
+}
+
+#[actix_web::test]
+async fn scheduling_answers_the_scheduled_form_and_keeps_the_post() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("threads", "pro").await;
+    let when = at(&app, 120);
+    let (status, body) = schedule(&app, &publisher, json!({"text": "later"}), 120).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["success"], true);
+    assert_eq!(body["scheduled"], true);
+    assert_eq!(body["platform"], "threads");
+    let expected = chrono::DateTime::parse_from_rfc3339(&when).unwrap().with_timezone(&chrono::Utc);
+    assert_eq!(body["scheduledAt"], social_service::views::iso(expected));
+    assert!(body["message"].as_str().is_some());
+    let id = body["scheduledPostId"].as_str().unwrap();
+
+    let listed = list(&app, &publisher.key, "").await;
+    assert_eq!(listed["success"], true);
+    assert_eq!(listed["count"], 1);
+    let post = &listed["posts"][0];
+    assert_eq!(post["scheduled_post_id"], id);
+    assert_eq!(post["account_id"], json!(publisher.account.id));
+    assert_eq!(post["platform"], "threads");
+    assert_eq!(post["page_name"], publisher.account.display_name);
+    assert_eq!(post["content"], json!({"text": "later", "media_urls": []}));
+    assert_eq!(post["scheduled_at"], body["scheduledAt"]);
+    assert_eq!(post["status"], "scheduled");
+    assert!(post["created_at"].as_str().unwrap().ends_with('Z'));
+    // Nothing reached the platform.
+    assert_eq!(app.published(&publisher.sim).len(), 0);
+}
+
+#[actix_web::test]
+async fn scheduled_at_must_be_a_minute_ahead_and_well_formed() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("threads", "pro").await;
+    for secs in [-3600, 0, 59] {
+        let (status, body) = schedule(&app, &publisher, json!({"text": "x"}), secs).await;
+        assert_eq!((status, body["error"].as_str().unwrap()), (400, "InvalidRequest"), "{secs}: {body}");
+        assert!(body["message"].as_str().unwrap().contains("at least 1 minute"), "{body}");
+    }
+    for bad in ["tomorrow", "2030-01-01T10:00:00", "2030-02-30T10:00:00Z"] {
+        let body = publisher.body(json!({"text": "x", "scheduledAt": bad}));
+        let (status, body) = app.post(&publisher.key, &body).await;
+        assert_eq!((status, body["error"].as_str().unwrap()), (400, "InvalidRequest"), "{bad}");
+        assert!(body["message"].as_str().unwrap().contains("scheduledAt"));
+    }
+    // Exactly one minute ahead is accepted (the clock on a whole second, as `at` writes none
+    // finer than milliseconds).
+    use chrono::Timelike;
+    app.clock.set(app.clock_now().with_nanosecond(0).unwrap());
+    let (status, body) = schedule(&app, &publisher, json!({"text": "x"}), 60).await;
+    assert_eq!(status, 200, "{body}");
+}
+
+#[actix_web::test]
+async fn a_post_that_could_never_publish_is_refused_when_scheduled() {
+    let app = TestApp::spawn().await;
+    let instagram = app.publisher("instagram", "pro").await;
+    let x_on_pro = app.publisher("x", "pro").await;
+    let cases = [
+        (&instagram, json!({"text": "no media"}), 400, "MediaRequired"),
+        (&instagram, json!({"text": "t", "mediaUrls": [app.media_url("missing.jpg")]}), 400, "MediaDownloadFailed"),
+        (&instagram, json!({"text": "t", "mediaUrls": ["http://10.0.0.1/a.jpg"]}), 400, "InvalidMediaUrl"),
+        (&x_on_pro, json!({"text": "t"}), 403, "InsufficientPermissions"),
+    ];
+    for (publisher, content, status, code) in cases {
+        let (got, body) = schedule(&app, publisher, content, 300).await;
+        assert_eq!((got, body["error"].as_str().unwrap()), (status, code), "{body}");
+        assert_eq!(list(&app, &publisher.key, "").await["count"], 0);
+    }
+}
+
+#[actix_web::test]
+async fn due_posts_publish_through_the_account_and_land_in_the_history() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let jpg = app.media_url("sample.jpg");
+    let id = schedule_ok(&app, &publisher, json!({"text": "scheduled photo", "mediaUrls": [jpg]}), 120).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(app.published(&publisher.sim).len(), 0, "not before its time");
+    app.clock.advance(chrono::Duration::seconds(121));
+    let post = wait_for(&app, &publisher.key, &id, &["published", "failed"]).await;
+    assert_eq!(post["status"], "published", "{post}");
+    let published = app.published(&publisher.sim);
+    assert_eq!(published.len(), 1);
+    assert!(post["post_id"].as_str().is_some_and(|id| !id.is_empty()), "{post}");
+    let history: Value = publisher
+        .dashboard
+        .client
+        .get(app.url("/api/published-posts"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(history["posts"][0]["scheduled_post_id"], id);
+    assert_eq!(history["posts"][0]["status"], "published");
+    assert_eq!(history["posts"][0]["post_id"], post["post_id"]);
+}
+
+#[actix_web::test]
+async fn list_filters_by_status_and_platform_in_scheduled_order_with_a_limit() {
+    let app = TestApp::spawn().await;
+    let threads = app.publisher("threads", "ultra").await;
+    let x = app.connect(threads.user_id, "x", "x account").await;
+    let mut ids = Vec::new();
+    for (i, secs) in [600, 300, 900].iter().enumerate() {
+        ids.push(schedule_ok(&app, &threads, json!({"text": format!("t{i}")}), *secs).await);
+    }
+    let mut x_body = threads.body(json!({"text": "on x", "scheduledAt": at(&app, 450)}));
+    x_body["post"]["accountId"] = json!(x.account.id);
+    x_body["post"]["content"]["platform"] = json!("x");
+    x_body["post"]["target"]["targetType"] = json!("x");
+    let (status, body) = app.post(&threads.key, &x_body).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = cancel(&app, &threads.key, &ids[2]).await;
+    assert_eq!(status, 200);
+
+    let all = list(&app, &threads.key, "").await;
+    let order: Vec<&str> = all["posts"].as_array().unwrap().iter().map(|p| p["content"]["text"].as_str().unwrap()).collect();
+    assert_eq!(order, ["t1", "on x", "t0", "t2"], "by scheduled_at");
+    assert_eq!(list(&app, &threads.key, "?platform=x").await["count"], 1);
+    assert_eq!(list(&app, &threads.key, "?status=cancelled").await["posts"][0]["scheduled_post_id"], ids[2]);
+    assert_eq!(list(&app, &threads.key, "?status=scheduled&platform=threads").await["count"], 2);
+    let limited = list(&app, &threads.key, "?limit=2").await;
+    assert_eq!(limited["count"], 2);
+    assert_eq!(limited["posts"][0]["content"]["text"], "t1");
+
+    // Bad filters are refused; another user sees nothing.
+    for (query, code) in [("?status=done", "InvalidRequest"), ("?platform=myspace", "InvalidPlatform"), ("?limit=0", "InvalidRequest")] {
+        let response = app
+            .http
+            .get(app.url(&format!("/api/scheduled-posts{query}")))
+            .header("service-api-key", &threads.key)
+            .send()
+            .await
+            .unwrap();
+        let (status, body) = status_and_json(response).await;
+        assert_eq!((status, body["error"].as_str().unwrap()), (400, code));
+    }
+    let stranger = app.publisher("threads", "pro").await;
+    assert_eq!(list(&app, &stranger.key, "").await["count"], 0);
+}
+
+#[actix_web::test]
+async fn only_scheduled_posts_can_be_cancelled() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("threads", "pro").await;
+    let id = schedule_ok(&app, &publisher, json!({"text": "cancel me"}), 120).await;
+    let (status, body) = cancel(&app, &publisher.key, &id).await;
+    assert_eq!(status, 200);
+    assert_eq!(body, json!({"success": true, "message": "Scheduled post cancelled", "scheduledPostId": id}));
+    let (status, body) = cancel(&app, &publisher.key, &id).await;
+    assert_eq!((status, body["error"].as_str().unwrap()), (409, "ScheduledPostNotCancellable"));
+    assert!(body["message"].as_str().unwrap().contains("cancelled"));
+
+    // A cancelled post is never published.
+    app.clock.advance(chrono::Duration::seconds(180));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(app.published(&publisher.sim).len(), 0);
+
+    // Published posts cannot be cancelled either.
+    let done = schedule_ok(&app, &publisher, json!({"text": "goes out"}), 61).await;
+    app.clock.advance(chrono::Duration::seconds(62));
+    wait_for(&app, &publisher.key, &done, &["published"]).await;
+    let (status, body) = cancel(&app, &publisher.key, &done).await;
+    assert_eq!((status, body["error"].as_str().unwrap()), (409, "ScheduledPostNotCancellable"));
+
+    // Unknown, malformed and another user's ids are all 404.
+    let stranger = app.publisher("threads", "pro").await;
+    for (key, id) in [
+        (&publisher.key, uuid::Uuid::new_v4().to_string()),
+        (&publisher.key, "not-an-id".to_string()),
+        (&stranger.key, done.clone()),
+    ] {
+        let (status, body) = cancel(&app, key, &id).await;
+        assert_eq!((status, body["error"].as_str().unwrap()), (404, "ScheduledPostNotFound"), "{id}");
+    }
+}
+
+#[actix_web::test]
+async fn a_transient_failure_is_retried_and_then_publishes_once() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("threads", "pro").await;
+    app.sim.state().set_faults(
+        "threads",
+        &publisher.sim.external_id,
+        FaultSpec {
+            error: Some(FaultKind::ServerError),
+            times: Some(1),
+            ..FaultSpec::default()
+        },
+    );
+    let id = schedule_ok(&app, &publisher, json!({"text": "retry me"}), 61).await;
+    app.clock.advance(chrono::Duration::seconds(62));
+    // The first attempt fails with a 5xx and goes back to `scheduled` with its reason.
+    let mut waiting = Value::Null;
+    for _ in 0..100 {
+        let post = list(&app, &publisher.key, "").await["posts"][0].clone();
+        if post["attempts"] == 1 && post["status"] == "scheduled" {
+            waiting = post;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    assert!(waiting["last_attempt_error"].as_str().unwrap().contains("PublishingFailed"), "{waiting}");
+    assert!(waiting["next_attempt_at"].is_string());
+    // Its retry comes due after the backoff (1 s in tests).
+    app.clock.advance(chrono::Duration::seconds(2));
+    let post = wait_for(&app, &publisher.key, &id, &["published", "failed"]).await;
+    assert_eq!(post["status"], "published", "{post}");
+    assert_eq!(post["attempts"], 2);
+    assert_eq!(app.published(&publisher.sim).len(), 1);
+}
+
+#[actix_web::test]
+async fn permanent_failures_fail_at_once_with_the_reason() {
+    let app = TestApp::spawn().await;
+    let revoked = app.publisher("threads", "pro").await;
+    app.sim.state().set_faults(
+        "threads",
+        &revoked.sim.external_id,
+        FaultSpec {
+            error: Some(FaultKind::TokenRevoked),
+            ..FaultSpec::default()
+        },
+    );
+    let a = schedule_ok(&app, &revoked, json!({"text": "token dies"}), 61).await;
+    let disconnected = app.publisher("threads", "pro").await;
+    let b = schedule_ok(&app, &disconnected, json!({"text": "account goes"}), 61).await;
+    let response = disconnected
+        .dashboard
+        .client
+        .delete(app.url(&format!("/api/accounts/{}", disconnected.account.id)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    app.clock.advance(chrono::Duration::seconds(62));
+
+    let post = wait_for(&app, &revoked.key, &a, &["published", "failed"]).await;
+    assert_eq!(post["status"], "failed");
+    assert_eq!(post["error_code"], "InvalidToken");
+    assert_eq!(post["attempts"], 1);
+    let post = wait_for(&app, &disconnected.key, &b, &["published", "failed"]).await;
+    assert_eq!(post["status"], "failed");
+    assert_eq!(post["error_code"], "AccountDisabled");
+    assert!(post["error"].as_str().unwrap().contains("disconnected"));
+    assert_eq!(
+        app.sim.state().request_count("threads", &disconnected.sim.external_id),
+        0,
+        "no platform call for a disconnected account"
+    );
+}
+
+#[actix_web::test]
+async fn two_instances_on_one_database_publish_each_post_exactly_once() {
+    let app = TestApp::spawn().await;
+    let second = app.spawn_second().await;
+    let mut publishers = Vec::new();
+    for _ in 0..4 {
+        publishers.push(app.publisher("threads", "pro").await);
+    }
+    let mut ids = Vec::new();
+    for i in 0..40 {
+        let publisher = &publishers[i % 4];
+        ids.push((i % 4, schedule_ok(&app, publisher, json!({"text": format!("post {i}")}), 61).await));
+    }
+    app.clock.advance(chrono::Duration::seconds(62));
+    second.state.wake_scheduler();
+    app.state.wake_scheduler();
+    for (p, id) in &ids {
+        let post = wait_for(&app, &publishers[*p].key, id, &["published", "failed"]).await;
+        assert_eq!(post["status"], "published", "{post}");
+    }
+    let mut texts: Vec<String> = publishers
+        .iter()
+        .flat_map(|p| app.published(&p.sim))
+        .map(|item| item.text.unwrap_or_default())
+        .collect();
+    texts.sort();
+    let mut expected: Vec<String> = (0..40).map(|i| format!("post {i}")).collect();
+    expected.sort();
+    assert_eq!(texts, expected, "each post published exactly once");
+}
+
+#[actix_web::test]
+async fn a_dead_claimants_posts_are_settled_from_their_steps() {
+    let app = TestApp::spawn_with(|c| c.scheduler.lease_secs = 2).await;
+    let publisher = app.publisher("threads", "pro").await;
+    let store = &app.state.store;
+    let unstarted = schedule_ok(&app, &publisher, json!({"text": "never reached the platform"}), 61).await;
+    let midway = schedule_ok(&app, &publisher, json!({"text": "final call was in flight"}), 61).await;
+    // Stop this instance's scheduler from taking them: a "dead" instance claims both first.
+    app.state.scheduler.get().unwrap().send(social_service::actors::scheduler::Drain).await.unwrap();
+    app.clock.advance(chrono::Duration::seconds(62));
+    let now = app.clock_now();
+    let lease = now + chrono::Duration::seconds(1);
+    for (id, final_started) in [(&unstarted, false), (&midway, true)] {
+        let submission_id = uuid::Uuid::new_v4();
+        let row = store
+            .claim_scheduled_post(id.parse().unwrap(), "dead-instance", submission_id, now, lease)
+            .await
+            .unwrap()
+            .unwrap();
+        store
+            .start_submission(
+                submission_id,
+                social_service::store::NewSubmission {
+                    user_id: row.user_id,
+                    account_id: row.account_id,
+                    platform: "threads".into(),
+                    post_type: Some("text".into()),
+                    post_id: None,
+                    status: "publishing".into(),
+                    page_name: row.page_name.clone(),
+                    content: row.content.clone(),
+                    result: None,
+                    error_code: None,
+                    error_message: None,
+                    published_at: None,
+                },
+                Some(row.id),
+                now,
+            )
+            .await
+            .unwrap();
+        store
+            .record_submission_steps(
+                submission_id,
+                json!({"steps": [{"name": "container", "id": "1"}], "final_started": final_started}),
+            )
+            .await
+            .unwrap();
+    }
+    // The lease passes; settlement runs (as the next start would).
+    app.clock.advance(chrono::Duration::seconds(5));
+    let settled = social_service::actors::scheduler::settle_expired_claims(&app.state).await.unwrap();
+    assert_eq!(settled, 2);
+    let posts = list(&app, &publisher.key, "").await;
+    let find = |id: &str| posts["posts"].as_array().unwrap().iter().find(|p| p["scheduled_post_id"] == id).unwrap().clone();
+    let midway_post = find(&midway);
+    assert_eq!(midway_post["status"], "failed");
+    assert_eq!(midway_post["error_code"], "PublishingUnconfirmed");
+    assert!(midway_post["error"].as_str().unwrap().contains("unconfirmed"));
+    let unstarted_post = find(&unstarted);
+    assert_eq!(unstarted_post["status"], "scheduled", "retried: the final call was never made");
+    // Settling again does nothing.
+    assert_eq!(social_service::actors::scheduler::settle_expired_claims(&app.state).await.unwrap(), 0);
+}
+
+#[actix_web::test]
+async fn graceful_shutdown_finishes_in_flight_publishes_and_leaves_the_rest_scheduled() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("threads", "pro").await;
+    app.sim.state().set_faults(
+        "threads",
+        &publisher.sim.external_id,
+        FaultSpec {
+            latency_ms: 300,
+            ..FaultSpec::default()
+        },
+    );
+    let due = schedule_ok(&app, &publisher, json!({"text": "in flight at shutdown"}), 61).await;
+    let later = schedule_ok(&app, &publisher, json!({"text": "not yet due"}), 3600).await;
+    app.clock.advance(chrono::Duration::seconds(62));
+    // Wait until it is being published, then drain.
+    wait_for(&app, &publisher.key, &due, &["publishing"]).await;
+    social_service::Application::drain(&app.state).await;
+    let post = wait_for(&app, &publisher.key, &due, &["published", "failed", "publishing"]).await;
+    assert_eq!(post["status"], "published", "drain waited for the in-flight publish");
+    // After draining nothing new is claimed, even once due.
+    app.clock.advance(chrono::Duration::seconds(3600));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let post = wait_for(&app, &publisher.key, &later, &["scheduled", "published", "publishing"]).await;
+    assert_eq!(post["status"], "scheduled");
+    assert_eq!(app.published(&publisher.sim).len(), 1);
+}
