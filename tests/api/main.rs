@@ -13,6 +13,7 @@ mod adapters_tiktok_youtube;
 mod adapters_x;
 mod auth;
 mod config;
+mod crash;
 mod demo;
 mod errors;
 mod history;

@@ -16,7 +16,12 @@ fn at(app: &TestApp, secs: i64) -> String {
         .to_rfc3339_opts(SecondsFormat::Millis, false)
 }
 
-async fn schedule(app: &TestApp, publisher: &Publisher, mut content: Value, secs: i64) -> (u16, Value) {
+async fn schedule(
+    app: &TestApp,
+    publisher: &Publisher,
+    mut content: Value,
+    secs: i64,
+) -> (u16, Value) {
     content["scheduledAt"] = json!(at(app, secs));
     app.post(&publisher.key, &publisher.body(content)).await
 }
@@ -66,7 +71,10 @@ async fn wait_for(app: &TestApp, key: &str, id: &str, statuses: &[&str]) -> Valu
         }
         tokio::time::sleep(Duration::from_millis(40)).await;
     }
-    panic!("post {id} never reached {statuses:?}: {}", list(app, key, "?limit=100").await);
+    panic!(
+        "post {id} never reached {statuses:?}: {}",
+        list(app, key, "?limit=100").await
+    );
 }
 
 #[actix_web::test]
@@ -79,7 +87,9 @@ async fn scheduling_answers_the_scheduled_form_and_keeps_the_post() {
     assert_eq!(body["success"], true);
     assert_eq!(body["scheduled"], true);
     assert_eq!(body["platform"], "threads");
-    let expected = chrono::DateTime::parse_from_rfc3339(&when).unwrap().with_timezone(&chrono::Utc);
+    let expected = chrono::DateTime::parse_from_rfc3339(&when)
+        .unwrap()
+        .with_timezone(&chrono::Utc);
     assert_eq!(body["scheduledAt"], social_service::views::iso(expected));
     assert!(body["message"].as_str().is_some());
     let id = body["scheduledPostId"].as_str().unwrap();
@@ -106,13 +116,27 @@ async fn scheduled_at_must_be_a_minute_ahead_and_well_formed() {
     let publisher = app.publisher("threads", "pro").await;
     for secs in [-3600, 0, 59] {
         let (status, body) = schedule(&app, &publisher, json!({"text": "x"}), secs).await;
-        assert_eq!((status, body["error"].as_str().unwrap()), (400, "InvalidRequest"), "{secs}: {body}");
-        assert!(body["message"].as_str().unwrap().contains("at least 1 minute"), "{body}");
+        assert_eq!(
+            (status, body["error"].as_str().unwrap()),
+            (400, "InvalidRequest"),
+            "{secs}: {body}"
+        );
+        assert!(
+            body["message"]
+                .as_str()
+                .unwrap()
+                .contains("at least 1 minute"),
+            "{body}"
+        );
     }
     for bad in ["tomorrow", "2030-01-01T10:00:00", "2030-02-30T10:00:00Z"] {
         let body = publisher.body(json!({"text": "x", "scheduledAt": bad}));
         let (status, body) = app.post(&publisher.key, &body).await;
-        assert_eq!((status, body["error"].as_str().unwrap()), (400, "InvalidRequest"), "{bad}");
+        assert_eq!(
+            (status, body["error"].as_str().unwrap()),
+            (400, "InvalidRequest"),
+            "{bad}"
+        );
         assert!(body["message"].as_str().unwrap().contains("scheduledAt"));
     }
     // Exactly one minute ahead is accepted (the clock on a whole second, as `at` writes none
@@ -129,14 +153,38 @@ async fn a_post_that_could_never_publish_is_refused_when_scheduled() {
     let instagram = app.publisher("instagram", "pro").await;
     let x_on_pro = app.publisher("x", "pro").await;
     let cases = [
-        (&instagram, json!({"text": "no media"}), 400, "MediaRequired"),
-        (&instagram, json!({"text": "t", "mediaUrls": [app.media_url("missing.jpg")]}), 400, "MediaDownloadFailed"),
-        (&instagram, json!({"text": "t", "mediaUrls": ["http://10.0.0.1/a.jpg"]}), 400, "InvalidMediaUrl"),
-        (&x_on_pro, json!({"text": "t"}), 403, "InsufficientPermissions"),
+        (
+            &instagram,
+            json!({"text": "no media"}),
+            400,
+            "MediaRequired",
+        ),
+        (
+            &instagram,
+            json!({"text": "t", "mediaUrls": [app.media_url("missing.jpg")]}),
+            400,
+            "MediaDownloadFailed",
+        ),
+        (
+            &instagram,
+            json!({"text": "t", "mediaUrls": ["http://10.0.0.1/a.jpg"]}),
+            400,
+            "InvalidMediaUrl",
+        ),
+        (
+            &x_on_pro,
+            json!({"text": "t"}),
+            403,
+            "InsufficientPermissions",
+        ),
     ];
     for (publisher, content, status, code) in cases {
         let (got, body) = schedule(&app, publisher, content, 300).await;
-        assert_eq!((got, body["error"].as_str().unwrap()), (status, code), "{body}");
+        assert_eq!(
+            (got, body["error"].as_str().unwrap()),
+            (status, code),
+            "{body}"
+        );
         assert_eq!(list(&app, &publisher.key, "").await["count"], 0);
     }
 }
@@ -146,15 +194,28 @@ async fn due_posts_publish_through_the_account_and_land_in_the_history() {
     let app = TestApp::spawn().await;
     let publisher = app.publisher("facebook", "pro").await;
     let jpg = app.media_url("sample.jpg");
-    let id = schedule_ok(&app, &publisher, json!({"text": "scheduled photo", "mediaUrls": [jpg]}), 120).await;
+    let id = schedule_ok(
+        &app,
+        &publisher,
+        json!({"text": "scheduled photo", "mediaUrls": [jpg]}),
+        120,
+    )
+    .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(app.published(&publisher.sim).len(), 0, "not before its time");
+    assert_eq!(
+        app.published(&publisher.sim).len(),
+        0,
+        "not before its time"
+    );
     app.clock.advance(chrono::Duration::seconds(121));
     let post = wait_for(&app, &publisher.key, &id, &["published", "failed"]).await;
     assert_eq!(post["status"], "published", "{post}");
     let published = app.published(&publisher.sim);
     assert_eq!(published.len(), 1);
-    assert!(post["post_id"].as_str().is_some_and(|id| !id.is_empty()), "{post}");
+    assert!(
+        post["post_id"].as_str().is_some_and(|id| !id.is_empty()),
+        "{post}"
+    );
     let history: Value = publisher
         .dashboard
         .client
@@ -189,17 +250,32 @@ async fn list_filters_by_status_and_platform_in_scheduled_order_with_a_limit() {
     assert_eq!(status, 200);
 
     let all = list(&app, &threads.key, "").await;
-    let order: Vec<&str> = all["posts"].as_array().unwrap().iter().map(|p| p["content"]["text"].as_str().unwrap()).collect();
+    let order: Vec<&str> = all["posts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["content"]["text"].as_str().unwrap())
+        .collect();
     assert_eq!(order, ["t1", "on x", "t0", "t2"], "by scheduled_at");
     assert_eq!(list(&app, &threads.key, "?platform=x").await["count"], 1);
-    assert_eq!(list(&app, &threads.key, "?status=cancelled").await["posts"][0]["scheduled_post_id"], ids[2]);
-    assert_eq!(list(&app, &threads.key, "?status=scheduled&platform=threads").await["count"], 2);
+    assert_eq!(
+        list(&app, &threads.key, "?status=cancelled").await["posts"][0]["scheduled_post_id"],
+        ids[2]
+    );
+    assert_eq!(
+        list(&app, &threads.key, "?status=scheduled&platform=threads").await["count"],
+        2
+    );
     let limited = list(&app, &threads.key, "?limit=2").await;
     assert_eq!(limited["count"], 2);
     assert_eq!(limited["posts"][0]["content"]["text"], "t1");
 
     // Bad filters are refused; another user sees nothing.
-    for (query, code) in [("?status=done", "InvalidRequest"), ("?platform=myspace", "InvalidPlatform"), ("?limit=0", "InvalidRequest")] {
+    for (query, code) in [
+        ("?status=done", "InvalidRequest"),
+        ("?platform=myspace", "InvalidPlatform"),
+        ("?limit=0", "InvalidRequest"),
+    ] {
         let response = app
             .http
             .get(app.url(&format!("/api/scheduled-posts{query}")))
@@ -221,9 +297,15 @@ async fn only_scheduled_posts_can_be_cancelled() {
     let id = schedule_ok(&app, &publisher, json!({"text": "cancel me"}), 120).await;
     let (status, body) = cancel(&app, &publisher.key, &id).await;
     assert_eq!(status, 200);
-    assert_eq!(body, json!({"success": true, "message": "Scheduled post cancelled", "scheduledPostId": id}));
+    assert_eq!(
+        body,
+        json!({"success": true, "message": "Scheduled post cancelled", "scheduledPostId": id})
+    );
     let (status, body) = cancel(&app, &publisher.key, &id).await;
-    assert_eq!((status, body["error"].as_str().unwrap()), (409, "ScheduledPostNotCancellable"));
+    assert_eq!(
+        (status, body["error"].as_str().unwrap()),
+        (409, "ScheduledPostNotCancellable")
+    );
     assert!(body["message"].as_str().unwrap().contains("cancelled"));
 
     // A cancelled post is never published.
@@ -236,7 +318,10 @@ async fn only_scheduled_posts_can_be_cancelled() {
     app.clock.advance(chrono::Duration::seconds(62));
     wait_for(&app, &publisher.key, &done, &["published"]).await;
     let (status, body) = cancel(&app, &publisher.key, &done).await;
-    assert_eq!((status, body["error"].as_str().unwrap()), (409, "ScheduledPostNotCancellable"));
+    assert_eq!(
+        (status, body["error"].as_str().unwrap()),
+        (409, "ScheduledPostNotCancellable")
+    );
 
     // Unknown, malformed and another user's ids are all 404.
     let stranger = app.publisher("threads", "pro").await;
@@ -246,7 +331,11 @@ async fn only_scheduled_posts_can_be_cancelled() {
         (&stranger.key, done.clone()),
     ] {
         let (status, body) = cancel(&app, key, &id).await;
-        assert_eq!((status, body["error"].as_str().unwrap()), (404, "ScheduledPostNotFound"), "{id}");
+        assert_eq!(
+            (status, body["error"].as_str().unwrap()),
+            (404, "ScheduledPostNotFound"),
+            "{id}"
+        );
     }
 }
 
@@ -275,7 +364,13 @@ async fn a_transient_failure_is_retried_and_then_publishes_once() {
         }
         tokio::time::sleep(Duration::from_millis(30)).await;
     }
-    assert!(waiting["last_attempt_error"].as_str().unwrap().contains("PublishingFailed"), "{waiting}");
+    assert!(
+        waiting["last_attempt_error"]
+            .as_str()
+            .unwrap()
+            .contains("PublishingFailed"),
+        "{waiting}"
+    );
     assert!(waiting["next_attempt_at"].is_string());
     // Its retry comes due after the backoff (1 s in tests).
     app.clock.advance(chrono::Duration::seconds(2));
@@ -319,7 +414,9 @@ async fn permanent_failures_fail_at_once_with_the_reason() {
     assert_eq!(post["error_code"], "AccountDisabled");
     assert!(post["error"].as_str().unwrap().contains("disconnected"));
     assert_eq!(
-        app.sim.state().request_count("threads", &disconnected.sim.external_id),
+        app.sim
+            .state()
+            .request_count("threads", &disconnected.sim.external_id),
         0,
         "no platform call for a disconnected account"
     );
@@ -336,7 +433,10 @@ async fn two_instances_on_one_database_publish_each_post_exactly_once() {
     let mut ids = Vec::new();
     for i in 0..40 {
         let publisher = &publishers[i % 4];
-        ids.push((i % 4, schedule_ok(&app, publisher, json!({"text": format!("post {i}")}), 61).await));
+        ids.push((
+            i % 4,
+            schedule_ok(&app, publisher, json!({"text": format!("post {i}")}), 61).await,
+        ));
     }
     app.clock.advance(chrono::Duration::seconds(62));
     second.state.wake_scheduler();
@@ -361,17 +461,41 @@ async fn a_dead_claimants_posts_are_settled_from_their_steps() {
     let app = TestApp::spawn_with(|c| c.scheduler.lease_secs = 2).await;
     let publisher = app.publisher("threads", "pro").await;
     let store = &app.state.store;
-    let unstarted = schedule_ok(&app, &publisher, json!({"text": "never reached the platform"}), 61).await;
-    let midway = schedule_ok(&app, &publisher, json!({"text": "final call was in flight"}), 61).await;
+    let unstarted = schedule_ok(
+        &app,
+        &publisher,
+        json!({"text": "never reached the platform"}),
+        61,
+    )
+    .await;
+    let midway = schedule_ok(
+        &app,
+        &publisher,
+        json!({"text": "final call was in flight"}),
+        61,
+    )
+    .await;
     // Stop this instance's scheduler from taking them: a "dead" instance claims both first.
-    app.state.scheduler.get().unwrap().send(social_service::actors::scheduler::Drain).await.unwrap();
+    app.state
+        .scheduler
+        .get()
+        .unwrap()
+        .send(social_service::actors::scheduler::Drain)
+        .await
+        .unwrap();
     app.clock.advance(chrono::Duration::seconds(62));
     let now = app.clock_now();
     let lease = now + chrono::Duration::seconds(1);
     for (id, final_started) in [(&unstarted, false), (&midway, true)] {
         let submission_id = uuid::Uuid::new_v4();
         let row = store
-            .claim_scheduled_post(id.parse().unwrap(), "dead-instance", submission_id, now, lease)
+            .claim_scheduled_post(
+                id.parse().unwrap(),
+                "dead-instance",
+                submission_id,
+                now,
+                lease,
+            )
             .await
             .unwrap()
             .unwrap();
@@ -407,18 +531,41 @@ async fn a_dead_claimants_posts_are_settled_from_their_steps() {
     }
     // The lease passes; settlement runs (as the next start would).
     app.clock.advance(chrono::Duration::seconds(5));
-    let settled = social_service::actors::scheduler::settle_expired_claims(&app.state).await.unwrap();
+    let settled = social_service::actors::scheduler::settle_expired_claims(&app.state)
+        .await
+        .unwrap();
     assert_eq!(settled, 2);
     let posts = list(&app, &publisher.key, "").await;
-    let find = |id: &str| posts["posts"].as_array().unwrap().iter().find(|p| p["scheduled_post_id"] == id).unwrap().clone();
+    let find = |id: &str| {
+        posts["posts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["scheduled_post_id"] == id)
+            .unwrap()
+            .clone()
+    };
     let midway_post = find(&midway);
     assert_eq!(midway_post["status"], "failed");
     assert_eq!(midway_post["error_code"], "PublishingUnconfirmed");
-    assert!(midway_post["error"].as_str().unwrap().contains("unconfirmed"));
+    assert!(
+        midway_post["error"]
+            .as_str()
+            .unwrap()
+            .contains("unconfirmed")
+    );
     let unstarted_post = find(&unstarted);
-    assert_eq!(unstarted_post["status"], "scheduled", "retried: the final call was never made");
+    assert_eq!(
+        unstarted_post["status"], "scheduled",
+        "retried: the final call was never made"
+    );
     // Settling again does nothing.
-    assert_eq!(social_service::actors::scheduler::settle_expired_claims(&app.state).await.unwrap(), 0);
+    assert_eq!(
+        social_service::actors::scheduler::settle_expired_claims(&app.state)
+            .await
+            .unwrap(),
+        0
+    );
 }
 
 #[actix_web::test]
@@ -433,18 +580,39 @@ async fn graceful_shutdown_finishes_in_flight_publishes_and_leaves_the_rest_sche
             ..FaultSpec::default()
         },
     );
-    let due = schedule_ok(&app, &publisher, json!({"text": "in flight at shutdown"}), 61).await;
+    let due = schedule_ok(
+        &app,
+        &publisher,
+        json!({"text": "in flight at shutdown"}),
+        61,
+    )
+    .await;
     let later = schedule_ok(&app, &publisher, json!({"text": "not yet due"}), 3600).await;
     app.clock.advance(chrono::Duration::seconds(62));
     // Wait until it is being published, then drain.
     wait_for(&app, &publisher.key, &due, &["publishing"]).await;
     social_service::Application::drain(&app.state).await;
-    let post = wait_for(&app, &publisher.key, &due, &["published", "failed", "publishing"]).await;
-    assert_eq!(post["status"], "published", "drain waited for the in-flight publish");
+    let post = wait_for(
+        &app,
+        &publisher.key,
+        &due,
+        &["published", "failed", "publishing"],
+    )
+    .await;
+    assert_eq!(
+        post["status"], "published",
+        "drain waited for the in-flight publish"
+    );
     // After draining nothing new is claimed, even once due.
     app.clock.advance(chrono::Duration::seconds(3600));
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let post = wait_for(&app, &publisher.key, &later, &["scheduled", "published", "publishing"]).await;
+    let post = wait_for(
+        &app,
+        &publisher.key,
+        &later,
+        &["scheduled", "published", "publishing"],
+    )
+    .await;
     assert_eq!(post["status"], "scheduled");
     assert_eq!(app.published(&publisher.sim).len(), 1);
 }
