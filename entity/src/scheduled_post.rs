@@ -24,6 +24,8 @@ pub struct Model {
     pub next_attempt_at: DateTimeUtc,
     /// The instance that claimed it, while `publishing`.
     pub claimed_by: Option<String>,
+    /// When the latest attempt was claimed (its dispatch time).
+    pub claimed_at: Option<DateTimeUtc>,
     /// Until when the claim holds; a claim past its lease belongs to a process that died.
     pub lease_until: Option<DateTimeUtc>,
     /// The publishing-history row of the latest attempt.

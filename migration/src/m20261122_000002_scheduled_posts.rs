@@ -28,6 +28,7 @@ enum ScheduledPosts {
     Attempts,
     NextAttemptAt,
     ClaimedBy,
+    ClaimedAt,
     LeaseUntil,
     SubmissionId,
     PostId,
@@ -69,6 +70,7 @@ impl MigrationTrait for Migration {
                     .col(integer(ScheduledPosts::Attempts).default(0))
                     .col(timestamp_with_time_zone(ScheduledPosts::NextAttemptAt))
                     .col(string_null(ScheduledPosts::ClaimedBy))
+                    .col(timestamp_with_time_zone_null(ScheduledPosts::ClaimedAt))
                     .col(timestamp_with_time_zone_null(ScheduledPosts::LeaseUntil))
                     .col(uuid_null(ScheduledPosts::SubmissionId))
                     .col(string_null(ScheduledPosts::PostId))

@@ -114,19 +114,14 @@ impl SchedulerActor {
         let lease = self.lease();
         let work = async move {
             let now = state.clock.now();
-            let mut claimed = Vec::new();
-            if room > 0 {
-                for id in state.store.due_scheduled_ids(now, room as u64).await? {
-                    let submission_id = Uuid::new_v4();
-                    if let Some(row) = state
-                        .store
-                        .claim_scheduled_post(id, &instance, submission_id, now, now + lease)
-                        .await?
-                    {
-                        claimed.push(row);
-                    }
-                }
-            }
+            let claimed = if room > 0 {
+                state
+                    .store
+                    .claim_due_posts(&instance, now, now + lease, room as u64)
+                    .await?
+            } else {
+                Vec::new()
+            };
             let next_due = state.store.next_due_at().await?;
             Ok::<_, sea_orm::DbErr>((claimed, next_due, now))
         };
@@ -360,7 +355,12 @@ async fn attempt(
             retryable: matches!(error.code, ErrorCode::InternalServerError),
             error,
         })?;
-    let submission_id = row.submission_id.unwrap_or_else(Uuid::new_v4);
+    let submission_id = Uuid::new_v4();
+    state
+        .store
+        .set_scheduled_submission(row.id, submission_id)
+        .await
+        .map_err(ApiError::from)?;
     let receiver = service::enqueue(state, &user, prepared, submission_id, Some(row.id)).await?;
     match receiver.await {
         Ok(Ok(data)) => Ok(data),
@@ -452,10 +452,8 @@ pub async fn settle_expired_claims(state: &AppState) -> Result<u64, sea_orm::DbE
     let mut settled = 0;
     for row in store.expired_claims(now).await? {
         let claimant = row.claimed_by.clone().unwrap_or_default();
-        let submission = match row.submission_id {
-            Some(id) => store.find_submission(id).await?,
-            None => None,
-        };
+        // The attempt's history row is written before its first platform call.
+        let submission = store.latest_submission_for(row.id).await?;
         let final_started = submission
             .as_ref()
             .and_then(|s| s.steps.as_ref())

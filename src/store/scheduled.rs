@@ -5,9 +5,8 @@
 use chrono::{DateTime, Utc};
 use entity::scheduled_post;
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, Condition, DbErr, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect, Set,
-    sea_query::{Expr, ExprTrait},
+    ActiveModelTrait, ColumnTrait, Condition, DbBackend, DbErr, EntityTrait, QueryFilter,
+    QueryOrder, QuerySelect, Set, Statement, Value, sea_query::Expr,
 };
 use uuid::Uuid;
 
@@ -54,6 +53,7 @@ impl Store {
             attempts: Set(0),
             next_attempt_at: Set(new.scheduled_at),
             claimed_by: Set(None),
+            claimed_at: Set(None),
             lease_until: Set(None),
             submission_id: Set(None),
             post_id: Set(None),
@@ -132,57 +132,83 @@ impl Store {
         Ok(next.map(|p| p.next_attempt_at))
     }
 
-    /// Ids of `scheduled` posts due at `now`, earliest first.
-    pub async fn due_scheduled_ids(
+    /// Claims up to `limit` due posts, earliest first: `scheduled → publishing` with this
+    /// claimant and lease, in one statement. A post is claimed by exactly one caller: the update
+    /// re-checks `status = 'scheduled'` on every row it changes (PostgreSQL re-evaluates it after
+    /// waiting for a concurrent claimant's lock, and `SKIP LOCKED` avoids the wait; SQLite runs
+    /// one writer at a time).
+    pub async fn claim_due_posts(
         &self,
+        claimant: &str,
         now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
         limit: u64,
-    ) -> Result<Vec<Uuid>, DbErr> {
-        let rows = scheduled_post::Entity::find()
-            .select_only()
-            .column(scheduled_post::Column::Id)
-            .filter(scheduled_post::Column::Status.eq("scheduled"))
-            .filter(scheduled_post::Column::NextAttemptAt.lte(now))
-            .order_by_asc(scheduled_post::Column::NextAttemptAt)
-            .limit(limit)
-            .into_tuple::<Uuid>()
+    ) -> Result<Vec<scheduled_post::Model>, DbErr> {
+        let backend = self.backend();
+        let postgres = backend == DbBackend::Postgres;
+        let sql = if postgres {
+            "UPDATE scheduled_posts SET status = 'publishing', claimed_by = $1, claimed_at = $2, \
+             lease_until = $3, attempts = attempts + 1, updated_at = $2 \
+             WHERE status = 'scheduled' AND id IN (\
+               SELECT id FROM scheduled_posts WHERE status = 'scheduled' AND next_attempt_at <= $2 \
+               ORDER BY next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED) \
+             RETURNING *"
+        } else {
+            "UPDATE scheduled_posts SET status = 'publishing', claimed_by = ?, claimed_at = ?, \
+             lease_until = ?, attempts = attempts + 1, updated_at = ? \
+             WHERE status = 'scheduled' AND id IN (\
+               SELECT id FROM scheduled_posts WHERE status = 'scheduled' AND next_attempt_at <= ? \
+               ORDER BY next_attempt_at LIMIT ?) \
+             RETURNING *"
+        };
+        let (claimant, now, lease, limit): (Value, Value, Value, Value) = (
+            claimant.to_string().into(),
+            now.into(),
+            lease_until.into(),
+            (limit as i64).into(),
+        );
+        // PostgreSQL reuses `$2`; SQLite's `?` takes one value per occurrence.
+        let values = if postgres {
+            vec![claimant, now, lease, limit]
+        } else {
+            vec![claimant, now.clone(), lease, now.clone(), now, limit]
+        };
+        let mut rows = scheduled_post::Entity::find()
+            .from_raw_sql(Statement::from_sql_and_values(backend, sql, values))
             .all(&self.db)
             .await?;
+        rows.sort_by_key(|r| r.next_attempt_at);
         Ok(rows)
     }
 
-    /// Claims a due post: `scheduled → publishing` in one conditional update. `None` when someone
-    /// else claimed (or cancelled) it first.
-    pub async fn claim_scheduled_post(
+    /// The latest publish attempt (history row) of a scheduled post.
+    pub async fn latest_submission_for(
+        &self,
+        scheduled_post_id: Uuid,
+    ) -> Result<Option<entity::post_submission::Model>, DbErr> {
+        use entity::post_submission;
+        post_submission::Entity::find()
+            .filter(post_submission::Column::ScheduledPostId.eq(scheduled_post_id))
+            .order_by_desc(post_submission::Column::CreatedAt)
+            .one(&self.db)
+            .await
+    }
+
+    /// Records which history row an attempt writes.
+    pub async fn set_scheduled_submission(
         &self,
         id: Uuid,
-        claimant: &str,
         submission_id: Uuid,
-        now: DateTime<Utc>,
-        lease_until: DateTime<Utc>,
-    ) -> Result<Option<scheduled_post::Model>, DbErr> {
-        let result = scheduled_post::Entity::update_many()
-            .col_expr(scheduled_post::Column::Status, Expr::value("publishing"))
-            .col_expr(scheduled_post::Column::ClaimedBy, Expr::value(claimant))
-            .col_expr(scheduled_post::Column::LeaseUntil, Expr::value(lease_until))
+    ) -> Result<(), DbErr> {
+        scheduled_post::Entity::update_many()
             .col_expr(
                 scheduled_post::Column::SubmissionId,
                 Expr::value(submission_id),
             )
-            .col_expr(
-                scheduled_post::Column::Attempts,
-                Expr::col(scheduled_post::Column::Attempts).add(1),
-            )
-            .col_expr(scheduled_post::Column::UpdatedAt, Expr::value(now))
             .filter(scheduled_post::Column::Id.eq(id))
-            .filter(scheduled_post::Column::Status.eq("scheduled"))
-            .filter(scheduled_post::Column::NextAttemptAt.lte(now))
             .exec(&self.db)
             .await?;
-        if result.rows_affected != 1 {
-            return Ok(None);
-        }
-        self.find_scheduled_post(id).await
+        Ok(())
     }
 
     /// Extends the leases of everything this instance is publishing.

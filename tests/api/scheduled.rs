@@ -486,19 +486,14 @@ async fn a_dead_claimants_posts_are_settled_from_their_steps() {
     app.clock.advance(chrono::Duration::seconds(62));
     let now = app.clock_now();
     let lease = now + chrono::Duration::seconds(1);
-    for (id, final_started) in [(&unstarted, false), (&midway, true)] {
+    let claimed = store
+        .claim_due_posts("dead-instance", now, lease, 10)
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 2);
+    for row in claimed {
+        let final_started = row.id.to_string() == midway;
         let submission_id = uuid::Uuid::new_v4();
-        let row = store
-            .claim_scheduled_post(
-                id.parse().unwrap(),
-                "dead-instance",
-                submission_id,
-                now,
-                lease,
-            )
-            .await
-            .unwrap()
-            .unwrap();
         store
             .start_submission(
                 submission_id,
