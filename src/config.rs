@@ -268,6 +268,9 @@ pub struct SchedulerConfig {
     pub max_sleep_ms: u64,
     /// On shutdown, how long in-flight publishes may take to finish.
     pub shutdown_grace_secs: u64,
+    /// An immediate publish still `publishing` in the history after this long was cut off by a
+    /// stopped process; it is settled like a scheduled one (failed, or unconfirmed).
+    pub stale_publish_secs: u64,
 }
 
 impl Default for SchedulerConfig {
@@ -280,6 +283,7 @@ impl Default for SchedulerConfig {
             retry_base_secs: 30,
             max_sleep_ms: 5_000,
             shutdown_grace_secs: 30,
+            stale_publish_secs: 1_800,
         }
     }
 }

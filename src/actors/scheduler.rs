@@ -30,6 +30,7 @@ use crate::{
     AppState,
     config::SchedulerConfig,
     error::{ApiError, ErrorCode},
+    platforms::ClaimFence,
     publish::{service, validate},
     usage::Plan,
 };
@@ -331,6 +332,7 @@ impl From<ApiError> for AttemptFailure {
 /// One attempt: the same checks as an immediate publish, then the account actor.
 async fn attempt(
     state: &AppState,
+    instance: &str,
     row: &entity::scheduled_post::Model,
 ) -> Result<Value, AttemptFailure> {
     let user = state
@@ -361,7 +363,13 @@ async fn attempt(
         .set_scheduled_submission(row.id, submission_id)
         .await
         .map_err(ApiError::from)?;
-    let receiver = service::enqueue(state, &user, prepared, submission_id, Some(row.id)).await?;
+    let claim = ClaimFence {
+        scheduled_post_id: row.id,
+        claimant: instance.to_string(),
+        lease: chrono::Duration::seconds(state.config.scheduler.lease_secs.max(1) as i64),
+        clock: state.clock.clone(),
+    };
+    let receiver = service::enqueue(state, &user, prepared, submission_id, Some(claim)).await?;
     match receiver.await {
         Ok(Ok(data)) => Ok(data),
         Ok(Err(failure)) => Err(AttemptFailure {
@@ -384,7 +392,7 @@ async fn dispatch_post(
     config: SchedulerConfig,
     row: entity::scheduled_post::Model,
 ) -> Result<Ended, sea_orm::DbErr> {
-    let result = attempt(&state, &row).await;
+    let result = attempt(&state, &instance, &row).await;
     let now = state.clock.now();
     let store = &state.store;
     let changed = match result {
@@ -517,6 +525,33 @@ pub async fn settle_expired_claims(state: &AppState) -> Result<u64, sea_orm::DbE
             tracing::warn!(scheduled_post = %row.id, %claimant, final_started, "settled a post left by a stopped instance");
             settled += 1;
         }
+    }
+    // Immediate publishes cut off by a stopped process: their callers are long gone; say in
+    // the history what happened.
+    let before = now - chrono::Duration::seconds(state.config.scheduler.stale_publish_secs as i64);
+    for submission in store.stale_publishing_submissions(before).await? {
+        let final_started = submission
+            .steps
+            .as_ref()
+            .is_some_and(|steps| steps["final_started"] == Value::Bool(true));
+        let (status, code, message) = if final_started {
+            (
+                "unconfirmed",
+                ErrorCode::PublishingFailed.as_str(),
+                UNCONFIRMED_MESSAGE,
+            )
+        } else {
+            (
+                "failed",
+                ErrorCode::ServiceUnavailable.as_str(),
+                "The service stopped before the final publish call; nothing was published",
+            )
+        };
+        store
+            .finish_submission_failed(submission.id, status, code, message, now)
+            .await?;
+        tracing::warn!(submission = %submission.id, status, "settled an immediate publish left by a stopped instance");
+        settled += 1;
     }
     Ok(settled)
 }

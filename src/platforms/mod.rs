@@ -178,6 +178,19 @@ impl PlatformError {
 pub struct StepRecorder {
     store: Option<(Store, Uuid)>,
     state: Mutex<Value>,
+    fence: Option<ClaimFence>,
+}
+
+/// The claim a scheduled publish runs under. Before the irreversible call the claim is renewed
+/// conditionally: if another instance has meanwhile settled the post (this one was presumed
+/// dead), the renewal fails and the final call is not made. This keeps at-most-once even across
+/// a pause longer than the lease.
+#[derive(Clone)]
+pub struct ClaimFence {
+    pub scheduled_post_id: Uuid,
+    pub claimant: String,
+    pub lease: chrono::Duration,
+    pub clock: crate::clock::SharedClock,
 }
 
 impl StepRecorder {
@@ -186,6 +199,7 @@ impl StepRecorder {
         Self {
             store: Some((store, submission_id)),
             state: Mutex::new(json!({"steps": [], "final_started": false})),
+            fence: None,
         }
     }
 
@@ -194,7 +208,14 @@ impl StepRecorder {
         Self {
             store: None,
             state: Mutex::new(json!({"steps": [], "final_started": false})),
+            fence: None,
         }
+    }
+
+    /// Runs the recorder under a scheduled post's claim (see [`ClaimFence`]).
+    pub fn with_fence(mut self, fence: Option<ClaimFence>) -> Self {
+        self.fence = fence;
+        self
     }
 
     /// Records a remote id (container, upload session, media id, published segment id…).
@@ -212,6 +233,18 @@ impl StepRecorder {
     /// Marks that the irreversible call is about to be made. After this, an interrupted publish
     /// is never resumed automatically: its outcome must be checked on the platform.
     pub async fn before_final(&self) -> Result<(), PlatformError> {
+        if let (Some((store, _)), Some(fence)) = (&self.store, &self.fence) {
+            let until = fence.clock.now() + fence.lease;
+            let held = store
+                .renew_claim(fence.scheduled_post_id, &fence.claimant, until)
+                .await
+                .map_err(|e| PlatformError::Transient(format!("cannot renew the claim: {e}")))?;
+            if !held {
+                return Err(PlatformError::Rejected(
+                    "this instance no longer holds the scheduled post's claim; the final publish call was not made".into(),
+                ));
+            }
+        }
         let snapshot = {
             let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
             state["final_started"] = json!(true);

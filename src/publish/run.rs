@@ -14,7 +14,8 @@ use crate::{
     crypto::TokenCipher,
     error::{ApiError, ErrorCode},
     platforms::{
-        self, AccountCredentials, PlatformContext, PlatformError, Published, StepRecorder,
+        self, AccountCredentials, ClaimFence, PlatformContext, PlatformError, Published,
+        StepRecorder,
     },
     publish::media::MediaFetcher,
     store::{NewSubmission, Store},
@@ -44,8 +45,8 @@ pub struct JobSpec {
     pub content: Value,
     /// A counter reserved for this post (x monthly posts) to give back if nothing went out.
     pub reserved_counter: Option<(Uuid, String)>,
-    /// The scheduled post this publish is an attempt of.
-    pub scheduled_post_id: Option<Uuid>,
+    /// The scheduled post this publish is an attempt of, and the claim it runs under.
+    pub claim: Option<ClaimFence>,
 }
 
 /// How a job ended.
@@ -114,7 +115,7 @@ pub async fn run_job(
                 error_message: None,
                 published_at: None,
             },
-            job.scheduled_post_id,
+            job.claim.as_ref().map(|c| c.scheduled_post_id),
             now,
         )
         .await;
@@ -129,7 +130,8 @@ pub async fn run_job(
         };
     }
 
-    let steps = StepRecorder::for_submission(deps.store.clone(), job.submission_id);
+    let steps = StepRecorder::for_submission(deps.store.clone(), job.submission_id)
+        .with_fence(job.claim.clone());
     let ctx = PlatformContext {
         http: &deps.http,
         media: &deps.media,

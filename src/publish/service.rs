@@ -20,6 +20,7 @@ use crate::{
     actors::account::JobOutcome,
     error::{ApiError, ErrorCode},
     http::auth::ApiCaller,
+    platforms::ClaimFence,
     store::NewScheduledPost,
     usage::{self, Plan},
     views,
@@ -201,7 +202,7 @@ pub async fn enqueue(
     user: &entity::user::Model,
     prepared: Prepared,
     submission_id: Uuid,
-    scheduled_post_id: Option<Uuid>,
+    claim: Option<ClaimFence>,
 ) -> Result<oneshot::Receiver<JobOutcome>, ApiError> {
     let reserved_counter = if prepared.request.platform == Platform::X {
         Some(reserve_x_post(state, user).await?)
@@ -216,7 +217,7 @@ pub async fn enqueue(
         content: prepared.request.content_json(),
         plan: prepared.plan,
         reserved_counter: reserved_counter.clone(),
-        scheduled_post_id,
+        claim,
     };
     match state.supervisor.publish(&prepared.account, spec).await {
         Ok(receiver) => Ok(receiver),

@@ -211,6 +211,21 @@ impl Store {
         Ok(())
     }
 
+    /// Renews one claim if `claimant` still holds it (the fence before an irreversible call).
+    pub async fn renew_claim(
+        &self,
+        id: Uuid,
+        claimant: &str,
+        lease_until: DateTime<Utc>,
+    ) -> Result<bool, DbErr> {
+        let result = scheduled_post::Entity::update_many()
+            .col_expr(scheduled_post::Column::LeaseUntil, Expr::value(lease_until))
+            .filter(Self::claimed_by(id, claimant, None))
+            .exec(&self.db)
+            .await?;
+        Ok(result.rows_affected == 1)
+    }
+
     /// Extends the leases of everything this instance is publishing.
     pub async fn extend_leases(
         &self,

@@ -168,4 +168,17 @@ impl Store {
     pub async fn find_submission(&self, id: Uuid) -> Result<Option<post_submission::Model>, DbErr> {
         post_submission::Entity::find_by_id(id).one(&self.db).await
     }
+
+    /// Immediate publishes still `publishing` that started before `before`.
+    pub async fn stale_publishing_submissions(
+        &self,
+        before: DateTime<Utc>,
+    ) -> Result<Vec<post_submission::Model>, DbErr> {
+        post_submission::Entity::find()
+            .filter(post_submission::Column::Status.eq("publishing"))
+            .filter(post_submission::Column::ScheduledPostId.is_null())
+            .filter(post_submission::Column::CreatedAt.lt(before))
+            .all(&self.db)
+            .await
+    }
 }

@@ -611,3 +611,94 @@ async fn graceful_shutdown_finishes_in_flight_publishes_and_leaves_the_rest_sche
     assert_eq!(post["status"], "scheduled");
     assert_eq!(app.published(&publisher.sim).len(), 1);
 }
+
+#[actix_web::test]
+async fn the_final_call_is_fenced_by_the_claim() {
+    use social_service::platforms::{ClaimFence, StepRecorder};
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("threads", "pro").await;
+    app.state
+        .scheduler
+        .get()
+        .unwrap()
+        .send(social_service::actors::scheduler::Drain)
+        .await
+        .unwrap();
+    let id = schedule_ok(&app, &publisher, json!({"text": "fenced"}), 61).await;
+    app.clock.advance(chrono::Duration::seconds(62));
+    let now = app.clock_now();
+    let claimed = app
+        .state
+        .store
+        .claim_due_posts(
+            "other-instance",
+            now,
+            now + chrono::Duration::seconds(60),
+            10,
+        )
+        .await
+        .unwrap();
+    assert_eq!(claimed[0].id.to_string(), id);
+    let fence = |claimant: &str| ClaimFence {
+        scheduled_post_id: claimed[0].id,
+        claimant: claimant.into(),
+        lease: chrono::Duration::seconds(60),
+        clock: app.state.clock.clone(),
+    };
+    // An instance that lost the claim (it was presumed dead and the post settled) may not make
+    // the irreversible call.
+    let stale = StepRecorder::for_submission(app.state.store.clone(), uuid::Uuid::new_v4())
+        .with_fence(Some(fence("presumed-dead")));
+    assert!(stale.before_final().await.is_err());
+    let holder = StepRecorder::for_submission(app.state.store.clone(), uuid::Uuid::new_v4())
+        .with_fence(Some(fence("other-instance")));
+    assert!(holder.before_final().await.is_ok());
+}
+
+#[actix_web::test]
+async fn an_immediate_publish_cut_off_by_a_crash_is_settled_in_the_history() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("threads", "pro").await;
+    let store = &app.state.store;
+    let started = app.clock_now();
+    let mut ids = Vec::new();
+    for final_started in [false, true] {
+        let id = uuid::Uuid::new_v4();
+        store
+            .start_submission(
+                id,
+                social_service::store::NewSubmission {
+                    user_id: publisher.user_id,
+                    account_id: publisher.account.id,
+                    platform: "threads".into(),
+                    post_type: Some("text".into()),
+                    post_id: None,
+                    status: "publishing".into(),
+                    page_name: publisher.account.display_name.clone(),
+                    content: json!({"text": "cut off", "media_urls": []}),
+                    result: None,
+                    error_code: None,
+                    error_message: None,
+                    published_at: None,
+                },
+                None,
+                started,
+            )
+            .await
+            .unwrap();
+        store
+            .record_submission_steps(id, json!({"steps": [], "final_started": final_started}))
+            .await
+            .unwrap();
+        ids.push(id);
+    }
+    app.clock.advance(chrono::Duration::seconds(1_801));
+    social_service::actors::scheduler::settle_expired_claims(&app.state)
+        .await
+        .unwrap();
+    let interrupted = store.find_submission(ids[0]).await.unwrap().unwrap();
+    assert_eq!(interrupted.status, "failed");
+    let unconfirmed = store.find_submission(ids[1]).await.unwrap().unwrap();
+    assert_eq!(unconfirmed.status, "unconfirmed");
+    assert!(unconfirmed.error_message.unwrap().contains("unconfirmed"));
+}
