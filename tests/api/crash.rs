@@ -217,3 +217,144 @@ async fn sigkill_mid_batch_loses_nothing_and_publishes_nothing_twice() {
         "at most one post per account was cut off mid-publish"
     );
 }
+
+#[actix_web::test]
+async fn sigterm_finishes_in_flight_publishes_and_leaves_the_rest_scheduled() {
+    let sim = Simulator::start(SimConfig::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let db_url = format!("sqlite://{}/term.db?mode=rwc", dir.path().display());
+    let key = TokenCipher::generate_key();
+    let cipher = TokenCipher::from_config_value(&key).unwrap();
+    let store = Store::connect(&db_url, 2, None).await.unwrap();
+    store.migrate().await.unwrap();
+    let now = Utc::now();
+    let user = store
+        .upsert_oidc_user("iss", "term", Some("term@example.com"), None, now)
+        .await
+        .unwrap();
+    let sim_account = sim.state().create_account("threads", "slow", None);
+    sim.state().set_faults(
+        "threads",
+        &sim_account.external_id,
+        FaultSpec {
+            latency_ms: 400,
+            ..FaultSpec::default()
+        },
+    );
+    let account = operator::add_account(
+        &store,
+        &cipher,
+        now,
+        ManualAccount {
+            user_id: user.id,
+            platform: "threads".into(),
+            external_id: sim_account.external_id.clone(),
+            name: "slow".into(),
+            username: None,
+            account_type: None,
+            profile_picture_url: None,
+            access_token: sim_account.access_token.clone(),
+            refresh_token: None,
+            token_expires_at: None,
+            data_access_expires_at: None,
+        },
+    )
+    .await
+    .unwrap();
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let text = format!("term post {i}");
+        let row = store
+            .insert_scheduled_post(
+                NewScheduledPost {
+                    user_id: user.id,
+                    account_id: account.id,
+                    platform: "threads".into(),
+                    page_name: "slow".into(),
+                    request: json!({"post": {
+                        "accountId": account.id,
+                        "content": {"text": text, "platform": "threads"},
+                        "target": {"targetType": "threads"},
+                    }}),
+                    content: json!({"text": text, "media_urls": []}),
+                    // The first is due now, the rest in an hour.
+                    scheduled_at: if i == 0 {
+                        now
+                    } else {
+                        now + chrono::Duration::hours(1)
+                    },
+                },
+                now,
+            )
+            .await
+            .unwrap();
+        ids.push(row.id);
+    }
+    let envs: Vec<(String, String)> = [
+        ("SERVICE__SERVER__BIND", "127.0.0.1:0".to_string()),
+        ("SERVICE__DATABASE__URL", db_url.clone()),
+        ("SERVICE__SECRETS__SESSION_KEY", "k".repeat(40)),
+        ("SERVICE__SECRETS__TOKEN_ENCRYPTION_KEY", key.clone()),
+        (
+            "SERVICE__SECRETS__OPERATOR_TOKEN",
+            "operator-token-0123456789".into(),
+        ),
+        (
+            "SERVICE__PLATFORMS__THREADS_URL",
+            format!("{}/threads", sim.base_url),
+        ),
+        ("SERVICE__PLATFORMS__POLL_INTERVAL_MS", "50".into()),
+        ("SERVICE__SCHEDULER__MAX_SLEEP_MS", "100".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let mut child = start_service(&envs);
+    // Wait until the due post is being published, then SIGTERM.
+    let started = Instant::now();
+    loop {
+        let row = store.find_scheduled_post(ids[0]).await.unwrap().unwrap();
+        if row.status == "publishing" {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "never started publishing"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit_wait = Instant::now();
+    let exit = loop {
+        if let Some(exit) = child.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(
+            exit_wait.elapsed() < Duration::from_secs(40),
+            "did not exit after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(exit.success(), "clean exit: {exit:?}");
+    let first = store.find_scheduled_post(ids[0]).await.unwrap().unwrap();
+    assert_eq!(
+        first.status, "published",
+        "the in-flight publish finished before exit"
+    );
+    for id in &ids[1..] {
+        assert_eq!(
+            store
+                .find_scheduled_post(*id)
+                .await
+                .unwrap()
+                .unwrap()
+                .status,
+            "scheduled"
+        );
+    }
+    assert_eq!(sim.state().published(Some("threads"), None).len(), 1);
+}

@@ -99,6 +99,15 @@ impl TestApp {
 
     /// Spawns with a config adjusted by `adjust`.
     pub async fn spawn_with(adjust: impl FnOnce(&mut Config)) -> Self {
+        Self::spawn_inner(adjust, false).await
+    }
+
+    /// Spawns on the system clock (for timing tests); `clock` is then not the service's.
+    pub async fn spawn_on_system_clock(adjust: impl FnOnce(&mut Config)) -> Self {
+        Self::spawn_inner(adjust, true).await
+    }
+
+    async fn spawn_inner(adjust: impl FnOnce(&mut Config), system_clock: bool) -> Self {
         init_tracing();
         let sim = Simulator::start(SimConfig {
             bind: "127.0.0.1:0".into(),
@@ -159,7 +168,9 @@ impl TestApp {
         let app = Application::build(
             config.clone(),
             BuildOptions {
-                clock: Some(std::sync::Arc::new(clock.clone())),
+                clock: (!system_clock).then(|| {
+                    std::sync::Arc::new(clock.clone()) as social_service::clock::SharedClock
+                }),
                 pg_schema: pg_schema.clone(),
             },
         )

@@ -702,3 +702,56 @@ async fn an_immediate_publish_cut_off_by_a_crash_is_settled_in_the_history() {
     assert_eq!(unconfirmed.status, "unconfirmed");
     assert!(unconfirmed.error_message.unwrap().contains("unconfirmed"));
 }
+
+#[actix_web::test]
+async fn a_due_post_publishes_within_two_seconds_of_its_time() {
+    // Real time, and the longest sleep well above 2 s: only the timer set for the earliest due
+    // post can make it in time.
+    let app = TestApp::spawn_on_system_clock(|c| c.scheduler.max_sleep_ms = 30_000).await;
+    let publisher = app.publisher("threads", "pro").await;
+    let due = chrono::Utc::now() + chrono::Duration::seconds(3);
+    // Inserted directly (the API requires a minute's lead) and announced as the API does.
+    let row = app
+        .state
+        .store
+        .insert_scheduled_post(
+            social_service::store::NewScheduledPost {
+                user_id: publisher.user_id,
+                account_id: publisher.account.id,
+                platform: "threads".into(),
+                page_name: publisher.account.display_name.clone(),
+                request: publisher.body(json!({"text": "on time"})),
+                content: json!({"text": "on time", "media_urls": []}),
+                scheduled_at: due,
+            },
+            chrono::Utc::now(),
+        )
+        .await
+        .unwrap();
+    app.state.wake_scheduler();
+    let post = wait_for(
+        &app,
+        &publisher.key,
+        &row.id.to_string(),
+        &["published", "failed"],
+    )
+    .await;
+    assert_eq!(post["status"], "published", "{post}");
+    let row = app
+        .state
+        .store
+        .find_scheduled_post(row.id)
+        .await
+        .unwrap()
+        .unwrap();
+    let claimed_late = row.claimed_at.unwrap() - due;
+    let published_late = row.published_at.unwrap() - due;
+    assert!(
+        claimed_late >= chrono::Duration::zero(),
+        "not before its time: {claimed_late}"
+    );
+    assert!(
+        published_late < chrono::Duration::seconds(2),
+        "published {published_late} after due"
+    );
+}
