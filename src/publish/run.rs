@@ -194,7 +194,11 @@ pub async fn run_job(
                 .store
                 .finish_submission_failed(
                     job.submission_id,
-                    if maybe_published { "unconfirmed" } else { "failed" },
+                    if maybe_published {
+                        "unconfirmed"
+                    } else {
+                        "failed"
+                    },
                     api_error.code.as_str(),
                     &message,
                     finished_at,

@@ -51,7 +51,10 @@ async fn start_demo() -> Demo {
             demo.summary = summary;
             return demo;
         }
-        assert!(started.elapsed() < Duration::from_secs(60), "demo did not start");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "demo did not start"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
