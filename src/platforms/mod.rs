@@ -111,6 +111,13 @@ impl PlatformError {
         )
     }
 
+    /// Whether a failure of the irreversible call leaves it unknown if the post went out: the
+    /// platform gave no definite answer (5xx, timeout, network). Every other error is the
+    /// platform saying no.
+    pub fn outcome_unknown(&self) -> bool {
+        matches!(self, PlatformError::Transient(_))
+    }
+
     /// Whether the account's token is no longer usable.
     pub fn invalidates_token(&self) -> bool {
         matches!(

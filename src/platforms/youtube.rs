@@ -1,13 +1,474 @@
-//! youtube adapter: TODO (being written).
+//! youtube adapter: the YouTube Data API v3 (platform-apis.md §6).
+//!
+//! Resumable `videos.insert` (session `POST` → `PUT` of the streamed file), then `videos.list`
+//! until `uploadStatus` is `processed`, then `thumbnails.set` when a thumbnail is given. The
+//! `PUT` is the final call: once the bytes are in, the video exists. A thumbnail that fails after
+//! that is a warning on the published result, not a failed publish.
 
-use super::{PlatformContext, PlatformError, Published};
-use crate::publish::plan::YoutubePost;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeZone, Utc};
+use chrono_tz::America::Los_Angeles;
+use reqwest::{StatusCode, header};
+use secrecy::ExposeSecret;
+use serde_json::{Value, json};
+
+use super::{PlatformContext, PlatformError, Published, poll_pause, processing_deadline};
+use crate::publish::plan::{MediaRef, YoutubePost};
+
+/// thumbnails.set `maxSize` in the discovery document.
+const MAX_THUMBNAIL_BYTES: u64 = 2_097_152;
+/// Where no better hint exists (e.g. per-minute rate limits).
+const SHORT_RETRY_SECS: u64 = 60;
+const FALLBACK_RETRY_SECS: u64 = 3600;
 
 pub async fn publish(
-    _ctx: &PlatformContext<'_>,
-    _post: &YoutubePost,
+    ctx: &PlatformContext<'_>,
+    post: &YoutubePost,
 ) -> Result<Published, PlatformError> {
-    Err(PlatformError::Rejected(
-        "youtube publishing is not built yet".into(),
-    ))
+    let api = Api { ctx };
+    let download = ctx.media.open_for_upload(&post.video.url).await?;
+    let length = download
+        .content_length
+        .or(post.video.size)
+        .filter(|l| *l > 0)
+        .ok_or_else(|| {
+            PlatformError::MediaFetch(format!(
+                "{} did not send a Content-Length; the upload needs the file size",
+                post.video.url
+            ))
+        })?;
+    let content_type = if download.content_type.is_empty() {
+        post.video.content_type.clone()
+    } else {
+        download.content_type.clone()
+    };
+
+    let session = api.start_session(post, length, &content_type).await?;
+    ctx.steps.record("upload_session", &session).await?;
+    ctx.steps.before_final().await?;
+    let video_id = api
+        .upload(&session, download.into_body(), length, &content_type)
+        .await?;
+    ctx.steps.record("video", &video_id).await?;
+    api.wait_processed(&video_id).await?;
+
+    let mut published = Published::single(video_id.clone());
+    if let Some(thumbnail) = &post.thumbnail
+        && let Err(e) = api.set_thumbnail(&video_id, thumbnail).await
+    {
+        published.warnings.push(format!(
+            "The video was published but its thumbnail could not be set: {e}"
+        ));
+    }
+    Ok(published)
+}
+
+struct Api<'c, 'a> {
+    ctx: &'c PlatformContext<'a>,
+}
+
+impl Api<'_, '_> {
+    fn url(&self, path: &str) -> String {
+        format!(
+            "{}{path}",
+            self.ctx.config.youtube_url.trim_end_matches('/')
+        )
+    }
+
+    fn token(&self) -> &str {
+        self.ctx.account.access_token.expose_secret()
+    }
+
+    fn call_timeout(&self) -> Duration {
+        Duration::from_secs(self.ctx.config.call_timeout_secs)
+    }
+
+    /// Opens a resumable upload session; returns its URI.
+    async fn start_session(
+        &self,
+        post: &YoutubePost,
+        length: u64,
+        content_type: &str,
+    ) -> Result<String, PlatformError> {
+        let metadata = json!({
+            "snippet": {"title": post.title, "description": post.description, "categoryId": "22"},
+            "status": {"privacyStatus": "public", "selfDeclaredMadeForKids": false},
+        });
+        let response = self
+            .ctx
+            .http
+            .post(self.url("/upload/youtube/v3/videos"))
+            .query(&[("uploadType", "resumable"), ("part", "snippet,status")])
+            .bearer_auth(self.token())
+            .header(header::CONTENT_TYPE, "application/json; charset=UTF-8")
+            .header("X-Upload-Content-Length", length.to_string())
+            .header("X-Upload-Content-Type", content_type)
+            .timeout(self.call_timeout())
+            .body(metadata.to_string())
+            .send()
+            .await
+            .map_err(PlatformError::from_reqwest)?;
+        if !response.status().is_success() {
+            return Err(google_error(response).await);
+        }
+        response
+            .headers()
+            .get(header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+            .ok_or_else(|| {
+                PlatformError::Rejected("YouTube opened no upload session (no Location)".into())
+            })
+    }
+
+    /// Streams the whole file into the session; returns the video id.
+    async fn upload(
+        &self,
+        session: &str,
+        body: reqwest::Body,
+        length: u64,
+        content_type: &str,
+    ) -> Result<String, PlatformError> {
+        // No call timeout: a large file takes as long as it takes.
+        let sent = self
+            .ctx
+            .http
+            .put(session)
+            .bearer_auth(self.token())
+            .header(header::CONTENT_TYPE, content_type)
+            .header(header::CONTENT_LENGTH, length)
+            .body(body)
+            .send()
+            .await;
+        let response = match sent {
+            Ok(r) => r,
+            Err(e) => {
+                // The bytes may all be in and only the answer lost: ask the session.
+                return match self.probe(session, length).await {
+                    Ok(Some(video_id)) => Ok(video_id),
+                    _ => Err(PlatformError::from_reqwest(e)),
+                };
+            }
+        };
+        match response.status() {
+            StatusCode::OK | StatusCode::CREATED => video_id_of(response).await,
+            StatusCode::PERMANENT_REDIRECT => Err(PlatformError::Transient(format!(
+                "YouTube kept only part of the upload ({})",
+                range_of(&response)
+            ))),
+            _ => Err(google_error(response).await),
+        }
+    }
+
+    /// `PUT` with `Content-Range: bytes */total`: the video id if the upload is complete.
+    async fn probe(&self, session: &str, length: u64) -> Result<Option<String>, PlatformError> {
+        let response = self
+            .ctx
+            .http
+            .put(session)
+            .bearer_auth(self.token())
+            .header(header::CONTENT_RANGE, format!("bytes */{length}"))
+            .header(header::CONTENT_LENGTH, 0)
+            .timeout(self.call_timeout())
+            .send()
+            .await
+            .map_err(PlatformError::from_reqwest)?;
+        match response.status() {
+            StatusCode::OK | StatusCode::CREATED => video_id_of(response).await.map(Some),
+            StatusCode::PERMANENT_REDIRECT => Ok(None),
+            _ => Err(google_error(response).await),
+        }
+    }
+
+    /// Polls `videos.list` until the video is processed.
+    async fn wait_processed(&self, video_id: &str) -> Result<(), PlatformError> {
+        let config = self.ctx.config;
+        let deadline = processing_deadline(config);
+        loop {
+            let last = match self.video_status(video_id).await {
+                Ok(Some(status)) => {
+                    let upload_status = status["uploadStatus"].as_str().unwrap_or_default();
+                    match upload_status {
+                        "processed" => return Ok(()),
+                        "failed" => {
+                            return Err(PlatformError::ProcessingFailed(format!(
+                                "YouTube failed to process video {video_id}: {}",
+                                status["failureReason"].as_str().unwrap_or("unknown")
+                            )));
+                        }
+                        "rejected" => {
+                            return Err(PlatformError::ProcessingFailed(format!(
+                                "YouTube rejected video {video_id}: {}",
+                                status["rejectionReason"].as_str().unwrap_or("unknown")
+                            )));
+                        }
+                        "deleted" => {
+                            return Err(PlatformError::ProcessingFailed(format!(
+                                "video {video_id} was deleted during processing"
+                            )));
+                        }
+                        other => format!("uploadStatus {other}"),
+                    }
+                }
+                // Freshly uploaded videos may take a moment to show up in lists.
+                Ok(None) => "video not listed yet".into(),
+                Err(e) if e.is_transient() => e.to_string(),
+                Err(e) => return Err(e),
+            };
+            if tokio::time::Instant::now() >= deadline {
+                return Err(PlatformError::ProcessingFailed(format!(
+                    "YouTube did not finish processing video {video_id} within {}s ({last})",
+                    config.processing_timeout_secs
+                )));
+            }
+            poll_pause(config).await;
+        }
+    }
+
+    async fn video_status(&self, video_id: &str) -> Result<Option<Value>, PlatformError> {
+        let response = self
+            .ctx
+            .http
+            .get(self.url("/youtube/v3/videos"))
+            .query(&[("part", "status,processingDetails"), ("id", video_id)])
+            .bearer_auth(self.token())
+            .timeout(self.call_timeout())
+            .send()
+            .await
+            .map_err(PlatformError::from_reqwest)?;
+        if !response.status().is_success() {
+            return Err(google_error(response).await);
+        }
+        let body: Value = response.json().await.map_err(PlatformError::from_reqwest)?;
+        Ok(body["items"]
+            .as_array()
+            .and_then(|items| items.iter().find(|i| i["id"] == video_id))
+            .map(|item| item["status"].clone()))
+    }
+
+    /// Uploads the thumbnail's bytes (at most 2 MiB, so reading them whole is fine).
+    async fn set_thumbnail(
+        &self,
+        video_id: &str,
+        thumbnail: &MediaRef,
+    ) -> Result<(), PlatformError> {
+        let download = self.ctx.media.open_for_upload(&thumbnail.url).await?;
+        if download
+            .content_length
+            .is_some_and(|l| l > MAX_THUMBNAIL_BYTES)
+        {
+            return Err(PlatformError::Rejected(format!(
+                "the thumbnail is larger than YouTube's {MAX_THUMBNAIL_BYTES} bytes"
+            )));
+        }
+        let content_type = if download.content_type.is_empty() {
+            thumbnail.content_type.clone()
+        } else {
+            download.content_type.clone()
+        };
+        // One piece one byte over the limit tells "too large" without reading further.
+        let mut reader = download.into_chunks(MAX_THUMBNAIL_BYTES as usize + 1);
+        let bytes = reader.next_chunk().await?.unwrap_or_default();
+        if bytes.len() as u64 > MAX_THUMBNAIL_BYTES {
+            return Err(PlatformError::Rejected(format!(
+                "the thumbnail is larger than YouTube's {MAX_THUMBNAIL_BYTES} bytes"
+            )));
+        }
+        let response = self
+            .ctx
+            .http
+            .post(self.url("/upload/youtube/v3/thumbnails/set"))
+            .query(&[("videoId", video_id), ("uploadType", "media")])
+            .bearer_auth(self.token())
+            .header(header::CONTENT_TYPE, content_type)
+            .timeout(self.call_timeout())
+            .body(bytes)
+            .send()
+            .await
+            .map_err(PlatformError::from_reqwest)?;
+        if response.status().is_success() {
+            Ok(())
+        } else {
+            Err(google_error(response).await)
+        }
+    }
+}
+
+async fn video_id_of(response: reqwest::Response) -> Result<String, PlatformError> {
+    let video: Value = response.json().await.map_err(PlatformError::from_reqwest)?;
+    video["id"]
+        .as_str()
+        .filter(|id| !id.is_empty())
+        .map(str::to_string)
+        .ok_or_else(|| {
+            PlatformError::Rejected("YouTube answered the upload without a video id".into())
+        })
+}
+
+fn range_of(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get(header::RANGE)
+        .and_then(|v| v.to_str().ok())
+        .map(|r| format!("has {r}"))
+        .unwrap_or_else(|| "has nothing".into())
+}
+
+/// Classifies a Google JSON error response.
+async fn google_error(response: reqwest::Response) -> PlatformError {
+    let status = response.status();
+    let text = response.text().await.unwrap_or_default();
+    classify(status, &text, Utc::now())
+}
+
+fn classify(status: StatusCode, text: &str, now: DateTime<Utc>) -> PlatformError {
+    let body: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    let message = body["error"]["message"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            let snippet: String = text.chars().take(200).collect();
+            format!("HTTP {}: {snippet}", status.as_u16())
+        });
+    let reason = body["error"]["errors"][0]["reason"]
+        .as_str()
+        .unwrap_or_default();
+    let detail = if reason.is_empty() {
+        message.clone()
+    } else {
+        format!("{reason}: {message}")
+    };
+    match (status.as_u16(), reason) {
+        (401, _) => {
+            let lower = message.to_ascii_lowercase();
+            // "Token has been expired or revoked." cannot be told apart: treat as revoked.
+            if lower.contains("expired") && !lower.contains("revoked") {
+                PlatformError::TokenExpired(detail)
+            } else {
+                PlatformError::TokenInvalid(detail)
+            }
+        }
+        (_, "quotaExceeded" | "dailyLimitExceeded" | "uploadLimitExceeded") => {
+            PlatformError::RateLimited {
+                retry_after: seconds_until_pacific_midnight(now),
+                message: detail,
+            }
+        }
+        (_, "rateLimitExceeded" | "userRateLimitExceeded") | (429, _) => {
+            PlatformError::RateLimited {
+                retry_after: SHORT_RETRY_SECS,
+                message: detail,
+            }
+        }
+        (403, "forbidden" | "insufficientPermissions") => PlatformError::Permission(detail),
+        (s, _) if s >= 500 => PlatformError::Transient(detail),
+        _ => PlatformError::Rejected(detail),
+    }
+}
+
+/// YouTube's daily quota resets at midnight Pacific time.
+fn seconds_until_pacific_midnight(now: DateTime<Utc>) -> u64 {
+    let local = now.with_timezone(&Los_Angeles);
+    local
+        .date_naive()
+        .succ_opt()
+        .and_then(|day| day.and_hms_opt(0, 0, 0))
+        .and_then(|midnight| Los_Angeles.from_local_datetime(&midnight).earliest())
+        .map(|midnight| (midnight.with_timezone(&Utc) - now).num_seconds())
+        .and_then(|s| u64::try_from(s).ok())
+        .filter(|s| *s > 0)
+        .unwrap_or(FALLBACK_RETRY_SECS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn quota_resets_at_pacific_midnight() {
+        let cases = [
+            // (name, now, seconds to wait)
+            ("winter, PST is UTC-8", "2026-01-15T07:00:00Z", 3600),
+            ("summer, PDT is UTC-7", "2026-07-15T06:30:00Z", 1800),
+            ("just after midnight", "2026-01-15T08:00:01Z", 86_399),
+            (
+                "day before spring forward is 23h",
+                "2026-03-08T08:00:00Z",
+                23 * 3600,
+            ),
+            (
+                "day before fall back is 25h",
+                "2026-11-01T07:00:00Z",
+                25 * 3600,
+            ),
+        ];
+        for (name, now, expected) in cases {
+            assert_eq!(seconds_until_pacific_midnight(at(now)), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn google_errors_are_classified() {
+        let err = |code: u16, reason: &str, message: &str| {
+            json!({"error": {"code": code, "message": message,
+                "errors": [{"message": message, "domain": "global", "reason": reason}]}})
+            .to_string()
+        };
+        let now = at("2026-01-15T07:00:00Z");
+        let cases = [
+            (
+                401,
+                "authError",
+                "Request had invalid authentication credentials. The access token expired.",
+                "TokenExpired",
+            ),
+            (
+                401,
+                "authError",
+                "Token has been expired or revoked.",
+                "TokenInvalid",
+            ),
+            (
+                401,
+                "required",
+                "Request is missing required authentication credential.",
+                "TokenInvalid",
+            ),
+            (
+                403,
+                "quotaExceeded",
+                "quota",
+                "RateLimited { retry_after: 3600",
+            ),
+            (
+                400,
+                "uploadLimitExceeded",
+                "too many",
+                "RateLimited { retry_after: 3600",
+            ),
+            (
+                403,
+                "rateLimitExceeded",
+                "slow down",
+                "RateLimited { retry_after: 60",
+            ),
+            (403, "forbidden", "no", "Permission"),
+            (403, "insufficientPermissions", "scopes", "Permission"),
+            (503, "backendError", "Backend Error", "Transient"),
+            (400, "invalidTitle", "bad title", "Rejected"),
+        ];
+        for (code, reason, message, expected) in cases {
+            let status = StatusCode::from_u16(code).unwrap();
+            let got = format!("{:?}", classify(status, &err(code, reason, message), now));
+            assert!(got.starts_with(expected), "{code} {reason}: {got}");
+        }
+        let got = format!("{:?}", classify(StatusCode::BAD_GATEWAY, "<html>", now));
+        assert!(got.starts_with("Transient"), "{got}");
+    }
 }

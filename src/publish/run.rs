@@ -178,6 +178,9 @@ pub async fn run_job(
         }
         Err(error) => {
             let final_started = steps.snapshot()["final_started"] == json!(true);
+            // Whether the post may be out: only if the irreversible call started and then
+            // failed without a definite answer (a 5xx, a timeout, a broken connection).
+            let maybe_published = final_started && error.outcome_unknown();
             let token_failure = error.invalidates_token().then(|| {
                 let code = match &error {
                     PlatformError::TokenExpired(_) => ErrorCode::TokenExpired,
@@ -186,8 +189,16 @@ pub async fn run_job(
                 (code, error.to_string())
             });
             tracing::warn!(submission = %job.submission_id, platform, error = %error, final_started, "publish failed");
-            let retryable = error.is_transient() && !final_started;
-            let api_error = error.into_api_error();
+            // Safe to try again only if the platform surely did not publish: it refused with a
+            // rate limit, or a transient failure came before the irreversible call.
+            let retryable = error.is_transient() && !maybe_published;
+            let mut api_error = error.into_api_error();
+            if maybe_published {
+                api_error.message = format!(
+                    "{} during the final publish call; the post may have been published: check the platform (and the publishing history) before retrying",
+                    api_error.message
+                );
+            }
             let message = match &api_error.details {
                 Some(details) => format!("{}: {details}", api_error.message),
                 None => api_error.message.clone(),
@@ -196,7 +207,11 @@ pub async fn run_job(
                 .store
                 .finish_submission_failed(
                     job.submission_id,
-                    "failed",
+                    if maybe_published {
+                        "unconfirmed"
+                    } else {
+                        "failed"
+                    },
                     api_error.code.as_str(),
                     &message,
                     finished_at,
@@ -205,7 +220,7 @@ pub async fn run_job(
             {
                 tracing::error!(error = %e, submission = %job.submission_id, "cannot record the failure");
             }
-            if !final_started {
+            if !maybe_published {
                 release_counter(&deps, &job).await;
             }
             JobResult {

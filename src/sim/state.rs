@@ -332,6 +332,19 @@ impl SimState {
             .collect()
     }
 
+    /// Changes a published item in place (e.g. a thumbnail set after the upload); `false` when
+    /// there is no item with that id.
+    pub fn update_published(&self, id: &str, change: impl FnOnce(&mut PublishedItem)) -> bool {
+        let mut items = self.published.lock().unwrap_or_else(|p| p.into_inner());
+        match items.iter_mut().find(|i| i.id == id) {
+            Some(item) => {
+                change(item);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// A published item by its id.
     pub fn published_item(&self, id: &str) -> Option<PublishedItem> {
         self.published

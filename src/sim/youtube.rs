@@ -1,5 +1,761 @@
-//! Simulator: TODO (being written).
+//! YouTube Data API v3, mounted at `/youtube` (platform-apis.md §6 and the discovery document):
+//!
+//! - `POST /upload/youtube/v3/videos?uploadType=resumable&part=snippet,status` with the Video
+//!   metadata → 200 and a `Location` session URI on the simulator;
+//! - `PUT <session URI>`: the whole file, or chunks with `Content-Range` (308 + `Range` until the
+//!   last one), or a `bytes */total` status probe; the completed upload answers the Video;
+//! - `GET /youtube/v3/videos?part=..&id=..`: `status.uploadStatus` uploaded → processed (or
+//!   failed), following the account's processing mode, with `processingDetails`;
+//! - `POST /upload/youtube/v3/thumbnails/set?videoId=..` with image bytes.
+//!
+//! Errors use Google's JSON error shape. Quota is counted per account per Pacific day
+//! (videos.insert 1600, thumbnails.set 50, videos.list 1; 10,000 a day).
 
-use actix_web::web;
+use std::time::Instant;
 
-pub fn configure(_cfg: &mut web::ServiceConfig) {}
+use actix_web::{
+    HttpRequest, HttpResponse,
+    http::{StatusCode, header},
+    web,
+};
+use bytes::Bytes;
+use chrono::Utc;
+use serde_json::{Value, json};
+
+use super::state::{
+    FaultKind, PublishedItem, Refusal, SimAccount, SimObject, SimState, bearer_token,
+};
+use crate::crypto::random_token;
+
+const PLATFORM: &str = "youtube";
+const DAILY_UNITS: u64 = 10_000;
+const INSERT_COST: u64 = 1_600;
+const THUMBNAIL_COST: u64 = 50;
+const LIST_COST: u64 = 1;
+/// thumbnails.set `maxSize` in the discovery document.
+const MAX_THUMBNAIL_BYTES: usize = 2_097_152;
+const MAX_TITLE_CHARS: usize = 100;
+const MAX_DESCRIPTION_BYTES: usize = 5_000;
+const VIDEOS_PATH: &str = "/upload/youtube/v3/videos";
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route(VIDEOS_PATH, web::post().to(insert_init))
+        .route(VIDEOS_PATH, web::put().to(upload_put))
+        .route("/youtube/v3/videos", web::get().to(list_videos))
+        .route(
+            "/upload/youtube/v3/thumbnails/set",
+            web::post().to(set_thumbnail),
+        );
+}
+
+/// A `Content-Range` request header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContentRange {
+    /// `bytes first-last/total` (`total` is `None` for `*`).
+    Bytes {
+        first: u64,
+        last: u64,
+        total: Option<u64>,
+    },
+    /// `bytes */total`: asks how much the server has.
+    Probe { total: Option<u64> },
+}
+
+/// Parses `bytes a-b/total`, `bytes a-b/*` and `bytes */total`.
+pub fn parse_content_range(value: &str) -> Option<ContentRange> {
+    let rest = value.trim().strip_prefix("bytes")?.trim_start();
+    let (range, total) = rest.split_once('/')?;
+    let total = match total.trim() {
+        "*" => None,
+        t => Some(t.parse().ok()?),
+    };
+    if range.trim() == "*" {
+        return Some(ContentRange::Probe { total });
+    }
+    let (first, last) = range.trim().split_once('-')?;
+    Some(ContentRange::Bytes {
+        first: first.trim().parse().ok()?,
+        last: last.trim().parse().ok()?,
+        total,
+    })
+}
+
+/// A Google JSON error.
+struct GError {
+    status: StatusCode,
+    reason: &'static str,
+    domain: &'static str,
+    message: String,
+}
+
+impl GError {
+    fn new(status: StatusCode, reason: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            reason,
+            domain: if status == StatusCode::FORBIDDEN && reason == "quotaExceeded" {
+                "youtube.quota"
+            } else if status.is_client_error() && status != StatusCode::UNAUTHORIZED {
+                "youtube.api"
+            } else {
+                "global"
+            },
+            message: message.into(),
+        }
+    }
+
+    fn bad_request(reason: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, reason, message)
+    }
+
+    fn quota_exceeded() -> Self {
+        Self::new(
+            StatusCode::FORBIDDEN,
+            "quotaExceeded",
+            "The request cannot be completed because you have exceeded your \
+             <a href=\"/youtube/v3/getting-started#quota\">quota</a>.",
+        )
+    }
+
+    fn from_refusal(refusal: Refusal) -> Self {
+        const INVALID: &str = "Request had invalid authentication credentials. Expected OAuth 2 \
+            access token, login cookie or other valid authentication credential. See \
+            https://developers.google.com/identity/sign-in/web/devconsole-project.";
+        match refusal {
+            Refusal::NoToken => Self {
+                status: StatusCode::UNAUTHORIZED,
+                reason: "required",
+                domain: "global",
+                message: "Request is missing required authentication credential. Expected \
+                    OAuth 2 access token, login cookie or other valid authentication credential."
+                    .into(),
+            },
+            Refusal::UnknownToken => Self::new(StatusCode::UNAUTHORIZED, "authError", INVALID),
+            Refusal::Fault(FaultKind::TokenExpired) => Self::new(
+                StatusCode::UNAUTHORIZED,
+                "authError",
+                format!("{INVALID} The access token expired."),
+            ),
+            Refusal::Fault(FaultKind::TokenRevoked) => Self::new(
+                StatusCode::UNAUTHORIZED,
+                "authError",
+                "Token has been expired or revoked.",
+            ),
+            Refusal::Fault(FaultKind::Permission) => Self {
+                status: StatusCode::FORBIDDEN,
+                reason: "insufficientPermissions",
+                domain: "global",
+                message: "Request had insufficient authentication scopes.".into(),
+            },
+            Refusal::Fault(FaultKind::RateLimit) => Self::quota_exceeded(),
+            Refusal::Fault(FaultKind::ServerError) => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "backendError",
+                "Backend Error",
+            ),
+        }
+    }
+
+    fn status_text(&self) -> &'static str {
+        match self.status.as_u16() {
+            400 => "INVALID_ARGUMENT",
+            401 => "UNAUTHENTICATED",
+            403 => "PERMISSION_DENIED",
+            404 => "NOT_FOUND",
+            429 => "RESOURCE_EXHAUSTED",
+            503 => "UNAVAILABLE",
+            _ => "INTERNAL",
+        }
+    }
+
+    fn into_response(self) -> HttpResponse {
+        HttpResponse::build(self.status).json(json!({
+            "error": {
+                "code": self.status.as_u16(),
+                "message": self.message,
+                "errors": [{"message": self.message, "domain": self.domain, "reason": self.reason}],
+                "status": self.status_text(),
+            }
+        }))
+    }
+}
+
+fn query_param(req: &HttpRequest, name: &str) -> Option<String> {
+    url::form_urlencoded::parse(req.query_string().as_bytes())
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+fn header_str<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
+    req.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+async fn admit(state: &SimState, req: &HttpRequest) -> Result<SimAccount, GError> {
+    state
+        .admit(&[PLATFORM], bearer_token(req).as_deref(), req.path())
+        .await
+        .map_err(GError::from_refusal)
+}
+
+/// Charges `cost` units to the account's quota of the current Pacific day (YouTube resets at
+/// midnight Pacific time); refuses when the day's units would go over.
+fn charge(state: &SimState, owner: &str, cost: u64) -> Result<(), GError> {
+    let day = Utc::now()
+        .with_timezone(&chrono_tz::America::Los_Angeles)
+        .date_naive();
+    let key = format!("youtube-quota:{owner}:{day}");
+    let mut entry = state.objects.entry(key).or_insert_with(|| SimObject {
+        platform: PLATFORM.into(),
+        owner: owner.into(),
+        kind: "quota".into(),
+        data: json!({"units": 0}),
+        created: Instant::now(),
+    });
+    let used = entry.data["units"].as_u64().unwrap_or(0);
+    if used + cost > DAILY_UNITS {
+        return Err(GError::quota_exceeded());
+    }
+    entry.data["units"] = json!(used + cost);
+    Ok(())
+}
+
+fn session_key(upload_id: &str) -> String {
+    format!("youtube-upload:{upload_id}")
+}
+
+fn video_key(video_id: &str) -> String {
+    format!("youtube-video:{video_id}")
+}
+
+async fn insert_init(req: HttpRequest, state: web::Data<SimState>, body: Bytes) -> HttpResponse {
+    match init_session(&req, &state, &body).await {
+        Ok(location) => HttpResponse::Ok()
+            .insert_header((header::LOCATION, location))
+            .finish(),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn init_session(req: &HttpRequest, state: &SimState, body: &[u8]) -> Result<String, GError> {
+    let account = admit(state, req).await?;
+    if query_param(req, "uploadType").as_deref() != Some("resumable") {
+        return Err(GError::bad_request(
+            "badRequest",
+            "This simulator takes videos.insert as a resumable upload (uploadType=resumable).",
+        ));
+    }
+    let Some(part) = query_param(req, "part").filter(|p| !p.is_empty()) else {
+        return Err(GError::bad_request(
+            "missingRequiredParameter",
+            "No filter selected. Expected one of: part",
+        ));
+    };
+    // Invalid calls still cost quota; charge before judging the metadata.
+    charge(state, &account.external_id, INSERT_COST)?;
+    let metadata: Value = if body.is_empty() {
+        json!({})
+    } else {
+        serde_json::from_slice(body).map_err(|e| {
+            GError::bad_request("parseError", format!("Failed to parse the metadata: {e}"))
+        })?
+    };
+    let title = metadata["snippet"]["title"].as_str().unwrap_or_default();
+    if title.trim().is_empty() || title.chars().count() > MAX_TITLE_CHARS {
+        return Err(GError::bad_request(
+            "invalidTitle",
+            "The request metadata specifies an invalid or empty video title.",
+        ));
+    }
+    let description = metadata["snippet"]["description"]
+        .as_str()
+        .unwrap_or_default();
+    if description.len() > MAX_DESCRIPTION_BYTES {
+        return Err(GError::bad_request(
+            "invalidDescription",
+            "The request metadata specifies an invalid video description.",
+        ));
+    }
+    let privacy = metadata["status"]["privacyStatus"]
+        .as_str()
+        .unwrap_or("public");
+    if !matches!(privacy, "public" | "private" | "unlisted") {
+        return Err(GError::bad_request(
+            "invalidVideoMetadata",
+            format!("privacyStatus {privacy} is not private, public or unlisted."),
+        ));
+    }
+    let declared = match header_str(req, "x-upload-content-length") {
+        Some(v) => Some(v.trim().parse::<u64>().map_err(|_| {
+            GError::bad_request("badRequest", "X-Upload-Content-Length is not a number.")
+        })?),
+        None => None,
+    };
+    let content_type = header_str(req, "x-upload-content-type").unwrap_or("video/*");
+    if !(content_type.starts_with("video/") || content_type == "application/octet-stream") {
+        return Err(GError::bad_request(
+            "badContent",
+            format!(
+                "Media type '{content_type}' is not supported. Valid media types: [video/*, application/octet-stream]"
+            ),
+        ));
+    }
+    let upload_id = format!("AUC{}", random_token(36));
+    let info = req.connection_info();
+    let prefix = req.path().strip_suffix(VIDEOS_PATH).unwrap_or("/youtube");
+    let location = format!(
+        "{}://{}{prefix}{VIDEOS_PATH}?uploadType=resumable&part={part}&upload_id={upload_id}",
+        info.scheme(),
+        info.host()
+    );
+    state.put_object(
+        &session_key(&upload_id),
+        SimObject {
+            platform: PLATFORM.into(),
+            owner: account.external_id.clone(),
+            kind: "upload_session".into(),
+            data: json!({
+                "title": title,
+                "description": description,
+                "tags": metadata["snippet"]["tags"],
+                "category_id": metadata["snippet"]["categoryId"].as_str().unwrap_or("22"),
+                "privacy_status": privacy,
+                "declared_length": declared,
+                "content_type": content_type,
+                "received": 0,
+                "video_id": null,
+                "channel_title": account.name,
+            }),
+            created: Instant::now(),
+        },
+    );
+    Ok(location)
+}
+
+/// What a session PUT leads to.
+enum PutOutcome {
+    /// 308 Resume Incomplete with the bytes received so far.
+    Incomplete(u64),
+    /// The upload completed (now or earlier): the video.
+    Complete { video_id: String, created: bool },
+}
+
+async fn upload_put(req: HttpRequest, state: web::Data<SimState>, body: Bytes) -> HttpResponse {
+    match put_bytes(&req, &state, &body).await {
+        Ok(PutOutcome::Incomplete(received)) => {
+            let mut response = HttpResponse::build(StatusCode::PERMANENT_REDIRECT);
+            if received > 0 {
+                response.insert_header((header::RANGE, format!("bytes=0-{}", received - 1)));
+            }
+            response.finish()
+        }
+        Ok(PutOutcome::Complete { video_id, created }) => {
+            match state.object(&video_key(&video_id)) {
+                Some(video) => {
+                    let resource = video_resource(&state, &video_id, &video, "snippet,status");
+                    if created {
+                        HttpResponse::Created().json(resource)
+                    } else {
+                        HttpResponse::Ok().json(resource)
+                    }
+                }
+                None => GError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "backendError",
+                    "Backend Error",
+                )
+                .into_response(),
+            }
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn put_bytes(req: &HttpRequest, state: &SimState, body: &[u8]) -> Result<PutOutcome, GError> {
+    let not_found = || {
+        GError::new(
+            StatusCode::NOT_FOUND,
+            "notFound",
+            "The upload session does not exist or has expired.",
+        )
+    };
+    let upload_id = query_param(req, "upload_id").ok_or_else(not_found)?;
+    let key = session_key(&upload_id);
+    let session = state
+        .object(&key)
+        .filter(|o| o.platform == PLATFORM)
+        .ok_or_else(not_found)?;
+    // The session URI is the credential; a token is optional, faults still apply to the owner.
+    let token = bearer_token(req).or_else(|| {
+        state
+            .account(PLATFORM, &session.owner)
+            .map(|a| a.access_token)
+    });
+    state
+        .admit(&[PLATFORM], token.as_deref(), req.path())
+        .await
+        .map_err(GError::from_refusal)?;
+    let range = match header_str(req, "content-range") {
+        Some(v) => Some(parse_content_range(v).ok_or_else(|| {
+            GError::bad_request("badRequest", format!("Malformed Content-Range '{v}'."))
+        })?),
+        None => None,
+    };
+    // A whole-file PUT must say its length up front (no chunked transfer encoding), which is
+    // also how our adapter streams a video without buffering it.
+    if range.is_none() && header_str(req, "content-length").is_none() {
+        return Err(GError::new(
+            StatusCode::LENGTH_REQUIRED,
+            "required",
+            "A Content-Length header is required to upload the file.",
+        ));
+    }
+    let (completed, received) = {
+        let Some(mut entry) = state.objects.get_mut(&key) else {
+            return Err(not_found());
+        };
+        let data = &mut entry.data;
+        if let Some(video_id) = data["video_id"].as_str() {
+            return Ok(PutOutcome::Complete {
+                video_id: video_id.to_string(),
+                created: false,
+            });
+        }
+        let received = data["received"].as_u64().unwrap_or(0);
+        let declared = data["declared_length"].as_u64();
+        let len = body.len() as u64;
+        let (first, total) = match range {
+            Some(ContentRange::Probe { total }) => {
+                if let (Some(t), Some(d)) = (total, declared)
+                    && t != d
+                {
+                    return Err(GError::bad_request(
+                        "badRequest",
+                        format!("Content-Range total {t} differs from the declared {d} bytes."),
+                    ));
+                }
+                return Ok(PutOutcome::Incomplete(received));
+            }
+            Some(ContentRange::Bytes { first, last, total }) => {
+                if last < first || last - first + 1 != len {
+                    return Err(GError::bad_request(
+                        "badRequest",
+                        format!(
+                            "Content-Range {first}-{last} does not match the {len} bytes sent."
+                        ),
+                    ));
+                }
+                (first, total.or(declared))
+            }
+            None => (0, Some(len).filter(|_| declared.is_none()).or(declared)),
+        };
+        if first != received {
+            return Err(GError::bad_request(
+                "badRequest",
+                format!("Expected the upload to continue at byte {received}, got {first}."),
+            ));
+        }
+        if let (Some(t), Some(d)) = (total, declared)
+            && t != d
+        {
+            return Err(GError::bad_request(
+                "badRequest",
+                format!("The upload is {t} bytes, but {d} were declared."),
+            ));
+        }
+        let now = received + len;
+        if total.is_some_and(|t| now > t) {
+            return Err(GError::bad_request(
+                "badRequest",
+                "More bytes were sent than the upload declared.",
+            ));
+        }
+        let complete = total.is_some_and(|t| now == t);
+        if range.is_none() && !complete {
+            // A single-request upload must carry the whole file.
+            return Err(GError::bad_request(
+                "badRequest",
+                format!(
+                    "The body has {now} bytes but {} were declared.",
+                    total.unwrap_or(0)
+                ),
+            ));
+        }
+        data["received"] = json!(now);
+        if complete {
+            let video_id = random_token(8);
+            data["video_id"] = json!(video_id);
+            (Some(video_id), now)
+        } else {
+            (None, now)
+        }
+    };
+    let Some(video_id) = completed else {
+        return Ok(PutOutcome::Incomplete(received));
+    };
+    create_video(state, &session, &video_id, received);
+    Ok(PutOutcome::Complete {
+        video_id,
+        created: true,
+    })
+}
+
+/// Makes the video of a completed upload and records it as published.
+fn create_video(state: &SimState, session: &SimObject, video_id: &str, bytes: u64) {
+    let data = &session.data;
+    let published_at = Utc::now();
+    state.put_object(
+        &video_key(video_id),
+        SimObject {
+            platform: PLATFORM.into(),
+            owner: session.owner.clone(),
+            kind: "video".into(),
+            data: json!({
+                "title": data["title"],
+                "description": data["description"],
+                "tags": data["tags"],
+                "category_id": data["category_id"],
+                "privacy_status": data["privacy_status"],
+                "channel_title": data["channel_title"],
+                "published_at": published_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                "bytes": bytes,
+                "thumbnail": null,
+            }),
+            created: Instant::now(),
+        },
+    );
+    state.record_published(PublishedItem {
+        platform: PLATFORM.into(),
+        account_id: session.owner.clone(),
+        id: video_id.to_string(),
+        kind: "video".into(),
+        text: data["description"].as_str().map(str::to_string),
+        media: Vec::new(),
+        reply_to: None,
+        extra: json!({
+            "title": data["title"],
+            "privacy_status": data["privacy_status"],
+            "bytes": bytes,
+            "content_type": data["content_type"],
+            "thumbnail": null,
+        }),
+        published_at,
+    });
+}
+
+/// The Video resource with the requested parts.
+fn video_resource(state: &SimState, video_id: &str, video: &SimObject, parts: &str) -> Value {
+    let data = &video.data;
+    let wants = |p: &str| parts.split(',').any(|x| x.trim() == p);
+    let outcome = state.processing_outcome(PLATFORM, &video.owner, video.created);
+    let mut resource = json!({
+        "kind": "youtube#video",
+        "etag": random_token(12),
+        "id": video_id,
+    });
+    if wants("snippet") {
+        let thumb = |name: &str, w: u32, h: u32| json!({"url": format!("https://i.ytimg.com/vi/{video_id}/{name}.jpg"), "width": w, "height": h});
+        resource["snippet"] = json!({
+            "publishedAt": data["published_at"],
+            "channelId": video.owner,
+            "title": data["title"],
+            "description": data["description"],
+            "thumbnails": {
+                "default": thumb("default", 120, 90),
+                "medium": thumb("mqdefault", 320, 180),
+                "high": thumb("hqdefault", 480, 360),
+            },
+            "channelTitle": data["channel_title"],
+            "tags": data["tags"],
+            "categoryId": data["category_id"],
+            "liveBroadcastContent": "none",
+        });
+    }
+    if wants("status") {
+        let mut status = json!({
+            "uploadStatus": match outcome {
+                None => "uploaded",
+                Some(true) => "processed",
+                Some(false) => "failed",
+            },
+            "privacyStatus": data["privacy_status"],
+            "license": "youtube",
+            "embeddable": true,
+            "publicStatsViewable": true,
+        });
+        if outcome == Some(false) {
+            status["failureReason"] = json!("conversion");
+        }
+        resource["status"] = status;
+    }
+    if wants("processingDetails") {
+        resource["processingDetails"] = match outcome {
+            None => json!({
+                "processingStatus": "processing",
+                "processingProgress": {"partsTotal": 1000, "partsProcessed": 0, "timeLeftMs": 1000},
+            }),
+            Some(true) => json!({"processingStatus": "succeeded"}),
+            Some(false) => json!({
+                "processingStatus": "failed",
+                "processingFailureReason": "transcodeFailed",
+            }),
+        };
+    }
+    resource
+}
+
+async fn list_videos(req: HttpRequest, state: web::Data<SimState>) -> HttpResponse {
+    let result = async {
+        let account = admit(&state, &req).await?;
+        let part = query_param(&req, "part")
+            .filter(|p| !p.is_empty())
+            .ok_or_else(|| {
+                GError::bad_request(
+                    "missingRequiredParameter",
+                    "No filter selected. Expected one of: part",
+                )
+            })?;
+        charge(&state, &account.external_id, LIST_COST)?;
+        let ids = query_param(&req, "id").unwrap_or_default();
+        let items: Vec<Value> = ids
+            .split(',')
+            .map(str::trim)
+            .filter(|id| !id.is_empty())
+            .filter_map(|id| {
+                state
+                    .object(&video_key(id))
+                    .map(|video| video_resource(&state, id, &video, &part))
+            })
+            .collect();
+        Ok::<_, GError>(json!({
+            "kind": "youtube#videoListResponse",
+            "etag": random_token(12),
+            "items": items,
+            "pageInfo": {"totalResults": items.len(), "resultsPerPage": items.len()},
+        }))
+    }
+    .await;
+    match result {
+        Ok(body) => HttpResponse::Ok().json(body),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn set_thumbnail(req: HttpRequest, state: web::Data<SimState>, body: Bytes) -> HttpResponse {
+    let result = async {
+        let account = admit(&state, &req).await?;
+        let video_id = query_param(&req, "videoId").ok_or_else(|| {
+            GError::bad_request(
+                "missingRequiredParameter",
+                "No filter selected. Expected one of: videoId",
+            )
+        })?;
+        charge(&state, &account.external_id, THUMBNAIL_COST)?;
+        let Some(video) = state.object(&video_key(&video_id)) else {
+            return Err(GError::new(
+                StatusCode::NOT_FOUND,
+                "videoNotFound",
+                format!("The video identified by the videoId parameter {video_id} could not be found."),
+            ));
+        };
+        if video.owner != account.external_id {
+            return Err(GError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "The authenticated user doesn't have permissions to upload and set custom video thumbnails.",
+            ));
+        }
+        if body.is_empty() {
+            return Err(GError::bad_request(
+                "mediaBodyRequired",
+                "The request does not include the image content.",
+            ));
+        }
+        if body.len() > MAX_THUMBNAIL_BYTES {
+            return Err(GError::bad_request(
+                "invalidImage",
+                format!(
+                    "The thumbnail is {} bytes; the maximum is {MAX_THUMBNAIL_BYTES}.",
+                    body.len()
+                ),
+            ));
+        }
+        let content_type = header_str(&req, "content-type")
+            .unwrap_or_default()
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase();
+        if !matches!(
+            content_type.as_str(),
+            "image/jpeg" | "image/png" | "application/octet-stream"
+        ) {
+            return Err(GError::bad_request(
+                "invalidImage",
+                format!("The provided image content is invalid: media type '{content_type}' is not image/jpeg or image/png."),
+            ));
+        }
+        let thumbnail = json!({"content_type": content_type, "bytes": body.len()});
+        if let Some(mut entry) = state.objects.get_mut(&video_key(&video_id)) {
+            entry.data["thumbnail"] = thumbnail.clone();
+        }
+        state.update_published(&video_id, |item| item.extra["thumbnail"] = thumbnail);
+        let thumb = |name: &str, w: u32, h: u32| {
+            json!({"url": format!("https://i.ytimg.com/vi/{video_id}/{name}.jpg"), "width": w, "height": h})
+        };
+        Ok(json!({
+            "kind": "youtube#thumbnailSetResponse",
+            "etag": random_token(12),
+            "items": [{
+                "default": thumb("default", 120, 90),
+                "medium": thumb("mqdefault", 320, 180),
+                "high": thumb("hqdefault", 480, 360),
+                "standard": thumb("sddefault", 640, 480),
+                "maxres": thumb("maxresdefault", 1280, 720),
+            }],
+        }))
+    }
+    .await;
+    match result {
+        Ok(body) => HttpResponse::Ok().json(body),
+        Err(e) => e.into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_ranges_parse() {
+        let cases = [
+            (
+                "bytes 0-99/200",
+                Some(ContentRange::Bytes {
+                    first: 0,
+                    last: 99,
+                    total: Some(200),
+                }),
+            ),
+            (
+                "bytes 100-199/*",
+                Some(ContentRange::Bytes {
+                    first: 100,
+                    last: 199,
+                    total: None,
+                }),
+            ),
+            (
+                "bytes */200",
+                Some(ContentRange::Probe { total: Some(200) }),
+            ),
+            ("bytes */*", Some(ContentRange::Probe { total: None })),
+            ("items 0-1/2", None),
+            ("bytes 0-x/2", None),
+            ("bytes 0-1", None),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(parse_content_range(input), expected, "{input}");
+        }
+    }
+}

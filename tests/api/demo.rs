@@ -37,16 +37,19 @@ async fn start_demo() -> Demo {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    // Owned by `Demo` from here on, so it is killed and reaped even if the wait below fails.
+    let mut demo = Demo {
+        child,
+        summary: Value::Null,
+        _dir: dir,
+    };
     let started = Instant::now();
     loop {
         if let Ok(text) = std::fs::read_to_string(&demo_file)
             && let Ok(summary) = serde_json::from_str::<Value>(&text)
         {
-            return Demo {
-                child,
-                summary,
-                _dir: dir,
-            };
+            demo.summary = summary;
+            return demo;
         }
         assert!(
             started.elapsed() < Duration::from_secs(60),

@@ -798,3 +798,47 @@ async fn past_the_time_limit_the_caller_gets_504_and_the_post_lands_in_history()
     assert_eq!(history["posts"][0]["status"], "published", "{history}");
     assert_eq!(app.published(&publisher.sim).len(), 1);
 }
+
+#[actix_web::test]
+async fn a_final_call_without_an_answer_is_recorded_as_unconfirmed() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("x", "ultra").await;
+    app.sim.state().set_faults(
+        "x",
+        &publisher.sim.external_id,
+        FaultSpec {
+            error: Some(FaultKind::ServerError),
+            path_contains: Some("/2/tweets".into()),
+            ..FaultSpec::default()
+        },
+    );
+    let (status, body) = app
+        .post(
+            &publisher.key,
+            &publisher.body(json!({"text": "lost in the void"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"].as_str().unwrap()),
+        (500, "PublishingFailed"),
+        "{body}"
+    );
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("may have been published"),
+        "{body}"
+    );
+    let history: Value = publisher
+        .dashboard
+        .client
+        .get(app.url("/api/published-posts"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(history["posts"][0]["status"], "unconfirmed", "{history}");
+}
