@@ -19,7 +19,10 @@ use serde::Serialize;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use super::limiter::{AccountLimiter, LimiterState};
+use super::{
+    in_runtime::in_runtime,
+    limiter::{AccountLimiter, LimiterState},
+};
 use crate::{
     error::{ApiError, ErrorCode},
     platforms::AccountCredentials,
@@ -177,10 +180,14 @@ impl AccountActor {
                 })
             });
         let reply = job.reply;
-        ctx.spawn(work.into_actor(self).map(move |result, actor, ctx| {
-            actor.finish(result, reply);
-            actor.start_next(ctx);
-        }));
+        ctx.spawn(
+            in_runtime(work)
+                .into_actor(self)
+                .map(move |result, actor, ctx| {
+                    actor.finish(result, reply);
+                    actor.start_next(ctx);
+                }),
+        );
     }
 
     fn finish(&mut self, result: JobResult, reply: oneshot::Sender<JobOutcome>) {
@@ -201,11 +208,11 @@ impl AccountActor {
             let store = self.deps.store.clone();
             let account_id = self.seat.account_id;
             // Persist off the actor's thread of control; the in-memory flag already holds.
-            actix::spawn(async move {
+            actix::spawn(in_runtime(async move {
                 if let Err(e) = store.mark_account_invalid(account_id, &stored, now).await {
                     tracing::error!(error = %e, %account_id, "cannot mark the account invalid");
                 }
-            });
+            }));
         }
         // The caller may have timed out and gone; the outcome is in the history either way.
         let retryable = result.retryable;

@@ -86,7 +86,7 @@ impl Actor for LastUsedWriter {
             let recorder = act.recorder.clone();
             let store = act.store.clone();
             ctx.spawn(
-                async move { recorder.flush(&store).await }
+                super::in_runtime::in_runtime(async move { recorder.flush(&store).await })
                     .into_actor(act)
                     .map(|_, act, _| act.flushing = false),
             );

@@ -5,6 +5,7 @@
 //! - [`last_used`]: the batch writer of API-key last-use times.
 
 pub mod account;
+pub mod in_runtime;
 pub mod last_used;
 pub mod limiter;
 pub mod scheduler;

@@ -26,6 +26,7 @@ use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::in_runtime::in_runtime;
 use crate::{
     AppState,
     config::SchedulerConfig,
@@ -126,7 +127,7 @@ impl SchedulerActor {
             let next_due = state.store.next_due_at().await?;
             Ok::<_, sea_orm::DbErr>((claimed, next_due, now))
         };
-        ctx.spawn(work.into_actor(self).map(|result, actor, ctx| {
+        ctx.spawn(in_runtime(work).into_actor(self).map(|result, actor, ctx| {
             actor.ticking = false;
             match result {
                 Ok((claimed, next_due, now)) => {
@@ -184,7 +185,7 @@ impl SchedulerActor {
         let instance = self.status.instance.clone();
         let config = self.config.clone();
         ctx.spawn(
-            dispatch_post(state, instance, config, row)
+            in_runtime(dispatch_post(state, instance, config, row))
                 .into_actor(self)
                 .map(move |ended, actor, ctx| {
                     actor.in_flight.remove(&id);
@@ -213,7 +214,7 @@ impl SchedulerActor {
         let instance = self.status.instance.clone();
         let until = state.clock.now() + self.lease();
         ctx.spawn(
-            async move { state.store.extend_leases(&instance, until).await }
+            in_runtime(async move { state.store.extend_leases(&instance, until).await })
                 .into_actor(self)
                 .map(|result, actor, _| {
                     if let Err(e) = result {
@@ -226,7 +227,7 @@ impl SchedulerActor {
     fn settle(&mut self, ctx: &mut Context<Self>) {
         let state = self.state.clone();
         ctx.spawn(
-            async move { settle_expired_claims(&state).await }
+            in_runtime(async move { settle_expired_claims(&state).await })
                 .into_actor(self)
                 .map(|result, actor, ctx| match result {
                     Ok(0) => {}
