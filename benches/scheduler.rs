@@ -4,7 +4,7 @@
 //! ```sh
 //! cargo bench --bench scheduler                                   # SQLite, 10,000 posts, 1,000 accounts
 //! BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test cargo bench --bench scheduler
-//! BENCH_POSTS=2000 BENCH_ACCOUNTS=200 cargo bench --bench scheduler
+//! BENCH_POSTS=2000 BENCH_ACCOUNTS=200 BENCH_DB_POOL=30 cargo bench --bench scheduler
 //! ```
 //!
 //! Reports the dispatch lag (claim time − due time) and the publish lag (published − due) as
@@ -74,7 +74,7 @@ async fn main() {
         ),
     };
     config.database.url = database.clone();
-    config.database.max_connections = 10;
+    config.database.max_connections = env_usize("BENCH_DB_POOL", 10) as u32;
     config.server.bind = "127.0.0.1:0".into();
     config.secrets.session_key = Some(SecretString::from("b".repeat(40)));
     config.secrets.token_encryption_key = Some(SecretString::from(TokenCipher::generate_key()));
@@ -158,7 +158,10 @@ async fn main() {
             .unwrap();
         ids.push(row.id);
     }
-    println!("{backend}: {posts} posts due at one instant across {accounts_n} accounts");
+    println!(
+        "{backend}: {posts} posts due at one instant across {accounts_n} accounts, pool of {} connections",
+        config.database.max_connections
+    );
 
     // Start the scheduler and wait for the due instant to pass and every post to end.
     let scheduler = social_service::actors::scheduler::SchedulerActor::new(
