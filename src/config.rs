@@ -26,6 +26,23 @@ pub struct Config {
     pub platforms: PlatformsConfig,
     pub publishing: PublishingConfig,
     pub scheduler: SchedulerConfig,
+    pub logging: LoggingConfig,
+}
+
+/// Log output (to stderr; `RUST_LOG` sets the filter).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LoggingConfig {
+    /// `text` (human-readable) or `json` (one object per line).
+    pub format: String,
+}
+
+impl Default for LoggingConfig {
+    fn default() -> Self {
+        Self {
+            format: "text".into(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -339,6 +356,7 @@ const STRING_KEYS: &[&str] = &[
     "platforms.youtube_url",
     "platforms.x_url",
     "platforms.tiktok_video_source",
+    "logging.format",
 ];
 
 impl Config {

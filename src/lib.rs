@@ -17,6 +17,7 @@ pub mod crypto;
 pub mod demo;
 pub mod error;
 pub mod http;
+pub mod metrics;
 pub mod oidc;
 pub mod operator;
 pub mod platforms;
@@ -73,6 +74,7 @@ pub struct AppState {
     pub cookie_secure: bool,
     /// Routes publishing (and later performance calls) to the account actors.
     pub supervisor: Arc<Supervisor>,
+    pub metrics: Arc<metrics::Metrics>,
     /// The scheduler actor, once started (absent when `scheduler.enabled` is false).
     pub scheduler: Arc<OnceLock<Addr<SchedulerActor>>>,
     /// This process's id as a claimant of scheduled posts: `host:pid:random`.
@@ -168,6 +170,7 @@ impl Application {
             config.publishing.max_media_bytes,
         )
         .map_err(|e| ConfigError::Invalid("media client", e.to_string()))?;
+        let metrics = Arc::new(metrics::Metrics::default());
         let supervisor = Arc::new(Supervisor::new(Arc::new(PublishDeps {
             store: store.clone(),
             clock: clock.clone(),
@@ -176,6 +179,7 @@ impl Application {
             media,
             platforms: config.platforms.clone(),
             publishing: config.publishing.clone(),
+            metrics: metrics.clone(),
         })));
         let last_used = LastUsedRecorder::default();
         let state = web::Data::new(AppState {
@@ -186,6 +190,7 @@ impl Application {
             last_used: last_used.clone(),
             cookie_secure: public_url.starts_with("https://"),
             supervisor,
+            metrics,
             scheduler: Arc::new(OnceLock::new()),
             instance_id: instance_id(),
             public_url,
@@ -314,28 +319,82 @@ fn instance_id() -> String {
     format!("{host}:{}:{}", std::process::id(), crypto::random_token(6))
 }
 
-/// A request id and a span per request; failures are logged with their status.
+/// The request's id: the caller's `X-Request-Id` when it is sensible, else a fresh UUID.
+#[derive(Debug, Clone)]
+pub struct RequestId(pub String);
+
+fn request_id(req: &ServiceRequest) -> String {
+    req.headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|id| {
+            !id.is_empty()
+                && id.len() <= 128
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
+        })
+        .map(str::to_string)
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+}
+
+/// A span per request with its request id (echoed as `X-Request-Id`), request counts and
+/// latencies by route pattern; failures are logged with their status.
 async fn trace_request(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<impl MessageBody + 'static>, actix_web::Error> {
-    let request_id = uuid::Uuid::new_v4();
-    req.extensions_mut().insert(request_id);
-    let span =
-        tracing::info_span!("request", %request_id, method = %req.method(), path = %req.path());
+) -> Result<ServiceResponse<actix_web::body::BoxBody>, actix_web::Error> {
+    let request_id = request_id(&req);
+    req.extensions_mut().insert(RequestId(request_id.clone()));
+    // The route pattern, not the path: ids in paths would make unbounded label sets.
+    let route = req
+        .match_pattern()
+        .unwrap_or_else(|| "unmatched".to_string());
+    let method = req.method().to_string();
+    let metrics = req
+        .app_data::<web::Data<AppState>>()
+        .map(|state| state.metrics.clone());
+    let span = tracing::info_span!("request", request_id = %request_id, method = %method, path = %req.path());
     let started = std::time::Instant::now();
-    let response = tracing::Instrument::instrument(next.call(req), span.clone()).await;
-    let elapsed_ms = started.elapsed().as_millis() as u64;
+    let outcome = tracing::Instrument::instrument(next.call(req), span.clone()).await;
+    let elapsed = started.elapsed();
+    let elapsed_ms = elapsed.as_millis() as u64;
     let _entered = span.enter();
-    match &response {
-        Ok(res) if res.status().is_server_error() => {
-            tracing::warn!(status = res.status().as_u16(), elapsed_ms, "request failed")
-        }
-        Ok(res) => tracing::debug!(status = res.status().as_u16(), elapsed_ms, "request"),
+    // Our middlewares answer refusals as responses, so errors reaching here are actix's own.
+    let mut response = match outcome {
+        Ok(res) => res.map_into_boxed_body(),
         Err(err) => {
-            let status = err.as_response_error().status_code().as_u16();
-            tracing::debug!(status, error = %err, elapsed_ms, "request refused")
+            tracing::debug!(error = %err, elapsed_ms, "request refused");
+            return Err(err);
         }
+    };
+    let status = response.status().as_u16();
+    if status >= 500 {
+        tracing::warn!(status, elapsed_ms, "request failed");
+    } else {
+        tracing::debug!(status, elapsed_ms, "request");
     }
-    response
+    if let Some(metrics) = metrics {
+        metrics.inc(
+            "http_requests_total",
+            &[
+                ("route", &route),
+                ("method", &method),
+                ("status", &status.to_string()),
+            ],
+        );
+        metrics.observe(
+            "http_request_duration_seconds",
+            &[("route", &route)],
+            elapsed.as_secs_f64(),
+        );
+    }
+    if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert(
+            actix_web::http::header::HeaderName::from_static("x-request-id"),
+            value,
+        );
+    }
+    Ok(response)
 }

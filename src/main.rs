@@ -78,17 +78,33 @@ enum UserCommand {
 
 fn main() -> ExitCode {
     use std::io::IsTerminal;
-    tracing_subscriber::fmt()
-        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,actix_server=warn")),
-        )
-        .init();
     let cli = Cli::parse();
+    let config = match Config::load(cli.config.as_deref()) {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,actix_server=warn"));
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter);
+    if config.logging.format == "json" {
+        // One JSON object per line, with the current span (request id) on every event.
+        builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .init();
+    } else {
+        builder
+            .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+            .init();
+    }
     let system = actix_rt::System::new();
-    match system.block_on(run(cli)) {
+    match system.block_on(run(cli, config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err}");
@@ -97,8 +113,7 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
-    let config = Config::load(cli.config.as_deref())?;
+async fn run(cli: Cli, config: Config) -> Result<(), Box<dyn std::error::Error>> {
     match cli.command {
         Command::Serve {
             demo: true,

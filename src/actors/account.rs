@@ -53,13 +53,49 @@ struct QueuedJob {
 struct InFlight {
     submission_id: Uuid,
     started: Instant,
+    platform: &'static str,
+    post_type: &'static str,
 }
+
+/// The operator view's copy of an actor's health, kept current by the actor at every change so
+/// the view reads it without messaging thousands of actors.
+#[derive(Clone)]
+pub struct BoardEntry {
+    pub generation: u64,
+    health: ActorHealth,
+    in_flight_started: Option<Instant>,
+    backoff_until: Option<Instant>,
+    limiter: Arc<AccountLimiter>,
+}
+
+impl BoardEntry {
+    /// The health as of now (durations and the limiter read at call time).
+    pub fn health(&self) -> ActorHealth {
+        let mut health = self.health.clone();
+        health.in_flight_ms = self
+            .in_flight_started
+            .map(|at| at.elapsed().as_millis() as u64);
+        health.limiter = self.limiter.state();
+        if health.state == ActorState::BackingOff
+            && self
+                .backoff_until
+                .is_none_or(|until| until <= Instant::now())
+        {
+            health.state = ActorState::Idle;
+        }
+        health
+    }
+}
+
+/// Every live actor's [`BoardEntry`], by account id.
+pub type HealthBoard = Arc<DashMap<Uuid, BoardEntry>>;
 
 /// The actor's identity and the entry it holds in the supervisor's map.
 pub struct ActorSeat {
     pub account_id: Uuid,
     pub generation: u64,
     pub registry: Arc<DashMap<Uuid, super::supervisor::ActorEntry>>,
+    pub board: HealthBoard,
 }
 
 pub struct AccountActor {
@@ -81,6 +117,8 @@ pub struct AccountActor {
     published: u64,
     failed: u64,
     last_error: Option<(String, DateTime<Utc>)>,
+    /// Set while the account waits out a rate limit (ours or the platform's).
+    backoff_until: Option<Instant>,
 }
 
 /// What the actor is doing (the operator view's `state`).
@@ -89,6 +127,8 @@ pub struct AccountActor {
 pub enum ActorState {
     Idle,
     Publishing,
+    /// Waiting out a rate limit: its limiter is empty or the platform said "too many".
+    BackingOff,
     TokenInvalid,
 }
 
@@ -144,6 +184,27 @@ impl AccountActor {
             published: 0,
             failed: 0,
             last_error: None,
+            backoff_until: None,
+        }
+    }
+
+    /// Copies the current health to the board, and the queue gauges to the metrics.
+    fn post_health(&self) {
+        self.seat.board.insert(
+            self.seat.account_id,
+            BoardEntry {
+                generation: self.seat.generation,
+                health: self.health(),
+                in_flight_started: self.in_flight.as_ref().map(|f| f.started),
+                backoff_until: self.backoff_until,
+                limiter: self.limiter.clone(),
+            },
+        );
+    }
+
+    fn back_off(&mut self, retry_after: Option<u64>) {
+        if let Some(secs) = retry_after {
+            self.backoff_until = Some(Instant::now() + Duration::from_secs(secs));
         }
     }
 
@@ -162,7 +223,13 @@ impl AccountActor {
         self.in_flight = Some(InFlight {
             submission_id: job.spec.submission_id,
             started: Instant::now(),
+            platform: job.spec.plan.platform().as_str(),
+            post_type: job.spec.plan.post_type().as_str(),
         });
+        let metrics = &self.deps.metrics;
+        metrics.gauge_add("publish_queue_depth", &[], -1);
+        metrics.gauge_add("publishes_in_flight", &[], 1);
+        self.post_health();
         let deps = self.deps.clone();
         let credentials = self.credentials.clone();
         let submission_id = job.spec.submission_id;
@@ -191,16 +258,41 @@ impl AccountActor {
     }
 
     fn finish(&mut self, result: JobResult, reply: oneshot::Sender<JobOutcome>) {
-        self.in_flight = None;
+        let finished = self.in_flight.take();
         self.last_activity = Instant::now();
         let now = self.deps.clock.now();
-        match &result.outcome {
-            Ok(_) => self.published += 1,
+        let (outcome, code) = match &result.outcome {
+            Ok(_) => {
+                self.published += 1;
+                ("published", "")
+            }
             Err(error) => {
                 self.failed += 1;
                 self.last_error =
                     Some((format!("{}: {}", error.code.as_str(), error.message), now));
+                if error.code == ErrorCode::RateLimitExceeded {
+                    self.back_off(error.retry_after);
+                }
+                ("failed", error.code.as_str())
             }
+        };
+        let metrics = &self.deps.metrics;
+        metrics.gauge_add("publishes_in_flight", &[], -1);
+        if let Some(job) = &finished {
+            metrics.inc(
+                "publishes_total",
+                &[
+                    ("platform", job.platform),
+                    ("post_type", job.post_type),
+                    ("outcome", outcome),
+                    ("code", code),
+                ],
+            );
+            metrics.observe(
+                "publish_duration_seconds",
+                &[("platform", job.platform)],
+                job.started.elapsed().as_secs_f64(),
+            );
         }
         if let Some((code, reason)) = result.token_failure {
             let stored = format!("{}: {reason}", code.as_str());
@@ -221,6 +313,7 @@ impl AccountActor {
                 .outcome
                 .map_err(|error| JobFailure { error, retryable }),
         );
+        self.post_health();
     }
 
     fn health(&self) -> ActorHealth {
@@ -228,6 +321,11 @@ impl AccountActor {
             ActorState::TokenInvalid
         } else if self.in_flight.is_some() {
             ActorState::Publishing
+        } else if self
+            .backoff_until
+            .is_some_and(|until| until > Instant::now())
+        {
+            ActorState::BackingOff
         } else {
             ActorState::Idle
         };
@@ -259,6 +357,8 @@ impl Actor for AccountActor {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
+        self.deps.metrics.gauge_add("account_actors", &[], 1);
+        self.post_health();
         ctx.run_interval(IDLE_CHECK.min(self.idle_after), |actor, ctx| {
             let idle = actor.in_flight.is_none()
                 && actor.queue.is_empty()
@@ -271,6 +371,15 @@ impl Actor for AccountActor {
 
     fn stopped(&mut self, _ctx: &mut Self::Context) {
         let generation = self.seat.generation;
+        self.deps.metrics.gauge_add("account_actors", &[], -1);
+        self.deps
+            .metrics
+            .gauge_add("publish_queue_depth", &[], -(self.queue.len() as i64));
+        self.seat
+            .board
+            .remove_if(&self.seat.account_id, |_, entry| {
+                entry.generation == generation
+            });
         self.seat
             .registry
             .remove_if(&self.seat.account_id, |_, entry| {
@@ -316,14 +425,24 @@ impl Handler<Publish> for AccountActor {
                 self.queue.len()
             )));
         }
-        self.limiter.admit(&msg.spec.plan)?;
+        if let Err(refused) = self.limiter.admit(&msg.spec.plan) {
+            self.back_off(refused.retry_after);
+            self.deps.metrics.inc(
+                "limiter_rejections_total",
+                &[("platform", msg.spec.plan.platform().as_str())],
+            );
+            self.post_health();
+            return Err(refused);
+        }
         let (reply, receiver) = oneshot::channel();
         self.queue.push_back(QueuedJob {
             spec: msg.spec,
             reply,
             enqueued_at: Instant::now(),
         });
+        self.deps.metrics.gauge_add("publish_queue_depth", &[], 1);
         self.start_next(ctx);
+        self.post_health();
         Ok(receiver)
     }
 }
@@ -364,6 +483,7 @@ impl Handler<CancelQueued> for AccountActor {
         else {
             return false;
         };
+        self.deps.metrics.gauge_add("publish_queue_depth", &[], -1);
         if let Some(job) = self.queue.remove(index) {
             let _ = job.reply.send(Err(JobFailure {
                 error: ApiError::new(

@@ -6,11 +6,16 @@
 //! 6 inits/min (TikTok's own limit; the spec gives none), youtube 10,000 quota units a day with
 //! configurable costs per operation.
 
-use std::{num::NonZeroU32, time::Duration};
+use std::{
+    num::NonZeroU32,
+    sync::Mutex,
+    time::{Duration, Instant},
+};
 
 use governor::{
     Quota, RateLimiter,
     clock::{Clock, DefaultClock},
+    middleware::StateInformationMiddleware,
     state::{InMemoryState, NotKeyed},
 };
 use serde::Serialize;
@@ -23,7 +28,10 @@ use crate::{
 
 /// A limiter with what it needs to describe itself.
 pub struct AccountLimiter {
-    limiter: RateLimiter<NotKeyed, InMemoryState, DefaultClock>,
+    limiter: RateLimiter<NotKeyed, InMemoryState, DefaultClock, StateInformationMiddleware>,
+    /// Units left after the latest admission, and when (governor cannot be asked without
+    /// spending; the operator view extrapolates from this).
+    last: Mutex<Option<(u32, Instant)>>,
     clock: DefaultClock,
     /// Units in one full period (the `X-RateLimit-Limit` value).
     capacity: u32,
@@ -40,6 +48,10 @@ pub struct LimiterState {
     pub capacity: u32,
     pub period_secs: u64,
     pub unit: &'static str,
+    /// Units available now (estimated from the latest admission).
+    pub remaining: u32,
+    /// Seconds until the bucket is full again.
+    pub full_in_secs: u64,
 }
 
 impl AccountLimiter {
@@ -61,7 +73,9 @@ impl AccountLimiter {
             .allow_burst(burst);
         let clock = DefaultClock::default();
         Self {
-            limiter: RateLimiter::direct_with_clock(quota, clock.clone()),
+            limiter: RateLimiter::direct_with_clock(quota, clock.clone())
+                .with_middleware::<StateInformationMiddleware>(),
+            last: Mutex::new(None),
             clock,
             capacity,
             period,
@@ -97,7 +111,11 @@ impl AccountLimiter {
         let cost = self.cost(plan).clamp(1, self.capacity);
         let n = NonZeroU32::new(cost).unwrap_or(NonZeroU32::MIN);
         let wait = match self.limiter.check_n(n) {
-            Ok(Ok(())) => return Ok(()),
+            Ok(Ok(snapshot)) => {
+                *self.last.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some((snapshot.remaining_burst_capacity(), Instant::now()));
+                return Ok(());
+            }
             Ok(Err(not_until)) => not_until.wait_time_from(self.clock.now()),
             // Cannot happen: cost is clamped to the capacity.
             Err(_) => self.period,
@@ -121,10 +139,20 @@ impl AccountLimiter {
     }
 
     pub fn state(&self) -> LimiterState {
+        let per_unit = self.period / self.capacity;
+        let remaining = match *self.last.lock().unwrap_or_else(|p| p.into_inner()) {
+            None => self.capacity,
+            Some((left, at)) => {
+                let regained = (at.elapsed().as_nanos() / per_unit.as_nanos().max(1)) as u64;
+                (u64::from(left) + regained).min(u64::from(self.capacity)) as u32
+            }
+        };
         LimiterState {
             capacity: self.capacity,
             period_secs: self.period.as_secs(),
             unit: self.unit,
+            remaining,
+            full_in_secs: (per_unit * (self.capacity - remaining)).as_secs(),
         }
     }
 }

@@ -178,6 +178,9 @@ impl SchedulerActor {
     ) {
         let lag = (now - row.next_attempt_at).num_milliseconds();
         self.status.last_lag_ms = Some(lag);
+        self.state
+            .metrics
+            .observe("scheduler_lag_seconds", &[], lag.max(0) as f64 / 1000.0);
         self.in_flight.insert(row.id, Instant::now());
         tracing::info!(scheduled_post = %row.id, attempt = row.attempts, lag_ms = lag, "publishing a scheduled post");
         let id = row.id;
@@ -189,10 +192,23 @@ impl SchedulerActor {
                 .into_actor(self)
                 .map(move |ended, actor, ctx| {
                     actor.in_flight.remove(&id);
+                    let metrics = &actor.state.metrics;
+                    let count = |result: &str| {
+                        metrics.inc("scheduler_dispatches_total", &[("result", result)])
+                    };
                     match ended {
-                        Ok(Ended::Published) => actor.status.published += 1,
-                        Ok(Ended::Failed) => actor.status.failed += 1,
-                        Ok(Ended::Retried) => actor.status.retried += 1,
+                        Ok(Ended::Published) => {
+                            actor.status.published += 1;
+                            count("published");
+                        }
+                        Ok(Ended::Failed) => {
+                            actor.status.failed += 1;
+                            count("failed");
+                        }
+                        Ok(Ended::Retried) => {
+                            actor.status.retried += 1;
+                            count("retried");
+                        }
                         Ok(Ended::Lost) => {}
                         Err(e) => {
                             // The outcome could not be written; the lease runs out and the post
@@ -233,6 +249,9 @@ impl SchedulerActor {
                     Ok(0) => {}
                     Ok(n) => {
                         actor.status.settled += n;
+                        for _ in 0..n {
+                            actor.state.metrics.inc("scheduler_settled_total", &[]);
+                        }
                         actor.tick(ctx);
                     }
                     Err(e) => {

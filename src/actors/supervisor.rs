@@ -23,7 +23,7 @@ use uuid::Uuid;
 use super::{
     account::{
         AccountActor, AccountActorInit, ActorHealth, ActorSeat, CancelQueued, GetHealth,
-        JobOutcome, Publish,
+        HealthBoard, JobOutcome, Publish,
     },
     limiter::AccountLimiter,
 };
@@ -49,6 +49,7 @@ pub struct ActorEntry {
 pub struct Supervisor {
     deps: Arc<PublishDeps>,
     actors: Arc<DashMap<Uuid, ActorEntry>>,
+    board: HealthBoard,
     limiters: DashMap<Uuid, Arc<AccountLimiter>>,
     arbiter: ArbiterHandle,
     _arbiter: Arbiter,
@@ -62,6 +63,7 @@ impl Supervisor {
         Self {
             deps,
             actors: Arc::new(DashMap::new()),
+            board: Arc::new(DashMap::new()),
             limiters: DashMap::new(),
             arbiter: arbiter.handle(),
             _arbiter: arbiter,
@@ -71,6 +73,11 @@ impl Supervisor {
 
     pub fn deps(&self) -> &Arc<PublishDeps> {
         &self.deps
+    }
+
+    /// Whether the actors' thread is running.
+    pub fn is_running(&self) -> bool {
+        self.arbiter.spawn(async {})
     }
 
     /// Live account actors.
@@ -117,6 +124,7 @@ impl Supervisor {
                     account_id: account.id,
                     generation,
                     registry: self.actors.clone(),
+                    board: self.board.clone(),
                 },
                 platform: account.platform.clone(),
                 display_name: account.display_name.clone(),
@@ -214,16 +222,12 @@ impl Supervisor {
         self.ask(account, || GetHealth).await
     }
 
-    /// Health of every live actor, without starting any.
-    pub async fn all_health(&self) -> Vec<ActorHealth> {
-        let entries: Vec<ActorEntry> = self.actors.iter().map(|e| e.value().clone()).collect();
-        let asks = entries
+    /// Health of every live actor, from the board the actors keep current (no messages, so
+    /// it answers at once however many actors there are and however busy they are).
+    pub fn all_health(&self) -> Vec<ActorHealth> {
+        self.board
             .iter()
-            .map(|entry| entry.addr.send(GetHealth).timeout(SEND_TIMEOUT));
-        futures_util::future::join_all(asks)
-            .await
-            .into_iter()
-            .filter_map(Result::ok)
+            .map(|entry| entry.value().health())
             .collect()
     }
 
@@ -300,6 +304,7 @@ mod tests {
             media: MediaFetcher::new(&[], 1024).unwrap(),
             platforms: PlatformsConfig::default(),
             publishing,
+            metrics: Default::default(),
         }));
         (dir, supervisor, account)
     }

@@ -12,7 +12,7 @@ use std::future::{Ready, ready};
 
 use actix_web::{
     FromRequest, HttpMessage, HttpRequest,
-    body::MessageBody,
+    body::{EitherBody, MessageBody},
     dev::{Payload, ServiceRequest, ServiceResponse},
     http::header,
     middleware::Next,
@@ -60,6 +60,14 @@ fn state_of(req: &ServiceRequest) -> Result<web::Data<AppState>, ApiError> {
         .ok_or_else(|| ApiError::internal("application state is not registered"))
 }
 
+/// A refusal answered as a response (not an `Err`), so the outer middleware still sees it as a
+/// response and can add its headers (the request id).
+type Guarded<B> = Result<ServiceResponse<EitherBody<B>>, actix_web::Error>;
+
+fn refuse<B>(req: ServiceRequest, error: ApiError) -> Guarded<B> {
+    Ok(req.error_response(error).map_into_right_body())
+}
+
 /// Performance endpoints answer auth failures in their own body form (spec §7).
 fn shape_for_path(error: ApiError, path: &str) -> ApiError {
     if path.starts_with("/api/performance") {
@@ -75,11 +83,11 @@ fn shape_for_path(error: ApiError, path: &str) -> ApiError {
 pub async fn require_api_key(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<impl MessageBody + 'static>, actix_web::Error> {
+) -> Guarded<impl MessageBody + 'static> {
     let path = req.path().to_string();
     let caller = match authenticate_key(&req).await {
         Ok(caller) => caller,
-        Err(error) => return Err(shape_for_path(error, &path).into()),
+        Err(error) => return refuse(req, shape_for_path(error, &path)),
     };
     let allowance = caller.allowance;
     req.extensions_mut().insert(caller);
@@ -88,7 +96,7 @@ pub async fn require_api_key(
     if !response.headers().contains_key("x-ratelimit-limit") {
         allowance.apply(response.headers_mut());
     }
-    Ok(response)
+    Ok(response.map_into_left_body())
 }
 
 async fn authenticate_key(req: &ServiceRequest) -> Result<ApiCaller, ApiError> {
@@ -165,10 +173,13 @@ async fn authenticate_key(req: &ServiceRequest) -> Result<ApiCaller, ApiError> {
 pub async fn require_session(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<impl MessageBody + 'static>, actix_web::Error> {
-    let session = authenticate_session(&req).await?;
+) -> Guarded<impl MessageBody + 'static> {
+    let session = match authenticate_session(&req).await {
+        Ok(session) => session,
+        Err(error) => return refuse(req, error),
+    };
     req.extensions_mut().insert(session);
-    next.call(req).await
+    Ok(next.call(req).await?.map_into_left_body())
 }
 
 async fn authenticate_session(req: &ServiceRequest) -> Result<SessionUser, ApiError> {
@@ -200,8 +211,11 @@ async fn authenticate_session(req: &ServiceRequest) -> Result<SessionUser, ApiEr
 pub async fn require_operator(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<impl MessageBody + 'static>, actix_web::Error> {
-    let state = state_of(&req)?;
+) -> Guarded<impl MessageBody + 'static> {
+    let state = match state_of(&req) {
+        Ok(state) => state,
+        Err(error) => return refuse(req, error),
+    };
     let presented = req
         .headers()
         .get(header::AUTHORIZATION)
@@ -210,10 +224,10 @@ pub async fn require_operator(
         .unwrap_or("");
     let expected = state.operator_token.expose_secret();
     if presented.is_empty() || !crypto::constant_time_eq(presented, expected) {
-        return Err(ApiError::unauthorized("Operator token required").into());
+        return refuse(req, ApiError::unauthorized("Operator token required"));
     }
     req.extensions_mut().insert(Operator);
-    next.call(req).await
+    Ok(next.call(req).await?.map_into_left_body())
 }
 
 fn from_extensions<T: Clone + 'static>(req: &HttpRequest) -> Ready<Result<T, ApiError>> {

@@ -10,6 +10,7 @@ pub mod auth;
 pub mod history;
 pub mod keys;
 pub mod login;
+pub mod ops;
 pub mod posts;
 pub mod scheduled;
 pub mod subscription;
@@ -40,6 +41,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     history::configure(cfg);
     posts::configure(cfg);
     scheduled::configure(cfg);
+    // Before `admin`: its `/admin` scope would otherwise take `/admin/actors`.
+    ops::configure(cfg);
     admin::configure(cfg);
 }
 

@@ -32,6 +32,7 @@ pub struct PublishDeps {
     pub media: MediaFetcher,
     pub platforms: PlatformsConfig,
     pub publishing: PublishingConfig,
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// One publish, as queued on an account actor.

@@ -77,6 +77,26 @@ impl Store {
         self.db.get_database_backend()
     }
 
+    /// Migrations known to the binary but not applied to the database.
+    pub async fn pending_migrations(&self) -> Result<usize, DbErr> {
+        Ok(Migrator::get_pending_migrations(&self.db).await?.len())
+    }
+
+    /// Connections in the pool: `(open, idle)`.
+    pub fn pool_stats(&self) -> (u32, usize) {
+        match self.backend() {
+            DbBackend::Postgres => {
+                let pool = self.db.get_postgres_connection_pool();
+                (pool.size(), pool.num_idle())
+            }
+            DbBackend::Sqlite => {
+                let pool = self.db.get_sqlite_connection_pool();
+                (pool.size(), pool.num_idle())
+            }
+            _ => (0, 0),
+        }
+    }
+
     /// The underlying connection, for tests that need to inspect rows directly.
     pub fn connection(&self) -> &DatabaseConnection {
         &self.db

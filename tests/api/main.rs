@@ -19,6 +19,7 @@ mod errors;
 mod history;
 mod keys;
 mod media;
+mod ops;
 mod publish;
 mod scheduled;
 mod usage;

@@ -1,0 +1,214 @@
+//! Operating the service: `/healthz` and `/readyz` (no authentication, no internals), `/metrics`
+//! (Prometheus text; operator token), and the account-actor view `GET /api/admin/actors` with its
+//! small self-refreshing page `GET /admin/actors`.
+
+use actix_web::{HttpRequest, HttpResponse, http::header, middleware::from_fn, web};
+use secrecy::ExposeSecret;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::auth::{Operator, require_operator};
+use crate::{
+    AppState,
+    actors::{account::ActorHealth, scheduler::GetStatus},
+    crypto,
+    error::ApiError,
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/healthz").route(web::get().to(healthz)))
+        .service(web::resource("/readyz").route(web::get().to(readyz)))
+        .service(
+            web::resource("/metrics")
+                .wrap(from_fn(require_operator))
+                .route(web::get().to(metrics)),
+        )
+        .service(
+            web::resource("/api/admin/actors")
+                .wrap(from_fn(require_operator))
+                .route(web::get().to(actors)),
+        )
+        .service(web::resource("/admin/actors").route(web::get().to(actors_page)));
+}
+
+/// The process is alive and serving.
+async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().json(json!({"status": "ok"}))
+}
+
+/// Ready for traffic: the database answers, migrations are applied, the supervisor's and the
+/// scheduler's actors run. Says which check failed, never why (no internals).
+async fn readyz(state: web::Data<AppState>) -> HttpResponse {
+    let database = state.store.ping().await.is_ok();
+    let migrations = database && matches!(state.store.pending_migrations().await, Ok(0));
+    let supervisor = state.supervisor.is_running();
+    let mut checks = json!({
+        "database": if database { "ok" } else { "failed" },
+        "migrations": if migrations { "ok" } else { "failed" },
+        "supervisor": if supervisor { "ok" } else { "failed" },
+    });
+    let mut ready = database && migrations && supervisor;
+    if state.config.scheduler.enabled {
+        let scheduler = state.scheduler.get().is_some_and(|a| a.connected());
+        checks["scheduler"] = json!(if scheduler { "ok" } else { "failed" });
+        ready &= scheduler;
+    }
+    let body = json!({"status": if ready { "ready" } else { "not_ready" }, "checks": checks});
+    if ready {
+        HttpResponse::Ok().json(body)
+    } else {
+        HttpResponse::ServiceUnavailable().json(body)
+    }
+}
+
+async fn metrics(state: web::Data<AppState>, _operator: Operator) -> HttpResponse {
+    let (open, idle) = state.store.pool_stats();
+    let metrics = &state.metrics;
+    metrics.gauge_set("db_pool_connections", &[("state", "idle")], idle as i64);
+    metrics.gauge_set(
+        "db_pool_connections",
+        &[("state", "in_use")],
+        i64::from(open) - idle as i64,
+    );
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .body(metrics.render())
+}
+
+#[derive(Deserialize)]
+struct ActorsQuery {
+    platform: Option<String>,
+    state: Option<String>,
+    /// The page only: the operator token, for browsers that cannot send a header.
+    token: Option<String>,
+}
+
+async fn view(state: &AppState, query: &ActorsQuery) -> Result<Value, ApiError> {
+    const STATES: [&str; 4] = ["idle", "publishing", "backing_off", "token_invalid"];
+    let wanted_state = query.state.as_deref().filter(|s| !s.is_empty());
+    if let Some(s) = wanted_state
+        && !STATES.contains(&s)
+    {
+        return Err(ApiError::invalid_request(format!(
+            "state must be one of {}",
+            STATES.join(", ")
+        )));
+    }
+    let platform = query.platform.as_deref().filter(|p| !p.is_empty());
+    let mut actors: Vec<ActorHealth> = state
+        .supervisor
+        .all_health()
+        .into_iter()
+        .filter(|a| platform.is_none_or(|p| a.platform == p))
+        .filter(|a| {
+            wanted_state.is_none_or(|s| {
+                serde_json::to_value(a.state)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    == Some(s.to_string())
+            })
+        })
+        .collect();
+    actors.sort_by(|a, b| {
+        (&a.platform, &a.name, a.account_id).cmp(&(&b.platform, &b.name, b.account_id))
+    });
+    let scheduler = match state.scheduler.get() {
+        Some(addr) => addr
+            .send(GetStatus)
+            .await
+            .ok()
+            .and_then(|status| serde_json::to_value(status).ok())
+            .unwrap_or(Value::Null),
+        None => Value::Null,
+    };
+    Ok(json!({
+        "success": true,
+        "count": actors.len(),
+        "actors": actors,
+        "scheduler": scheduler,
+        // The daily collector is not built yet.
+        "collector": Value::Null,
+    }))
+}
+
+async fn actors(
+    state: web::Data<AppState>,
+    _operator: Operator,
+    query: web::Query<ActorsQuery>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(view(&state, &query).await?))
+}
+
+fn escape_html(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The same view as a page that refreshes itself every 5 s. Takes the operator token as a
+/// bearer header or `?token=` (a browser address bar cannot send headers).
+async fn actors_page(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    query: web::Query<ActorsQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .or(query.token.as_deref())
+        .unwrap_or("");
+    if presented.is_empty()
+        || !crypto::constant_time_eq(presented, state.operator_token.expose_secret())
+    {
+        return Err(ApiError::unauthorized("Operator token required"));
+    }
+    let view = view(&state, &query).await?;
+    let mut rows = String::new();
+    for actor in view["actors"].as_array().into_iter().flatten() {
+        let cell = |v: &Value| {
+            escape_html(&match v {
+                Value::String(s) => s.clone(),
+                Value::Null => "—".into(),
+                other => other.to_string(),
+            })
+        };
+        rows.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=s-{}>{}</td><td>{}</td><td>{}</td><td>{} / {} {} ({} s to full)</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            cell(&actor["platform"]),
+            cell(&actor["name"]),
+            cell(&actor["account_id"]),
+            cell(&actor["state"]),
+            cell(&actor["state"]),
+            cell(&actor["queue_depth"]),
+            cell(&actor["in_flight_ms"]),
+            cell(&actor["limiter"]["remaining"]),
+            cell(&actor["limiter"]["capacity"]),
+            cell(&actor["limiter"]["unit"]),
+            cell(&actor["limiter"]["full_in_secs"]),
+            if actor["token_valid"] == true { "valid" } else { "invalid" },
+            cell(&actor["published"]),
+            cell(&actor["failed"]),
+            cell(&actor["last_error"]),
+        ));
+    }
+    let scheduler =
+        escape_html(&serde_json::to_string_pretty(&view["scheduler"]).unwrap_or_default());
+    let html = format!(
+        "<!doctype html><html><head><meta charset=utf-8><meta http-equiv=refresh content=5>\
+         <title>Account actors</title><style>body{{font:14px system-ui;margin:1em}}\
+         table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px}}\
+         .s-publishing{{background:#def}}.s-backing_off{{background:#ffd}}.s-token_invalid{{background:#fdd}}</style>\
+         </head><body><h1>Account actors ({count})</h1>\
+         <table><tr><th>platform</th><th>name</th><th>account</th><th>state</th><th>queue</th>\
+         <th>in flight (ms)</th><th>limiter</th><th>token</th><th>published</th><th>failed</th><th>last error</th></tr>\n\
+         {rows}</table><h2>Scheduler</h2><pre>{scheduler}</pre><h2>Collector</h2><p>not built yet</p>\
+         </body></html>",
+        count = view["count"],
+    );
+    Ok(HttpResponse::Ok()
+        .content_type("text/html; charset=utf-8")
+        .body(html))
+}

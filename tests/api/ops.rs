@@ -1,0 +1,388 @@
+//! Operators' view: health checks, the actor view and its page, metrics, request ids, and logs
+//! that never carry a secret.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use social_service::sim::state::{FaultKind, FaultSpec};
+
+use crate::helpers::{OPERATOR_TOKEN, TestApp, status_and_json};
+
+async fn operator_get(app: &TestApp, path: &str) -> reqwest::Response {
+    app.http
+        .get(app.url(path))
+        .bearer_auth(OPERATOR_TOKEN)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[actix_web::test]
+async fn health_checks_need_no_authentication_and_leak_nothing() {
+    let app = TestApp::spawn().await;
+    let (status, body) =
+        status_and_json(app.http.get(app.url("/healthz")).send().await.unwrap()).await;
+    assert_eq!((status, body), (200, json!({"status": "ok"})));
+    let (status, body) =
+        status_and_json(app.http.get(app.url("/readyz")).send().await.unwrap()).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body,
+        json!({"status": "ready", "checks": {"database": "ok", "migrations": "ok", "supervisor": "ok", "scheduler": "ok"}})
+    );
+    // The database goes away: not ready, and still nothing but the failed check's name.
+    match app.state.store.backend() {
+        sea_orm::DbBackend::Postgres => {
+            app.state
+                .store
+                .connection()
+                .get_postgres_connection_pool()
+                .close()
+                .await
+        }
+        _ => {
+            app.state
+                .store
+                .connection()
+                .get_sqlite_connection_pool()
+                .close()
+                .await
+        }
+    }
+    let (status, body) =
+        status_and_json(app.http.get(app.url("/readyz")).send().await.unwrap()).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["status"], "not_ready");
+    assert_eq!(body["checks"]["database"], "failed");
+    assert!(
+        !body.to_string().to_lowercase().contains("pool"),
+        "no internals: {body}"
+    );
+}
+
+#[actix_web::test]
+async fn the_actor_view_shows_a_busy_actor_and_its_queue() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let idle = app.publisher("threads", "pro").await;
+    let (status, _) = app
+        .post(&idle.key, &idle.body(json!({"text": "warm up"})))
+        .await;
+    assert_eq!(status, 200);
+    app.sim.state().set_faults(
+        "facebook",
+        &publisher.sim.external_id,
+        FaultSpec {
+            latency_ms: 1_000,
+            ..FaultSpec::default()
+        },
+    );
+    let first = publisher.body(json!({"text": "first"}));
+    let second = publisher.body(json!({"text": "second"}));
+    let publishes = async {
+        tokio::join!(app.post(&publisher.key, &first), async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            app.post(&publisher.key, &second).await
+        })
+    };
+    let look = async {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let started = std::time::Instant::now();
+        let response =
+            operator_get(&app, "/api/admin/actors?platform=facebook&state=publishing").await;
+        let took = started.elapsed();
+        let (status, body) = status_and_json(response).await;
+        (status, body, took)
+    };
+    let ((a, b), (status, view, took)) = tokio::join!(publishes, look);
+    assert_eq!((a.0, b.0), (200, 200));
+    assert_eq!(status, 200, "{view}");
+    assert!(
+        took < Duration::from_millis(200),
+        "the view answers at once: {took:?}"
+    );
+    assert_eq!(view["count"], 1, "{view}");
+    let actor = &view["actors"][0];
+    assert_eq!(actor["account_id"], json!(publisher.account.id));
+    assert_eq!(actor["platform"], "facebook");
+    assert_eq!(actor["name"], publisher.account.display_name);
+    assert_eq!(actor["state"], "publishing");
+    assert_eq!(actor["queue_depth"], 1);
+    assert!(actor["in_flight_ms"].as_u64().unwrap() >= 200, "{actor}");
+    assert_eq!(actor["token_valid"], true);
+    assert_eq!(actor["limiter"]["capacity"], 200);
+    assert!(actor["limiter"]["remaining"].as_u64().unwrap() < 200);
+    assert!(view["scheduler"]["instance"].is_string());
+
+    // Afterwards: idle, with its counts; the threads actor is listed too.
+    let (_, view) = status_and_json(operator_get(&app, "/api/admin/actors").await).await;
+    assert_eq!(view["count"], 2);
+    let facebook = view["actors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["platform"] == "facebook")
+        .unwrap();
+    assert_eq!(facebook["state"], "idle");
+    assert_eq!(facebook["published"], 2);
+    assert_eq!(facebook["queue_depth"], 0);
+
+    // Operators only; bad filters are refused.
+    let response = app
+        .http
+        .get(app.url("/api/admin/actors"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    let (status, body) =
+        status_and_json(operator_get(&app, "/api/admin/actors?state=asleep").await).await;
+    assert_eq!(
+        (status, body["error"].as_str().unwrap()),
+        (400, "InvalidRequest")
+    );
+
+    // The page shows the same, with the token in the address.
+    let page = app
+        .http
+        .get(app.url(&format!("/admin/actors?token={OPERATOR_TOKEN}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(
+        page.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    let html = page.text().await.unwrap();
+    assert!(html.contains("http-equiv=refresh"));
+    assert!(html.contains(&publisher.account.id.to_string()));
+    let page = app
+        .http
+        .get(app.url("/admin/actors?token=wrong"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 401);
+}
+
+#[actix_web::test]
+async fn an_invalid_token_shows_in_the_actor_view() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("instagram", "pro").await;
+    app.sim.state().set_faults(
+        "instagram",
+        &publisher.sim.external_id,
+        FaultSpec {
+            error: Some(FaultKind::TokenRevoked),
+            ..FaultSpec::default()
+        },
+    );
+    let body = publisher.body(json!({"text": "x", "mediaUrls": [app.media_url("sample.jpg")]}));
+    let (status, _) = app.post(&publisher.key, &body).await;
+    assert_eq!(status, 401);
+    let (_, view) =
+        status_and_json(operator_get(&app, "/api/admin/actors?state=token_invalid").await).await;
+    assert_eq!(view["count"], 1, "{view}");
+    assert_eq!(view["actors"][0]["token_valid"], false);
+    assert_eq!(view["actors"][0]["failed"], 1);
+    assert!(
+        view["actors"][0]["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("InvalidToken")
+    );
+}
+
+#[actix_web::test]
+async fn metrics_count_requests_and_publishes() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let (status, _) = app
+        .post(&publisher.key, &publisher.body(json!({"text": "counted"})))
+        .await;
+    assert_eq!(status, 200);
+    let response = app.http.get(app.url("/metrics")).send().await.unwrap();
+    assert_eq!(response.status(), 401, "operators only");
+    let response = operator_get(&app, "/metrics").await;
+    assert_eq!(response.status(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain")
+    );
+    let text = response.text().await.unwrap();
+    for line in [
+        "publishes_total{platform=\"facebook\",post_type=\"text\",outcome=\"published\",code=\"\"} 1",
+        "http_requests_total{route=\"/v2/posts\",method=\"POST\",status=\"200\"} 1",
+        "account_actors 1",
+        "publish_queue_depth 0",
+        "# TYPE http_request_duration_seconds histogram",
+        "publish_duration_seconds_count{platform=\"facebook\"} 1",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    }
+    assert!(text.contains("db_pool_connections{state=\"idle\"}"));
+}
+
+#[actix_web::test]
+async fn request_ids_are_accepted_or_generated_and_echoed() {
+    let app = TestApp::spawn().await;
+    let given = app
+        .http
+        .get(app.url("/healthz"))
+        .header("x-request-id", "trace-42.a_b:c")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(given.headers()["x-request-id"], "trace-42.a_b:c");
+    let generated = app.http.get(app.url("/nowhere")).send().await.unwrap();
+    assert_eq!(generated.status(), 404);
+    let id = generated.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(uuid::Uuid::parse_str(&id).is_ok(), "{id}");
+    // Unreasonable ids are replaced, errors included.
+    let replaced = app
+        .http
+        .get(app.url("/v2/accounts"))
+        .header("x-request-id", "x".repeat(200))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(replaced.status(), 401);
+    let id = replaced.headers()["x-request-id"].to_str().unwrap();
+    assert!(uuid::Uuid::parse_str(id).is_ok(), "{id}");
+}
+
+#[actix_web::test]
+async fn logs_of_a_full_publish_carry_no_secret() {
+    use std::process::{Command, Stdio};
+
+    use social_service::{
+        crypto::{self, TokenCipher},
+        operator::{self, ManualAccount},
+        sim::{SimConfig, Simulator},
+        store::Store,
+    };
+    let sim = Simulator::start(SimConfig::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let db_url = format!("sqlite://{}/logs.db?mode=rwc", dir.path().display());
+    let key = TokenCipher::generate_key();
+    let cipher = TokenCipher::from_config_value(&key).unwrap();
+    let store = Store::connect(&db_url, 2, None).await.unwrap();
+    store.migrate().await.unwrap();
+    let now = chrono::Utc::now();
+    let user = store
+        .upsert_oidc_user("iss", "logs", Some("logs@example.com"), None, now)
+        .await
+        .unwrap();
+    let sim_account = sim.state().create_account("x", "logger", None);
+    let account = operator::add_account(
+        &store,
+        &cipher,
+        now,
+        ManualAccount {
+            user_id: user.id,
+            platform: "x".into(),
+            external_id: sim_account.external_id.clone(),
+            name: "logger".into(),
+            username: None,
+            account_type: None,
+            profile_picture_url: None,
+            access_token: sim_account.access_token.clone(),
+            refresh_token: Some(sim_account.refresh_token.clone()),
+            token_expires_at: None,
+            data_access_expires_at: None,
+        },
+    )
+    .await
+    .unwrap();
+    store
+        .set_plan(
+            user.id,
+            social_service::usage::Plan::Ultra,
+            Some("monthly".into()),
+            None,
+            now,
+        )
+        .await
+        .unwrap();
+    let api_key = crypto::generate_api_key();
+    store
+        .insert_api_key(user.id, "logs", &api_key, now)
+        .await
+        .unwrap();
+    let session_key = "s".repeat(40);
+    let operator_token = "operator-token-for-the-log-test";
+    let log_path = dir.path().join("service.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_service"))
+        .arg("serve")
+        .env_remove("DATABASE_URL")
+        .env("SERVICE__SERVER__BIND", "127.0.0.1:0")
+        .env("SERVICE__DATABASE__URL", &db_url)
+        .env("SERVICE__SECRETS__SESSION_KEY", &session_key)
+        .env("SERVICE__SECRETS__TOKEN_ENCRYPTION_KEY", &key)
+        .env("SERVICE__SECRETS__OPERATOR_TOKEN", operator_token)
+        .env("SERVICE__PLATFORMS__X_URL", format!("{}/x", sim.base_url))
+        .env("SERVICE__PLATFORMS__POLL_INTERVAL_MS", "50")
+        .env(
+            "SERVICE__PUBLISHING__MEDIA_ALLOW_HOSTS",
+            format!("[\"127.0.0.1:{}\"]", sim.port),
+        )
+        .env("SERVICE__LOGGING__FORMAT", "json")
+        .env("RUST_LOG", "trace,sqlx=warn")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    // The bound address is in the log.
+    let started = std::time::Instant::now();
+    let base = loop {
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        if let Some(line) = text.lines().find(|l| l.contains("listening")) {
+            let event: Value = serde_json::from_str(line).unwrap();
+            break format!("http://{}", event["fields"]["address"].as_str().unwrap());
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("service did not start: {text}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let client = reqwest::Client::new();
+    let response = client
+        .post(format!("{base}/v2/posts"))
+        .header("service-api-key", &api_key.full)
+        .json(&json!({"post": {
+            "accountId": account.id,
+            "content": {"text": ["a thread", "with two posts"], "mediaUrls": [sim.sample_media()["jpeg"]], "platform": "x"},
+            "target": {"targetType": "x"},
+        }}))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let body: Value = response.json().await.unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(status, 200, "{body}");
+    let logs = std::fs::read_to_string(&log_path).unwrap();
+    assert!(logs.contains("published"), "the publish was logged");
+    for (what, secret) in [
+        ("API key", api_key.full.as_str()),
+        ("API key body", &api_key.full["service_".len()..]),
+        ("access token", sim_account.access_token.as_str()),
+        ("refresh token", sim_account.refresh_token.as_str()),
+        ("token encryption key", key.as_str()),
+        ("session key", session_key.as_str()),
+        ("operator token", operator_token),
+    ] {
+        assert!(!logs.contains(secret), "the log contains the {what}");
+    }
+}
