@@ -443,3 +443,29 @@ fn present<'a>(
         _ => Err(ConfigError::MissingSecret(key, env)),
     }
 }
+
+#[cfg(test)]
+mod shipped_file_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// `config.toml` documents every key with its default: loading it changes nothing.
+    #[test]
+    fn the_shipped_config_file_holds_the_defaults() {
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config.toml")).unwrap();
+        let from_file: Config = Figment::from(Serialized::defaults(Config::default()))
+            .merge(Toml::string(&text))
+            .extract()
+            .unwrap();
+        let json = |c: &Config| {
+            serde_json::json!({
+                "server": c.server, "database": c.database, "auth": serde_json::to_value(&c.auth).ok(),
+                "usage": c.usage, "platforms": c.platforms, "publishing": c.publishing,
+                "scheduler": c.scheduler, "logging": c.logging,
+            })
+        };
+        assert_eq!(json(&from_file), json(&Config::default()));
+    }
+}
