@@ -1,0 +1,473 @@
+//! Service benchmarks, each reported as a ratio to a baseline measured in the same run (the
+//! machines are noisy; ratios travel better than absolute figures):
+//!
+//! - baseline A: a bare actix-web handler returning a constant, in this process;
+//! - baseline B: a bare handler running `SELECT 1` through the service's own database pool;
+//! - key-authenticated, metered (Pro) `GET /api/scheduled-posts` returning 50 posts → ratio to B;
+//! - `POST /v2/posts`, a threads text post to the in-process simulator (zero latency) → ratio to A;
+//! - the operator actor view with 10,000 live actors (latency);
+//! - RSS idle, with 100,000 connected accounts, with 10,000 live actors (bytes per actor), and the
+//!   time from start to ready with 100,000 accounts in the database.
+//!
+//! ```sh
+//! cargo bench --bench service                                                  # SQLite
+//! BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test cargo bench --bench service
+//! # knobs: BENCH_SECONDS (5 per load run), BENCH_CONNECTIONS (32), BENCH_ACCOUNTS (100000), BENCH_ACTORS (10000)
+//! ```
+//!
+//! The load generator is a Rust HTTP client in this process, on loopback; every run is bounded.
+//! (The spec's metered `GET /api/performance/metrics` joins when the performance endpoints exist.)
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use actix_web::{App, HttpResponse, HttpServer, web};
+use chrono::Utc;
+use sea_orm::{ActiveValue::Set, EntityTrait};
+use secrecy::SecretString;
+use serde_json::json;
+use social_service::{
+    Application, BuildOptions,
+    config::{Config, PlatformsConfig},
+    crypto::{self, TokenCipher},
+    operator::{self, ManualAccount},
+    sim::{SimConfig, Simulator},
+    store::{NewScheduledPost, Store},
+    usage::Plan,
+};
+use uuid::Uuid;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|kb| kb.parse::<u64>().ok())
+            })
+        })
+        .map(|kb| kb * 1024)
+        .unwrap_or(0)
+}
+
+struct Load {
+    rps: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    errors: usize,
+}
+
+/// `connections` clients hammer a request for `seconds`; `make` builds request i.
+async fn load(
+    connections: usize,
+    seconds: u64,
+    make: Arc<dyn Fn(&reqwest::Client, usize) -> reqwest::RequestBuilder + Send + Sync>,
+) -> Load {
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..connections {
+        let stop = stop.clone();
+        let make = make.clone();
+        tasks.push(tokio::spawn(async move {
+            let client = reqwest::Client::builder()
+                .pool_max_idle_per_host(1)
+                .build()
+                .unwrap();
+            let mut latencies = Vec::new();
+            let mut errors = 0;
+            let mut i = c;
+            while !stop.load(Ordering::Relaxed) {
+                let t = Instant::now();
+                match make(&client, i).send().await {
+                    Ok(r) if r.status().is_success() => {
+                        let _ = r.bytes().await;
+                        latencies.push(t.elapsed().as_secs_f64() * 1000.0);
+                    }
+                    _ => errors += 1,
+                }
+                i += connections;
+            }
+            (latencies, errors)
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs(seconds)).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut all = Vec::new();
+    let mut errors = 0;
+    for task in tasks {
+        let (l, e) = task.await.unwrap();
+        all.extend(l);
+        errors += e;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    all.sort_by(|a, b| a.total_cmp(b));
+    let pct = |p: f64| {
+        all.get(((all.len().max(1) - 1) as f64 * p) as usize)
+            .copied()
+            .unwrap_or(0.0)
+    };
+    Load {
+        rps: all.len() as f64 / elapsed,
+        p50_ms: pct(0.5),
+        p99_ms: pct(0.99),
+        errors,
+    }
+}
+
+fn report(name: &str, l: &Load, baseline: Option<(&str, &Load)>) {
+    let ratio = baseline
+        .map(|(b, base)| format!("  = {:.3} × {b}", l.rps / base.rps))
+        .unwrap_or_default();
+    println!(
+        "{name:<52} {:>9.0} req/s  p50 {:>6.2} ms  p99 {:>7.2} ms  errors {}{ratio}",
+        l.rps, l.p50_ms, l.p99_ms, l.errors
+    );
+}
+
+#[actix_web::main]
+async fn main() {
+    let seconds = env_usize("BENCH_SECONDS", 5) as u64;
+    let connections = env_usize("BENCH_CONNECTIONS", 32);
+    let accounts_n = env_usize("BENCH_ACCOUNTS", 100_000);
+    let actors_n = env_usize("BENCH_ACTORS", 10_000).min(accounts_n);
+    let rss_start = rss_bytes();
+
+    let sim = Simulator::start(SimConfig {
+        processing_delay: Duration::ZERO,
+        ..SimConfig::default()
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (database, schema) = match std::env::var("BENCH_DATABASE_URL") {
+        Ok(url) if !url.is_empty() => {
+            let schema = format!("bench_{}", Uuid::new_v4().simple());
+            let admin = sea_orm::Database::connect(&url).await.unwrap();
+            use sea_orm::ConnectionTrait;
+            admin
+                .execute_unprepared(&format!("CREATE SCHEMA {schema}"))
+                .await
+                .unwrap();
+            (url, Some(schema))
+        }
+        _ => (
+            format!("sqlite://{}/bench.db?mode=rwc", dir.path().display()),
+            None,
+        ),
+    };
+    let mut config = Config::default();
+    config.database.url = database.clone();
+    config.server.bind = "127.0.0.1:0".into();
+    config.server.workers = 2;
+    config.secrets.session_key = Some(SecretString::from("b".repeat(40)));
+    config.secrets.token_encryption_key = Some(SecretString::from(TokenCipher::generate_key()));
+    config.secrets.operator_token = Some(SecretString::from("bench-operator-token-123"));
+    config.platforms = PlatformsConfig::simulator(&sim.base_url);
+    config.platforms.poll_interval_ms = 5;
+    config.publishing.threads_calls_per_hour = 1_000_000_000;
+    config.publishing.queue_capacity = 1_000;
+    config.usage.last_used_flush_ms = 1_000;
+    let backend = if schema.is_some() {
+        "PostgreSQL"
+    } else {
+        "SQLite"
+    };
+    println!("benchmarks on {backend}; {connections} connections, {seconds} s per load run\n");
+
+    let app = Application::build(
+        config.clone(),
+        BuildOptions {
+            clock: None,
+            pg_schema: schema.clone(),
+        },
+    )
+    .await
+    .unwrap();
+    let base = format!("http://127.0.0.1:{}", app.port());
+    let state = app.state();
+    actix_rt::spawn(app.run_until_stopped());
+    let rss_idle = rss_bytes();
+
+    // Baselines A and B: bare handlers in this process, same worker count.
+    let store: Store = state.store.clone();
+    let baseline = HttpServer::new(move || {
+        App::new()
+            .app_data(web::Data::new(store.clone()))
+            .route(
+                "/bare",
+                web::get().to(|| async { HttpResponse::Ok().body("ok") }),
+            )
+            .route(
+                "/select1",
+                web::get().to(|store: web::Data<Store>| async move {
+                    match store.ping().await {
+                        Ok(()) => HttpResponse::Ok().body("ok"),
+                        Err(_) => HttpResponse::InternalServerError().finish(),
+                    }
+                }),
+            )
+    })
+    .workers(2)
+    .bind("127.0.0.1:0")
+    .unwrap();
+    let baseline_url = format!("http://{}", baseline.addrs()[0]);
+    actix_rt::spawn(baseline.run());
+
+    // A Pro user with a key, 50 scheduled posts, and 64 threads accounts on the simulator.
+    let now = Utc::now();
+    let user = state
+        .store
+        .upsert_oidc_user("bench", "bench", Some("b@example.com"), None, now)
+        .await
+        .unwrap();
+    state
+        .store
+        .set_plan(user.id, Plan::Pro, Some("monthly".into()), None, now)
+        .await
+        .unwrap();
+    let key = crypto::generate_api_key();
+    state
+        .store
+        .insert_api_key(user.id, "bench", &key, now)
+        .await
+        .unwrap();
+    let mut publish_accounts = Vec::new();
+    for i in 0..64 {
+        let s = sim
+            .state()
+            .create_account("threads", &format!("t{i}"), None);
+        let account = operator::add_account(
+            &state.store,
+            &state.cipher,
+            now,
+            ManualAccount {
+                user_id: user.id,
+                platform: "threads".into(),
+                external_id: s.external_id,
+                name: s.name,
+                username: None,
+                account_type: None,
+                profile_picture_url: None,
+                access_token: s.access_token,
+                refresh_token: None,
+                token_expires_at: None,
+                data_access_expires_at: None,
+            },
+        )
+        .await
+        .unwrap();
+        publish_accounts.push(account.id);
+    }
+    for i in 0..50 {
+        state
+            .store
+            .insert_scheduled_post(
+                NewScheduledPost {
+                    user_id: user.id,
+                    account_id: publish_accounts[0],
+                    platform: "threads".into(),
+                    page_name: "t0".into(),
+                    request: json!({}),
+                    content: json!({"text": format!("later {i}"), "media_urls": []}),
+                    scheduled_at: now + chrono::Duration::days(30),
+                },
+                now,
+            )
+            .await
+            .unwrap();
+    }
+
+    let bare = format!("{baseline_url}/bare");
+    let a = load(connections, seconds, Arc::new(move |c, _| c.get(&bare))).await;
+    report("A: bare handler (constant)", &a, None);
+    let select = format!("{baseline_url}/select1");
+    let b = load(connections, seconds, Arc::new(move |c, _| c.get(&select))).await;
+    report(
+        "B: bare handler, SELECT 1 through the pool",
+        &b,
+        Some(("A", &a)),
+    );
+    let (list_url, key_value) = (format!("{base}/api/scheduled-posts"), key.full.clone());
+    let list = load(
+        connections,
+        seconds,
+        Arc::new(move |c, _| c.get(&list_url).header("service-api-key", &key_value)),
+    )
+    .await;
+    report(
+        "GET /api/scheduled-posts (key, metered, 50 items)",
+        &list,
+        Some(("B", &b)),
+    );
+    let (post_url, key_value, accounts) = (
+        format!("{base}/v2/posts"),
+        key.full.clone(),
+        Arc::new(publish_accounts),
+    );
+    let publish = load(
+        connections,
+        seconds,
+        Arc::new(move |c, i| {
+            let account = accounts[i % accounts.len()];
+            c.post(&post_url).header("service-api-key", &key_value).json(&json!({"post": {
+            "accountId": account,
+            "content": {"text": format!("bench {i} {}", Uuid::new_v4()), "platform": "threads"},
+            "target": {"targetType": "threads"},
+        }}))
+        }),
+    )
+    .await;
+    report(
+        "POST /v2/posts (threads text, simulator)",
+        &publish,
+        Some(("A", &a)),
+    );
+
+    // 100,000 connected accounts (bulk insert), then 10,000 live actors.
+    let started = Instant::now();
+    let token = state.cipher.encrypt("bench-token").unwrap();
+    let mut ids = Vec::with_capacity(accounts_n);
+    for chunk in (0..accounts_n).collect::<Vec<_>>().chunks(1_000) {
+        let rows: Vec<entity::account::ActiveModel> = chunk
+            .iter()
+            .map(|i| {
+                let id = Uuid::new_v4();
+                ids.push(id);
+                entity::account::ActiveModel {
+                    id: Set(id),
+                    user_id: Set(user.id),
+                    platform: Set("threads".into()),
+                    external_id: Set(format!("bulk{i}")),
+                    display_name: Set(format!("bulk {i}")),
+                    username: Set(None),
+                    account_type: Set(None),
+                    profile_picture_url: Set(None),
+                    access_token_enc: Set(token.clone()),
+                    refresh_token_enc: Set(None),
+                    token_expires_at: Set(None),
+                    data_access_expires_at: Set(None),
+                    is_valid: Set(true),
+                    disabled: Set(false),
+                    disabled_at: Set(None),
+                    last_error: Set(None),
+                    created_at: Set(now),
+                    updated_at: Set(now),
+                }
+            })
+            .collect();
+        entity::account::Entity::insert_many(rows)
+            .exec(state.store.connection())
+            .await
+            .unwrap();
+    }
+    println!(
+        "\ninserted {accounts_n} accounts in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let rss_accounts = rss_bytes();
+
+    let started = Instant::now();
+    let again = Application::build(
+        config.clone(),
+        BuildOptions {
+            clock: None,
+            pg_schema: schema.clone(),
+        },
+    )
+    .await
+    .unwrap();
+    let ready_url = format!("http://127.0.0.1:{}/readyz", again.port());
+    actix_rt::spawn(again.run_until_stopped());
+    let client = reqwest::Client::new();
+    while !client
+        .get(&ready_url)
+        .send()
+        .await
+        .map(|r| r.status().is_success())
+        .unwrap_or(false)
+    {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let start_to_ready = started.elapsed();
+
+    let before_actors = rss_bytes();
+    let started = Instant::now();
+    for chunk in ids[..actors_n].chunks(500) {
+        use sea_orm::{ColumnTrait, QueryFilter};
+        let rows = entity::account::Entity::find()
+            .filter(entity::account::Column::Id.is_in(chunk.to_vec()))
+            .all(state.store.connection())
+            .await
+            .unwrap();
+        let asks = rows.iter().map(|row| state.supervisor.health(row));
+        for r in futures_util::future::join_all(asks).await {
+            r.unwrap();
+        }
+    }
+    let actors_started = started.elapsed();
+    let rss_actors = rss_bytes();
+    let view_url = format!("{base}/api/admin/actors");
+    let mut view_ms = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        let r = client
+            .get(&view_url)
+            .bearer_auth("bench-operator-token-123")
+            .send()
+            .await
+            .unwrap();
+        let _ = r.bytes().await.unwrap();
+        view_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    view_ms.sort_by(|a, b| a.total_cmp(b));
+    println!(
+        "started {} actors in {:.2} s; live actors: {}",
+        actors_n,
+        actors_started.as_secs_f64(),
+        state.supervisor.live_actors()
+    );
+    println!(
+        "actor view with {} live actors: p50 {:.1} ms, max {:.1} ms",
+        state.supervisor.live_actors(),
+        view_ms[10],
+        view_ms[19]
+    );
+    let mb = |b: u64| b as f64 / (1024.0 * 1024.0);
+    println!(
+        "RSS: process start {:.1} MiB; service idle {:.1} MiB; after {accounts_n} accounts {:.1} MiB",
+        mb(rss_start),
+        mb(rss_idle),
+        mb(rss_accounts)
+    );
+    println!(
+        "RSS with {actors_n} live actors: {:.1} MiB (+{:.0} bytes per actor)",
+        mb(rss_actors),
+        (rss_actors.saturating_sub(before_actors)) as f64 / actors_n as f64
+    );
+    println!(
+        "start to ready with {accounts_n} accounts in the database: {:.0} ms",
+        start_to_ready.as_secs_f64() * 1000.0
+    );
+    if let Some(schema) = schema {
+        let admin = sea_orm::Database::connect(&database).await.unwrap();
+        use sea_orm::ConnectionTrait;
+        let _ = admin
+            .execute_unprepared(&format!("DROP SCHEMA {schema} CASCADE"))
+            .await;
+    }
+}
