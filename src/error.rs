@@ -269,6 +269,8 @@ impl ApiError {
 
     /// `RateLimitExceeded` with `retry_after` (seconds) and optionally the limiter's headers.
     pub fn rate_limited(retry_after: u64, headers: Option<RateLimitHeaders>) -> Self {
+        // Platforms' reset headers are taken as given; keep them sane (1 s to 31 days).
+        let retry_after = retry_after.clamp(1, 31 * 86_400);
         let mut error = Self::new(
             ErrorCode::RateLimitExceeded,
             format!("Rate limit exceeded. Retry after {retry_after} seconds."),

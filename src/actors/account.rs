@@ -204,7 +204,8 @@ impl AccountActor {
 
     fn back_off(&mut self, retry_after: Option<u64>) {
         if let Some(secs) = retry_after {
-            self.backoff_until = Some(Instant::now() + Duration::from_secs(secs));
+            self.backoff_until =
+                Instant::now().checked_add(Duration::from_secs(secs.min(31 * 86_400)));
         }
     }
 

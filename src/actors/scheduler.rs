@@ -36,6 +36,9 @@ use crate::{
     usage::Plan,
 };
 
+/// The longest a retry waits, whatever a platform's `retry_after` says.
+const MAX_RETRY_WAIT_SECS: u64 = 31 * 86_400;
+
 /// Message of a post whose irreversible publish call may or may not have happened.
 pub const UNCONFIRMED_MESSAGE: &str = "The service stopped while this post's final publish call was in progress, so whether it was published is unconfirmed: check the platform before posting it again";
 
@@ -229,8 +232,9 @@ impl SchedulerActor {
         let state = self.state.clone();
         let instance = self.status.instance.clone();
         let until = state.clock.now() + self.lease();
+        let ids: Vec<Uuid> = self.in_flight.keys().copied().collect();
         ctx.spawn(
-            in_runtime(async move { state.store.extend_leases(&instance, until).await })
+            in_runtime(async move { state.store.extend_leases(&instance, ids, until).await })
                 .into_actor(self)
                 .map(|result, actor, _| {
                     if let Err(e) = result {
@@ -309,7 +313,8 @@ impl Handler<Drain> for SchedulerActor {
         if let Some(handle) = self.timer.take() {
             ctx.cancel_future(handle);
         }
-        self.in_flight.len()
+        // A look at the table still running may be claiming posts: count it as in flight.
+        self.in_flight.len() + usize::from(self.ticking)
     }
 }
 
@@ -334,18 +339,28 @@ impl Handler<GetStatus> for SchedulerActor {
 struct AttemptFailure {
     error: ApiError,
     retryable: bool,
+    /// Write nothing: the outcome is not known here (the worker died) or the post is no longer
+    /// ours; the lease runs out and settlement decides from the recorded steps.
+    abandon: bool,
 }
 
 impl From<ApiError> for AttemptFailure {
     fn from(error: ApiError) -> Self {
         // Refusals before the platform is called: only "try later" ones are worth retrying.
+        // (A late job of a timed-out hand-over cannot publish: rescheduling ends its claim, and
+        // its fence checks the claim before the irreversible call.)
         let retryable = matches!(
             error.code,
             ErrorCode::RateLimitExceeded
                 | ErrorCode::ServiceUnavailable
                 | ErrorCode::InternalServerError
+                | ErrorCode::Timeout
         );
-        Self { error, retryable }
+        Self {
+            error,
+            retryable,
+            abandon: false,
+        }
     }
 }
 
@@ -370,19 +385,28 @@ async fn attempt(
     let request = validate::parse_request(&row.request).map_err(|error| AttemptFailure {
         error,
         retryable: false,
+        abandon: false,
     })?;
     let prepared = service::prepare(state, &user, tier, request)
         .await
         .map_err(|error| AttemptFailure {
             retryable: matches!(error.code, ErrorCode::InternalServerError),
             error,
+            abandon: false,
         })?;
     let submission_id = Uuid::new_v4();
-    state
+    let still_ours = state
         .store
-        .set_scheduled_submission(row.id, submission_id)
+        .set_scheduled_submission(row.id, instance, submission_id)
         .await
         .map_err(ApiError::from)?;
+    if !still_ours {
+        return Err(AttemptFailure {
+            error: ApiError::service_unavailable("the claim on this post was lost"),
+            retryable: false,
+            abandon: true,
+        });
+    }
     let claim = ClaimFence {
         scheduled_post_id: row.id,
         claimant: instance.to_string(),
@@ -395,12 +419,14 @@ async fn attempt(
         Ok(Err(failure)) => Err(AttemptFailure {
             error: failure.error,
             retryable: failure.retryable,
+            abandon: false,
         }),
         // The actor died during the publish: the steps tell what happened; let the lease run
         // out and settlement decide rather than guessing here.
         Err(_) => Err(AttemptFailure {
             error: ApiError::internal("the account worker stopped during the publish"),
             retryable: false,
+            abandon: true,
         }),
     }
 }
@@ -429,13 +455,19 @@ async fn dispatch_post(
                 },
             );
         }
+        Err(failure) if failure.abandon => {
+            tracing::warn!(scheduled_post = %row.id, error = %describe(&failure.error), "scheduled post left for settlement");
+            false
+        }
         Err(failure) if failure.retryable && row.attempts < config.max_attempts => {
             let backoff = config
                 .retry_base_secs
                 .max(1)
                 .saturating_mul(1 << (row.attempts.clamp(1, 10) - 1))
                 .min(3_600);
-            let wait = backoff.max(failure.error.retry_after.unwrap_or(0));
+            let wait = backoff
+                .max(failure.error.retry_after.unwrap_or(0))
+                .min(MAX_RETRY_WAIT_SECS);
             let next = now + chrono::Duration::seconds(wait as i64);
             let reason = describe(&failure.error);
             tracing::warn!(scheduled_post = %row.id, attempt = row.attempts, retry_in_s = wait, error = %reason, "scheduled post will be retried");
@@ -480,8 +512,15 @@ pub async fn settle_expired_claims(state: &AppState) -> Result<u64, sea_orm::DbE
     let mut settled = 0;
     for row in store.expired_claims(now).await? {
         let claimant = row.claimed_by.clone().unwrap_or_default();
-        // The attempt's history row is written before its first platform call.
-        let submission = store.latest_submission_for(row.id).await?;
+        // The attempt's own history row (written before its first platform call); none if the
+        // attempt died before that.
+        let submission = match row.submission_id {
+            Some(id) => store
+                .find_submission(id)
+                .await?
+                .filter(|s| s.scheduled_post_id == Some(row.id)),
+            None => None,
+        };
         let final_started = submission
             .as_ref()
             .and_then(|s| s.steps.as_ref())

@@ -28,7 +28,7 @@ use super::{
     limiter::AccountLimiter,
 };
 use crate::{
-    error::ApiError,
+    error::{ApiError, ErrorCode},
     platforms::AccountCredentials,
     publish::{
         plan::Platform,
@@ -211,8 +211,10 @@ impl Supervisor {
                     "The account worker restarted; retry the request",
                 ))
             }
-            Err(MailboxError::Timeout) => Err(ApiError::service_unavailable(
-                "The account is busy; retry in a moment",
+            // The message may still be delivered and the post published: not a plain "retry".
+            Err(MailboxError::Timeout) => Err(ApiError::new(
+                ErrorCode::Timeout,
+                "The account did not acknowledge the post in time; it may still be published: check the publishing history before retrying",
             )),
         }
     }

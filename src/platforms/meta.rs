@@ -182,7 +182,7 @@ pub fn retry_after(headers: &HeaderMap) -> u64 {
     if minutes == 0 {
         DEFAULT_RETRY_AFTER_SECS
     } else {
-        minutes * 60
+        minutes.saturating_mul(60)
     }
 }
 

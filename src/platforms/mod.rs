@@ -240,10 +240,15 @@ impl StepRecorder {
     /// Marks that the irreversible call is about to be made. After this, an interrupted publish
     /// is never resumed automatically: its outcome must be checked on the platform.
     pub async fn before_final(&self) -> Result<(), PlatformError> {
-        if let (Some((store, _)), Some(fence)) = (&self.store, &self.fence) {
+        if let (Some((store, submission_id)), Some(fence)) = (&self.store, &self.fence) {
             let until = fence.clock.now() + fence.lease;
             let held = store
-                .renew_claim(fence.scheduled_post_id, &fence.claimant, until)
+                .renew_claim(
+                    fence.scheduled_post_id,
+                    &fence.claimant,
+                    *submission_id,
+                    until,
+                )
                 .await
                 .map_err(|e| PlatformError::Transient(format!("cannot renew the claim: {e}")))?;
             if !held {

@@ -31,6 +31,8 @@ use crate::{
 
 /// How many redirects a media URL may take.
 const MAX_REDIRECTS: usize = 5;
+/// How long a probe may take in all.
+const PROBE_DEADLINE: Duration = Duration::from_secs(30);
 
 /// Why a media URL was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -76,11 +78,21 @@ pub fn is_public_ip(ip: IpAddr) -> bool {
                 return is_public_v4(v4);
             }
             let s = v6.segments();
-            // NAT64 (64:ff9b::/96) embeds an IPv4 address.
-            if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
-                let v4 =
-                    Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
-                return is_public_v4(v4);
+            let v4_at = |hi: u16, lo: u16| {
+                Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8)
+            };
+            // Forms that embed an IPv4 address: NAT64 64:ff9b::/96 and IPv4-compatible ::/96.
+            if (s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0]) || s[0..6] == [0; 6] {
+                return is_public_v4(v4_at(s[6], s[7]));
+            }
+            // 6to4 (2002::/16) carries an IPv4 address in segments 1-2.
+            if s[0] == 0x2002 {
+                return is_public_v4(v4_at(s[1], s[2]));
+            }
+            // Teredo (2001::/32) and local-use NAT64 (64:ff9b:1::/48) tunnel to addresses we
+            // cannot check: refuse.
+            if (s[0] == 0x2001 && s[1] == 0) || (s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1) {
+                return false;
             }
             !(v6.is_loopback()
                 || v6.is_unspecified()
@@ -224,13 +236,16 @@ impl ChunkReader {
 
 impl MediaFetcher {
     pub fn new(allow_hosts: &[String], max_bytes: u64) -> Result<Self, reqwest::Error> {
+        // No proxies: a proxy would resolve the name itself, past our resolver.
         let guarded = reqwest::Client::builder()
+            .no_proxy()
             .redirect(Policy::none())
             .dns_resolver(Arc::new(PublicOnlyResolver))
             .connect_timeout(Duration::from_secs(10))
             .read_timeout(Duration::from_secs(60))
             .build()?;
         let trusted = reqwest::Client::builder()
+            .no_proxy()
             .redirect(Policy::none())
             .connect_timeout(Duration::from_secs(10))
             .read_timeout(Duration::from_secs(60))
@@ -348,7 +363,8 @@ impl MediaFetcher {
                         "Media URL {current} redirected to a non-http location"
                     )));
                 }
-                current = next;
+                // The same rule as for the URL given: https unless the host is allow-listed.
+                current = self.normalize(next.as_str())?;
                 continue;
             }
             if status != StatusCode::OK {
@@ -394,7 +410,15 @@ impl MediaFetcher {
     /// limit. Nothing is downloaded beyond the headers.
     pub async fn probe(&self, raw: &str, accept: Accept) -> Result<MediaRef, MediaError> {
         let url = self.normalize(raw)?;
-        let download = self.open(&url).await?;
+        // One deadline for the whole probe, redirects included (read timeouts restart per read).
+        let download = tokio::time::timeout(PROBE_DEADLINE, self.open(&url))
+            .await
+            .map_err(|_| {
+                MediaError::DownloadFailed(format!(
+                    "Media URL {url} did not answer within {} s",
+                    PROBE_DEADLINE.as_secs()
+                ))
+            })??;
         let kind = classify(&download.content_type, accept).ok_or_else(|| {
             let shown = if download.content_type.is_empty() {
                 "none".to_string()
@@ -485,6 +509,11 @@ mod tests {
             "::ffff:127.0.0.1",
             "::ffff:10.1.2.3",
             "64:ff9b::a00:1",
+            "::7f00:1",
+            "2002:7f00:1::1",
+            "2002:a00:1::1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "64:ff9b:1::a00:1",
         ] {
             let parsed: IpAddr = ip.parse().unwrap();
             assert!(!is_public_ip(parsed), "{ip} must not count as public");

@@ -181,7 +181,10 @@ pub async fn run_job(
             let final_started = steps.snapshot()["final_started"] == json!(true);
             // Whether the post may be out: only if the irreversible call started and then
             // failed without a definite answer (a 5xx, a timeout, a broken connection).
-            let maybe_published = final_started && error.outcome_unknown();
+            // Part of a thread already out counts as published: the rest must not be re-sent
+            // from the start, and the allowance stays used.
+            let posted = !steps.ids("post").is_empty();
+            let maybe_published = final_started && (error.outcome_unknown() || posted);
             let token_failure = error.invalidates_token().then(|| {
                 let code = match &error {
                     PlatformError::TokenExpired(_) => ErrorCode::TokenExpired,
@@ -192,7 +195,12 @@ pub async fn run_job(
             tracing::warn!(submission = %job.submission_id, platform, error = %error, final_started, "publish failed");
             // Safe to try again only if the platform surely did not publish: it refused with a
             // rate limit, or a transient failure came before the irreversible call.
-            let retryable = error.is_transient() && !maybe_published;
+            let retryable = match &error {
+                // A refusal: nothing went out, unless earlier posts of a thread did.
+                PlatformError::RateLimited { .. } => !posted,
+                PlatformError::Transient(_) => !final_started,
+                _ => false,
+            };
             let mut api_error = error.into_api_error();
             if maybe_published {
                 api_error.message = format!(

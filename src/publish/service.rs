@@ -222,8 +222,11 @@ pub async fn enqueue(
     match state.supervisor.publish(&prepared.account, spec).await {
         Ok(receiver) => Ok(receiver),
         Err(refused) => {
-            // Refused before anything started: give the x post count back.
-            if let Some((user_id, key)) = &reserved_counter {
+            // Refused before anything started: give the x post count back. Not on a timeout:
+            // the job may still run, and it gives the count back itself if it fails.
+            if let Some((user_id, key)) = &reserved_counter
+                && refused.code != ErrorCode::Timeout
+            {
                 state.store.release_call(*user_id, key).await?;
             }
             Err(refused)

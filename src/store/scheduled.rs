@@ -181,59 +181,53 @@ impl Store {
         Ok(rows)
     }
 
-    /// The latest publish attempt (history row) of a scheduled post.
-    pub async fn latest_submission_for(
-        &self,
-        scheduled_post_id: Uuid,
-    ) -> Result<Option<entity::post_submission::Model>, DbErr> {
-        use entity::post_submission;
-        post_submission::Entity::find()
-            .filter(post_submission::Column::ScheduledPostId.eq(scheduled_post_id))
-            .order_by_desc(post_submission::Column::CreatedAt)
-            .one(&self.db)
-            .await
-    }
-
-    /// Records which history row an attempt writes.
+    /// Records which history row this attempt writes, if `claimant` still holds the claim.
     pub async fn set_scheduled_submission(
         &self,
         id: Uuid,
+        claimant: &str,
         submission_id: Uuid,
-    ) -> Result<(), DbErr> {
-        scheduled_post::Entity::update_many()
+    ) -> Result<bool, DbErr> {
+        let result = scheduled_post::Entity::update_many()
             .col_expr(
                 scheduled_post::Column::SubmissionId,
                 Expr::value(submission_id),
             )
-            .filter(scheduled_post::Column::Id.eq(id))
-            .exec(&self.db)
-            .await?;
-        Ok(())
-    }
-
-    /// Renews one claim if `claimant` still holds it (the fence before an irreversible call).
-    pub async fn renew_claim(
-        &self,
-        id: Uuid,
-        claimant: &str,
-        lease_until: DateTime<Utc>,
-    ) -> Result<bool, DbErr> {
-        let result = scheduled_post::Entity::update_many()
-            .col_expr(scheduled_post::Column::LeaseUntil, Expr::value(lease_until))
             .filter(Self::claimed_by(id, claimant, None))
             .exec(&self.db)
             .await?;
         Ok(result.rows_affected == 1)
     }
 
-    /// Extends the leases of everything this instance is publishing.
+    /// Renews one claim if `claimant` still holds it *for this attempt* (the fence before an
+    /// irreversible call): a stale job of an earlier attempt of the same instance fails it too.
+    pub async fn renew_claim(
+        &self,
+        id: Uuid,
+        claimant: &str,
+        submission_id: Uuid,
+        lease_until: DateTime<Utc>,
+    ) -> Result<bool, DbErr> {
+        let result = scheduled_post::Entity::update_many()
+            .col_expr(scheduled_post::Column::LeaseUntil, Expr::value(lease_until))
+            .filter(Self::claimed_by(id, claimant, None))
+            .filter(scheduled_post::Column::SubmissionId.eq(submission_id))
+            .exec(&self.db)
+            .await?;
+        Ok(result.rows_affected == 1)
+    }
+
+    /// Extends the leases of the posts this instance is publishing right now (`ids`). A post it
+    /// claimed but no longer tracks is left to expire and be settled.
     pub async fn extend_leases(
         &self,
         claimant: &str,
+        ids: Vec<Uuid>,
         lease_until: DateTime<Utc>,
     ) -> Result<u64, DbErr> {
         let result = scheduled_post::Entity::update_many()
             .col_expr(scheduled_post::Column::LeaseUntil, Expr::value(lease_until))
+            .filter(scheduled_post::Column::Id.is_in(ids))
             .filter(scheduled_post::Column::ClaimedBy.eq(claimant))
             .filter(scheduled_post::Column::Status.eq("publishing"))
             .exec(&self.db)

@@ -159,6 +159,8 @@ impl Store {
             )
             .col_expr(post_submission::Column::UpdatedAt, Expr::value(now))
             .filter(post_submission::Column::Id.eq(id))
+            // Never overwrite an outcome already recorded (a settlement racing a late finish).
+            .filter(post_submission::Column::Status.eq("publishing"))
             .exec(&self.db)
             .await?;
         Ok(())

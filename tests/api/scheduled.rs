@@ -494,6 +494,12 @@ async fn a_dead_claimants_posts_are_settled_from_their_steps() {
     for row in claimed {
         let final_started = row.id.to_string() == midway;
         let submission_id = uuid::Uuid::new_v4();
+        assert!(
+            store
+                .set_scheduled_submission(row.id, "dead-instance", submission_id)
+                .await
+                .unwrap()
+        );
         store
             .start_submission(
                 submission_id,
@@ -645,14 +651,38 @@ async fn the_final_call_is_fenced_by_the_claim() {
         lease: chrono::Duration::seconds(60),
         clock: app.state.clock.clone(),
     };
+    let attempt = uuid::Uuid::new_v4();
+    assert!(
+        app.state
+            .store
+            .set_scheduled_submission(claimed[0].id, "other-instance", attempt)
+            .await
+            .unwrap()
+    );
+    let recorder = |submission: uuid::Uuid, claimant: &str| {
+        StepRecorder::for_submission(app.state.store.clone(), submission)
+            .with_fence(Some(fence(claimant)))
+    };
     // An instance that lost the claim (it was presumed dead and the post settled) may not make
-    // the irreversible call.
-    let stale = StepRecorder::for_submission(app.state.store.clone(), uuid::Uuid::new_v4())
-        .with_fence(Some(fence("presumed-dead")));
-    assert!(stale.before_final().await.is_err());
-    let holder = StepRecorder::for_submission(app.state.store.clone(), uuid::Uuid::new_v4())
-        .with_fence(Some(fence("other-instance")));
-    assert!(holder.before_final().await.is_ok());
+    // the irreversible call; nor may a stale job of an earlier attempt of the claimant itself.
+    assert!(
+        recorder(attempt, "presumed-dead")
+            .before_final()
+            .await
+            .is_err()
+    );
+    assert!(
+        recorder(uuid::Uuid::new_v4(), "other-instance")
+            .before_final()
+            .await
+            .is_err()
+    );
+    assert!(
+        recorder(attempt, "other-instance")
+            .before_final()
+            .await
+            .is_ok()
+    );
 }
 
 #[actix_web::test]
