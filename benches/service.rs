@@ -65,6 +65,9 @@ fn rss_bytes() -> u64 {
         .unwrap_or(0)
 }
 
+/// Builds request number `i` on a client.
+type MakeRequest = Arc<dyn Fn(&reqwest::Client, usize) -> reqwest::RequestBuilder + Send + Sync>;
+
 struct Load {
     rps: f64,
     p50_ms: f64,
@@ -76,7 +79,7 @@ struct Load {
 async fn load(
     connections: usize,
     seconds: u64,
-    make: Arc<dyn Fn(&reqwest::Client, usize) -> reqwest::RequestBuilder + Send + Sync>,
+    make: MakeRequest,
 ) -> Load {
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();

@@ -132,6 +132,17 @@ pub enum ActorState {
     TokenInvalid,
 }
 
+impl ActorState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActorState::Idle => "idle",
+            ActorState::Publishing => "publishing",
+            ActorState::BackingOff => "backing_off",
+            ActorState::TokenInvalid => "token_invalid",
+        }
+    }
+}
+
 /// The answer to [`GetHealth`].
 #[derive(Debug, Clone, Serialize)]
 pub struct ActorHealth {

@@ -18,6 +18,10 @@ use crate::store::Store;
 #[derive(Clone, Default, Debug)]
 pub struct LastUsedRecorder {
     pending: Arc<DashMap<Uuid, DateTime<Utc>>>,
+    /// Calls of users on unlimited plans, by `(user, usage period key)`, not yet written. They
+    /// need no admission check, so they skip the per-request write (and the row lock every call
+    /// of one user would otherwise queue on).
+    calls: Arc<DashMap<(Uuid, String), i64>>,
 }
 
 impl LastUsedRecorder {
@@ -33,6 +37,19 @@ impl LastUsedRecorder {
             .or_insert(at);
     }
 
+    /// Counts a call of a user on an unlimited plan.
+    pub fn count_call(&self, user_id: Uuid, period_key: String) {
+        *self.calls.entry((user_id, period_key)).or_insert(0) += 1;
+    }
+
+    /// Counted calls not yet written.
+    pub fn pending_calls(&self, user_id: Uuid, period_key: &str) -> i64 {
+        self.calls
+            .get(&(user_id, period_key.to_string()))
+            .map(|n| *n)
+            .unwrap_or(0)
+    }
+
     fn drain(&self) -> Vec<(Uuid, DateTime<Utc>)> {
         let keys: Vec<Uuid> = self.pending.iter().map(|e| *e.key()).collect();
         keys.into_iter()
@@ -42,6 +59,15 @@ impl LastUsedRecorder {
 
     /// Writes everything pending now (also used on shutdown).
     pub async fn flush(&self, store: &Store) {
+        let counted: Vec<(Uuid, String)> = self.calls.iter().map(|e| e.key().clone()).collect();
+        for key in counted {
+            if let Some(((user_id, period), n)) = self.calls.remove(&key)
+                && let Err(err) = store.add_usage(user_id, &period, n, Utc::now()).await
+            {
+                tracing::warn!(error = %err, "could not write usage counts; will retry");
+                *self.calls.entry((user_id, period)).or_insert(0) += n;
+            }
+        }
         let batch = self.drain();
         if batch.is_empty() {
             return;

@@ -25,6 +25,7 @@ use crate::{
     AppState,
     crypto::{self, KeyFormatError},
     error::{ApiError, QuotaExceeded, RateLimitHeaders},
+    store::Reservation,
     usage::{self, Plan},
 };
 
@@ -121,10 +122,20 @@ async fn authenticate_key(req: &ServiceRequest) -> Result<ApiCaller, ApiError> {
     let plan = Plan::parse(&user.plan).unwrap_or(Plan::Free);
     let period = usage::usage_period(user.created_at, now);
     let limit = plan.monthly_limit(state.config.usage.free_monthly_limit);
-    let reservation = state
-        .store
-        .reserve_call(user.id, &period.key(), limit, now)
-        .await?;
+    // A limited plan is admitted by one atomic conditional write; an unlimited one has nothing
+    // to refuse, so its call is counted in memory and written in batches.
+    let reservation = if limit.is_some() {
+        state
+            .store
+            .reserve_call(user.id, &period.key(), limit, now)
+            .await?
+    } else {
+        state.last_used.count_call(user.id, period.key());
+        Reservation {
+            admitted: true,
+            count: 0,
+        }
+    };
     let reset = period.end.timestamp();
     if !reservation.admitted {
         let limit = limit.unwrap_or(-1);

@@ -4,13 +4,16 @@
 
 use actix_web::{HttpRequest, HttpResponse, http::header, middleware::from_fn, web};
 use secrecy::ExposeSecret;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::auth::{Operator, require_operator};
 use crate::{
     AppState,
-    actors::{account::ActorHealth, scheduler::GetStatus},
+    actors::{
+        account::ActorHealth,
+        scheduler::{GetStatus, SchedulerStatus},
+    },
     crypto,
     error::ApiError,
 };
@@ -83,7 +86,19 @@ struct ActorsQuery {
     token: Option<String>,
 }
 
-async fn view(state: &AppState, query: &ActorsQuery) -> Result<Value, ApiError> {
+/// The actor view, serialized in one pass (no intermediate JSON tree: it may hold 10,000
+/// actors).
+#[derive(Serialize)]
+struct ActorsView {
+    success: bool,
+    count: usize,
+    actors: Vec<ActorHealth>,
+    scheduler: Option<SchedulerStatus>,
+    /// The daily collector is not built yet.
+    collector: Option<()>,
+}
+
+async fn view(state: &AppState, query: &ActorsQuery) -> Result<ActorsView, ApiError> {
     const STATES: [&str; 4] = ["idle", "publishing", "backing_off", "token_invalid"];
     let wanted_state = query.state.as_deref().filter(|s| !s.is_empty());
     if let Some(s) = wanted_state
@@ -100,35 +115,22 @@ async fn view(state: &AppState, query: &ActorsQuery) -> Result<Value, ApiError> 
         .all_health()
         .into_iter()
         .filter(|a| platform.is_none_or(|p| a.platform == p))
-        .filter(|a| {
-            wanted_state.is_none_or(|s| {
-                serde_json::to_value(a.state)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    == Some(s.to_string())
-            })
-        })
+        .filter(|a| wanted_state.is_none_or(|s| a.state.as_str() == s))
         .collect();
-    actors.sort_by(|a, b| {
+    actors.sort_unstable_by(|a, b| {
         (&a.platform, &a.name, a.account_id).cmp(&(&b.platform, &b.name, b.account_id))
     });
     let scheduler = match state.scheduler.get() {
-        Some(addr) => addr
-            .send(GetStatus)
-            .await
-            .ok()
-            .and_then(|status| serde_json::to_value(status).ok())
-            .unwrap_or(Value::Null),
-        None => Value::Null,
+        Some(addr) => addr.send(GetStatus).await.ok(),
+        None => None,
     };
-    Ok(json!({
-        "success": true,
-        "count": actors.len(),
-        "actors": actors,
-        "scheduler": scheduler,
-        // The daily collector is not built yet.
-        "collector": Value::Null,
-    }))
+    Ok(ActorsView {
+        success: true,
+        count: actors.len(),
+        actors,
+        scheduler,
+        collector: None,
+    })
 }
 
 async fn actors(
@@ -165,7 +167,7 @@ async fn actors_page(
     {
         return Err(ApiError::unauthorized("Operator token required"));
     }
-    let view = view(&state, &query).await?;
+    let view = serde_json::to_value(view(&state, &query).await?).map_err(ApiError::internal)?;
     let mut rows = String::new();
     for actor in view["actors"].as_array().into_iter().flatten() {
         let cell = |v: &Value| {

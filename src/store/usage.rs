@@ -97,4 +97,36 @@ impl Store {
             .await?;
         Ok(())
     }
+
+    /// Adds `n` calls to a period's count (unlimited plans, written in batches).
+    pub async fn add_usage(
+        &self,
+        user_id: Uuid,
+        period_key: &str,
+        n: i64,
+        now: DateTime<Utc>,
+    ) -> Result<(), DbErr> {
+        let backend = self.backend();
+        let p = |i| placeholder(backend, i);
+        let sql = format!(
+            "INSERT INTO usage_counters (user_id, period_start, call_count, updated_at) \
+             VALUES ({}, {}, {}, {}) \
+             ON CONFLICT (user_id, period_start) DO UPDATE \
+             SET call_count = usage_counters.call_count + excluded.call_count, updated_at = excluded.updated_at",
+            p(1),
+            p(2),
+            p(3),
+            p(4)
+        );
+        let values: Vec<Value> = vec![
+            user_id.into(),
+            period_key.to_string().into(),
+            n.into(),
+            now.into(),
+        ];
+        self.db
+            .execute_raw(Statement::from_sql_and_values(backend, sql, values))
+            .await?;
+        Ok(())
+    }
 }
