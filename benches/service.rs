@@ -76,11 +76,7 @@ struct Load {
 }
 
 /// `connections` clients hammer a request for `seconds`; `make` builds request i.
-async fn load(
-    connections: usize,
-    seconds: u64,
-    make: MakeRequest,
-) -> Load {
+async fn load(connections: usize, seconds: u64, make: MakeRequest) -> Load {
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
     let mut tasks = Vec::new();
