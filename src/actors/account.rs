@@ -423,6 +423,7 @@ impl Handler<Publish> for AccountActor {
     type Result = Result<oneshot::Receiver<JobOutcome>, ApiError>;
 
     fn handle(&mut self, msg: Publish, ctx: &mut Self::Context) -> Self::Result {
+        let _span = tracing::debug_span!("account_actor", account = %self.seat.account_id, message = "publish").entered();
         self.last_activity = Instant::now();
         if let Some((code, reason)) = &self.token_failure {
             return Err(ApiError::new(
@@ -470,6 +471,7 @@ impl Handler<GetHealth> for AccountActor {
     type Result = MessageResult<GetHealth>;
 
     fn handle(&mut self, _msg: GetHealth, _ctx: &mut Self::Context) -> Self::Result {
+        let _span = tracing::trace_span!("account_actor", account = %self.seat.account_id, message = "health").entered();
         MessageResult(self.health())
     }
 }
@@ -488,6 +490,7 @@ impl Handler<CancelQueued> for AccountActor {
     type Result = bool;
 
     fn handle(&mut self, msg: CancelQueued, _ctx: &mut Self::Context) -> bool {
+        let _span = tracing::debug_span!("account_actor", account = %self.seat.account_id, message = "cancel").entered();
         let Some(index) = self
             .queue
             .iter()

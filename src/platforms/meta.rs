@@ -76,7 +76,9 @@ impl<'a> Graph<'a> {
         } else {
             request.form(params)
         };
-        let response = request.send().await.map_err(PlatformError::from_reqwest)?;
+        let response = super::traced_send("meta", request)
+            .await
+            .map_err(PlatformError::from_reqwest)?;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let text = response.text().await.map_err(PlatformError::from_reqwest)?;

@@ -311,6 +311,51 @@ pub async fn publish(
     }
 }
 
+/// Sends a platform call in a `platform_call` span (platform, method, path — never the query,
+/// which may carry a token) and logs its status and duration at debug level.
+pub async fn traced_send(
+    platform: &'static str,
+    request: reqwest::RequestBuilder,
+) -> Result<reqwest::Response, reqwest::Error> {
+    let (client, built) = request.build_split();
+    let request = built?;
+    let span = tracing::debug_span!(
+        "platform_call",
+        platform,
+        method = %request.method(),
+        path = %request.url().path()
+    );
+    let started = std::time::Instant::now();
+    let result = tracing::Instrument::instrument(client.execute(request), span.clone()).await;
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    span.in_scope(|| match &result {
+        Ok(response) => tracing::debug!(
+            status = response.status().as_u16(),
+            elapsed_ms,
+            "platform call"
+        ),
+        Err(error) => tracing::debug!(%error, elapsed_ms, "platform call failed"),
+    });
+    result
+}
+
+/// `request.send_traced("youtube")`: [`traced_send`] as a method.
+pub trait SendTraced {
+    fn send_traced(
+        self,
+        platform: &'static str,
+    ) -> impl std::future::Future<Output = Result<reqwest::Response, reqwest::Error>>;
+}
+
+impl SendTraced for reqwest::RequestBuilder {
+    fn send_traced(
+        self,
+        platform: &'static str,
+    ) -> impl std::future::Future<Output = Result<reqwest::Response, reqwest::Error>> {
+        traced_send(platform, self)
+    }
+}
+
 /// Sleeps for the configured poll interval.
 pub async fn poll_pause(config: &PlatformsConfig) {
     tokio::time::sleep(std::time::Duration::from_millis(config.poll_interval_ms)).await;

@@ -16,7 +16,9 @@ use reqwest::{StatusCode, header};
 use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
-use super::{PlatformContext, PlatformError, Published, poll_pause, processing_deadline};
+use super::{
+    PlatformContext, PlatformError, Published, SendTraced, poll_pause, processing_deadline,
+};
 use crate::publish::{
     media::ChunkReader,
     plan::{MediaRef, TiktokContent, TiktokPost},
@@ -301,7 +303,9 @@ impl Api<'_, '_> {
                 .header(header::CONTENT_TYPE, JSON_UTF8)
                 .body(body.to_string());
         }
-        let response = request.send().await.map_err(PlatformError::from_reqwest)?;
+        let response = super::traced_send("tiktok", request)
+            .await
+            .map_err(PlatformError::from_reqwest)?;
         let status = response.status();
         let text = response.text().await.map_err(PlatformError::from_reqwest)?;
         let envelope: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
@@ -336,7 +340,7 @@ impl Api<'_, '_> {
                 format!("bytes {first}-{last}/{total}"),
             )
             .body(bytes)
-            .send()
+            .send_traced("tiktok")
             .await
             .map_err(PlatformError::from_reqwest)?;
         let status = response.status();

@@ -91,7 +91,9 @@ impl<'a> Client<'a> {
 
     /// Sends a call; a 2xx gives its JSON body, anything else a classified error.
     async fn send(&self, request: RequestBuilder) -> Result<(StatusCode, Value), PlatformError> {
-        let response = request.send().await.map_err(PlatformError::from_reqwest)?;
+        let response = super::traced_send("x", request)
+            .await
+            .map_err(PlatformError::from_reqwest)?;
         let status = response.status();
         let headers = response.headers().clone();
         let text = response.text().await.map_err(PlatformError::from_reqwest)?;

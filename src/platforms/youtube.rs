@@ -13,7 +13,9 @@ use reqwest::{StatusCode, header};
 use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
-use super::{PlatformContext, PlatformError, Published, poll_pause, processing_deadline};
+use super::{
+    PlatformContext, PlatformError, Published, SendTraced, poll_pause, processing_deadline,
+};
 use crate::publish::plan::{MediaRef, YoutubePost};
 
 /// thumbnails.set `maxSize` in the discovery document.
@@ -106,7 +108,7 @@ impl Api<'_, '_> {
             .header("X-Upload-Content-Type", content_type)
             .timeout(self.call_timeout())
             .body(metadata.to_string())
-            .send()
+            .send_traced("youtube")
             .await
             .map_err(PlatformError::from_reqwest)?;
         if !response.status().is_success() {
@@ -140,7 +142,7 @@ impl Api<'_, '_> {
             .header(header::CONTENT_TYPE, content_type)
             .header(header::CONTENT_LENGTH, length)
             .body(body)
-            .send()
+            .send_traced("youtube")
             .await;
         let response = match sent {
             Ok(r) => r,
@@ -172,7 +174,7 @@ impl Api<'_, '_> {
             .header(header::CONTENT_RANGE, format!("bytes */{length}"))
             .header(header::CONTENT_LENGTH, 0)
             .timeout(self.call_timeout())
-            .send()
+            .send_traced("youtube")
             .await
             .map_err(PlatformError::from_reqwest)?;
         match response.status() {
@@ -235,7 +237,7 @@ impl Api<'_, '_> {
             .query(&[("part", "status,processingDetails"), ("id", video_id)])
             .bearer_auth(self.token())
             .timeout(self.call_timeout())
-            .send()
+            .send_traced("youtube")
             .await
             .map_err(PlatformError::from_reqwest)?;
         if !response.status().is_success() {
@@ -285,7 +287,7 @@ impl Api<'_, '_> {
             .header(header::CONTENT_TYPE, content_type)
             .timeout(self.call_timeout())
             .body(bytes)
-            .send()
+            .send_traced("youtube")
             .await
             .map_err(PlatformError::from_reqwest)?;
         if response.status().is_success() {
