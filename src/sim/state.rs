@@ -76,6 +76,9 @@ pub struct FaultSpec {
     /// Which calls get `error`: only those whose path contains this text (e.g. `media_publish`,
     /// `/tweets`); absent = every call.
     pub path_contains: Option<String>,
+    /// Let this many matching calls through before `error` starts (e.g. fail the second post of
+    /// a thread).
+    pub skip: u32,
     pub processing: Processing,
 }
 
@@ -248,7 +251,14 @@ impl SimState {
                     .path_contains
                     .as_deref()
                     .is_none_or(|needle| path.contains(needle));
-                let error = if applies { spec.error } else { None };
+                let error = if applies && spec.skip > 0 {
+                    spec.skip -= 1;
+                    None
+                } else if applies {
+                    spec.error
+                } else {
+                    None
+                };
                 if error.is_some()
                     && let Some(times) = spec.times.as_mut()
                 {

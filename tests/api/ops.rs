@@ -375,9 +375,15 @@ async fn logs_of_a_full_publish_carry_no_secret() {
     let logs = std::fs::read_to_string(&log_path).unwrap();
     assert!(logs.contains("published"), "the publish was logged");
     // Spans: the request (with its id), the actor's message, each platform call.
-    assert!(logs.contains("\"request_id\""), "request spans carry the id");
+    assert!(
+        logs.contains("\"request_id\""),
+        "request spans carry the id"
+    );
     assert!(logs.contains("account_actor"), "actor message spans");
-    assert!(logs.contains("platform_call") && logs.contains("/x/2/tweets"), "platform call spans");
+    assert!(
+        logs.contains("platform_call") && logs.contains("/x/2/tweets"),
+        "platform call spans"
+    );
     for (what, secret) in [
         ("API key", api_key.full.as_str()),
         ("API key body", &api_key.full["service_".len()..]),

@@ -785,3 +785,43 @@ async fn a_due_post_publishes_within_two_seconds_of_its_time() {
         "published {published_late} after due"
     );
 }
+
+#[actix_web::test]
+async fn a_thread_cut_off_after_its_first_post_is_not_sent_again() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("x", "ultra").await;
+    // The first tweet goes out; the platform rate-limits the second.
+    app.sim.state().set_faults(
+        "x",
+        &publisher.sim.external_id,
+        FaultSpec {
+            error: Some(FaultKind::RateLimit),
+            path_contains: Some("/2/tweets".into()),
+            skip: 1,
+            ..FaultSpec::default()
+        },
+    );
+    let id = schedule_ok(
+        &app,
+        &publisher,
+        json!({"text": ["one", "two", "three"]}),
+        61,
+    )
+    .await;
+    app.clock.advance(chrono::Duration::seconds(62));
+    let post = wait_for(&app, &publisher.key, &id, &["published", "failed"]).await;
+    assert_eq!(
+        post["status"], "failed",
+        "not retried from the start: {post}"
+    );
+    assert_eq!(post["attempts"], 1);
+    app.sim.state().clear_faults(None);
+    app.clock.advance(chrono::Duration::seconds(3600));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let texts: Vec<String> = app
+        .published(&publisher.sim)
+        .into_iter()
+        .map(|p| p.text.unwrap_or_default())
+        .collect();
+    assert_eq!(texts, vec!["one"], "the first tweet exactly once");
+}
