@@ -318,6 +318,8 @@ impl AccountActor {
                 }
             }));
         }
+        // The board first: whoever gets the reply may look at the actor view next.
+        self.post_health();
         // The caller may have timed out and gone; the outcome is in the history either way.
         let retryable = result.retryable;
         let _ = reply.send(
@@ -325,7 +327,6 @@ impl AccountActor {
                 .outcome
                 .map_err(|error| JobFailure { error, retryable }),
         );
-        self.post_health();
     }
 
     fn health(&self) -> ActorHealth {
