@@ -79,6 +79,54 @@ pub struct TestApp {
     _db: TestDb,
 }
 
+/// Closes a pool from outside the test's runtime (which is gone or going when this runs). The
+/// service's threads outlive a test and keep its pool alive; without this, each test would leave
+/// its connections open until PostgreSQL runs out of them.
+fn close_pool(db: sea_orm::DatabaseConnection) {
+    let _ = std::thread::spawn(move || {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        // Close every idle connection. (`Pool::close` would also wait for connections still
+        // checked out by futures that died with the test's runtime, which never come back.)
+        runtime.block_on(async move {
+            let close = async {
+                match db.get_database_backend() {
+                    sea_orm::DbBackend::Postgres => {
+                        let pool = db.get_postgres_connection_pool();
+                        while let Some(connection) = pool.try_acquire() {
+                            let _ = connection.close().await;
+                        }
+                    }
+                    _ => {
+                        let pool = db.get_sqlite_connection_pool();
+                        while let Some(connection) = pool.try_acquire() {
+                            let _ = connection.close().await;
+                        }
+                    }
+                }
+            };
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), close).await;
+        });
+    })
+    .join();
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        close_pool(self.state.store.connection().clone());
+    }
+}
+
+impl Drop for SecondInstance {
+    fn drop(&mut self) {
+        close_pool(self.state.store.connection().clone());
+    }
+}
+
 /// Another instance of the service on the same database, clock and simulator.
 pub struct SecondInstance {
     #[allow(dead_code)]
@@ -120,7 +168,7 @@ impl TestApp {
         let mut config = Config::default();
         config.server.bind = "127.0.0.1:0".into();
         config.server.workers = 2;
-        config.database.max_connections = 5;
+        config.database.max_connections = 3;
         config.secrets.session_key = Some(SecretString::from("s".repeat(40)));
         config.secrets.token_encryption_key = Some(SecretString::from(TokenCipher::generate_key()));
         config.secrets.operator_token = Some(SecretString::from(OPERATOR_TOKEN));
