@@ -17,6 +17,7 @@ pub mod crypto;
 pub mod demo;
 pub mod error;
 pub mod http;
+pub mod insights;
 pub mod metrics;
 pub mod oidc;
 pub mod operator;
