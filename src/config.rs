@@ -26,6 +26,7 @@ pub struct Config {
     pub platforms: PlatformsConfig,
     pub publishing: PublishingConfig,
     pub scheduler: SchedulerConfig,
+    pub collector: CollectorConfig,
     pub logging: LoggingConfig,
 }
 
@@ -305,6 +306,49 @@ impl Default for SchedulerConfig {
     }
 }
 
+/// The collector actor: daily performance snapshots of every account (spec §2.7, §4.8).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CollectorConfig {
+    /// Whether this instance runs the daily collection (several may, on one database).
+    pub enabled: bool,
+    /// Local time of the daily run, `HH:MM`, in `time_zone`.
+    pub run_at: String,
+    /// IANA time zone of `run_at`; the run collects the previous day of this zone.
+    pub time_zone: String,
+    /// Accounts collected at the same time.
+    pub concurrency: usize,
+    /// How long a claimed account-date stays claimed without finishing; after that another
+    /// collector may take it over (its collector died).
+    pub lease_secs: u64,
+    /// Automatic attempts per account and date; backfill and manual collection always try.
+    pub max_attempts: i32,
+    /// How often the latest date is looked at again for accounts still missing (failed ones,
+    /// ones connected since, ones a dead instance held).
+    pub repair_interval_secs: u64,
+    /// A limiter refusal asking to wait at most this long is waited out; longer ones fail the
+    /// account for this pass (a later pass retries).
+    pub max_limiter_wait_secs: u64,
+    /// Longest sleep between looks at the clock.
+    pub max_sleep_ms: u64,
+}
+
+impl Default for CollectorConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            run_at: "02:00".into(),
+            time_zone: "Asia/Taipei".into(),
+            concurrency: 16,
+            lease_secs: 600,
+            max_attempts: 3,
+            repair_interval_secs: 1_800,
+            max_limiter_wait_secs: 60,
+            max_sleep_ms: 5_000,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub struct UsageConfig {
@@ -356,6 +400,8 @@ const STRING_KEYS: &[&str] = &[
     "platforms.youtube_url",
     "platforms.x_url",
     "platforms.tiktok_video_source",
+    "collector.run_at",
+    "collector.time_zone",
     "logging.format",
 ];
 

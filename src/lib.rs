@@ -12,6 +12,7 @@
 
 pub mod actors;
 pub mod clock;
+pub mod collection;
 pub mod config;
 pub mod crypto;
 pub mod demo;
@@ -46,11 +47,13 @@ use secrecy::{ExposeSecret, SecretString};
 
 use crate::{
     actors::{
+        collector::CollectorActor,
         last_used::{LastUsedRecorder, LastUsedWriter},
         scheduler::{Drain, SchedulerActor, Wake},
         supervisor::Supervisor,
     },
     clock::{SharedClock, SystemClock},
+    collection::schedule::DailySchedule,
     config::{Config, ConfigError},
     crypto::{SessionSigner, TokenCipher},
     oidc::OidcClient,
@@ -78,6 +81,10 @@ pub struct AppState {
     pub metrics: Arc<metrics::Metrics>,
     /// The scheduler actor, once started (absent when `scheduler.enabled` is false).
     pub scheduler: Arc<OnceLock<Addr<SchedulerActor>>>,
+    /// The collector actor, once started (absent when `collector.enabled` is false).
+    pub collector: Arc<OnceLock<Addr<CollectorActor>>>,
+    /// When the daily collection runs (`collector.run_at` in `collector.time_zone`).
+    pub collection_schedule: DailySchedule,
     /// This process's id as a claimant of scheduled posts: `host:pid:random`.
     pub instance_id: String,
 }
@@ -182,6 +189,9 @@ impl Application {
             publishing: config.publishing.clone(),
             metrics: metrics.clone(),
         })));
+        let collection_schedule =
+            DailySchedule::parse(&config.collector.time_zone, &config.collector.run_at)
+                .map_err(|e| ConfigError::Invalid("collector.time_zone / collector.run_at", e))?;
         let last_used = LastUsedRecorder::default();
         let state = web::Data::new(AppState {
             signer: SessionSigner::new(&secret(&config.secrets.session_key)),
@@ -193,6 +203,8 @@ impl Application {
             supervisor,
             metrics,
             scheduler: Arc::new(OnceLock::new()),
+            collector: Arc::new(OnceLock::new()),
+            collection_schedule,
             instance_id: instance_id(),
             public_url,
             store: store.clone(),
@@ -209,6 +221,10 @@ impl Application {
         if config.scheduler.enabled {
             let scheduler = SchedulerActor::new(state.clone(), state.instance_id.clone()).start();
             let _ = state.scheduler.set(scheduler);
+        }
+        if config.collector.enabled {
+            let collector = CollectorActor::new(state.clone(), state.collection_schedule).start();
+            let _ = state.collector.set(collector);
         }
 
         let server_state = state.clone();

@@ -6,6 +6,7 @@ pub use sea_orm_migration::prelude::*;
 
 mod m20261122_000001_foundation;
 mod m20261122_000002_scheduled_posts;
+mod m20261123_000003_snapshots;
 
 /// The ordered list of migrations.
 pub struct Migrator;
@@ -16,6 +17,7 @@ impl MigratorTrait for Migrator {
         vec![
             Box::new(m20261122_000001_foundation::Migration),
             Box::new(m20261122_000002_scheduled_posts::Migration),
+            Box::new(m20261123_000003_snapshots::Migration),
         ]
     }
 }

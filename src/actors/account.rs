@@ -12,7 +12,7 @@ use std::{
 };
 
 use actix::prelude::*;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use dashmap::DashMap;
 use futures_util::FutureExt;
 use serde::Serialize;
@@ -25,7 +25,8 @@ use super::{
 };
 use crate::{
     error::{ApiError, ErrorCode},
-    platforms::AccountCredentials,
+    insights::{self, AccountSummary, DailyMetrics, InsightsContext, InsightsQuery},
+    platforms::{AccountCredentials, PlatformError},
     publish::run::{JobResult, JobSpec, PublishDeps, run_job},
 };
 
@@ -119,6 +120,8 @@ pub struct AccountActor {
     last_error: Option<(String, DateTime<Utc>)>,
     /// Set while the account waits out a rate limit (ours or the platform's).
     backoff_until: Option<Instant>,
+    /// Insights reads running now (they run beside publishes).
+    reads_in_flight: usize,
 }
 
 /// What the actor is doing (the operator view's `state`).
@@ -196,6 +199,7 @@ impl AccountActor {
             failed: 0,
             last_error: None,
             backoff_until: None,
+            reads_in_flight: 0,
         }
     }
 
@@ -307,16 +311,7 @@ impl AccountActor {
             );
         }
         if let Some((code, reason)) = result.token_failure {
-            let stored = format!("{}: {reason}", code.as_str());
-            self.token_failure = Some((code, reason));
-            let store = self.deps.store.clone();
-            let account_id = self.seat.account_id;
-            // Persist off the actor's thread of control; the in-memory flag already holds.
-            actix::spawn(in_runtime(async move {
-                if let Err(e) = store.mark_account_invalid(account_id, &stored, now).await {
-                    tracing::error!(error = %e, %account_id, "cannot mark the account invalid");
-                }
-            }));
+            self.token_dead(code, reason);
         }
         // The board first: whoever gets the reply may look at the actor view next.
         self.post_health();
@@ -327,6 +322,39 @@ impl AccountActor {
                 .outcome
                 .map_err(|error| JobFailure { error, retryable }),
         );
+    }
+
+    /// The platform said the token is dead: refuse further work at once and record it.
+    fn token_dead(&mut self, code: ErrorCode, reason: String) {
+        let stored = format!("{}: {reason}", code.as_str());
+        self.token_failure = Some((code, reason));
+        let store = self.deps.store.clone();
+        let account_id = self.seat.account_id;
+        let now = self.deps.clock.now();
+        // Persist off the actor's thread of control; the in-memory flag already holds.
+        actix::spawn(in_runtime(async move {
+            if let Err(e) = store.mark_account_invalid(account_id, &stored, now).await {
+                tracing::error!(error = %e, %account_id, "cannot mark the account invalid");
+            }
+        }));
+    }
+
+    /// Takes what a failed read says about the account (dead token, platform rate limit) and
+    /// turns it into the caller's error.
+    fn absorb_platform_error(&mut self, error: PlatformError) -> ApiError {
+        let dead_token = error.invalidates_token().then(|| error.to_string());
+        let error = error.into_api_error();
+        if let Some(reason) = dead_token {
+            self.token_dead(error.code, reason);
+        }
+        if error.code == ErrorCode::RateLimitExceeded {
+            self.back_off(error.retry_after);
+        }
+        self.last_error = Some((
+            format!("{}: {}", error.code.as_str(), error.message),
+            self.deps.clock.now(),
+        ));
+        error
     }
 
     fn health(&self) -> ActorHealth {
@@ -529,5 +557,115 @@ impl Handler<Crash> for AccountActor {
     #[allow(clippy::panic)]
     fn handle(&mut self, _msg: Crash, _ctx: &mut Self::Context) {
         panic!("crash requested");
+    }
+}
+
+/// What an insights read asks for.
+#[derive(Debug, Clone)]
+pub enum InsightsWork {
+    /// A `GET /api/performance/*` query.
+    Query(InsightsQuery),
+    /// The numbers of one date, for a daily snapshot.
+    Daily(NaiveDate),
+}
+
+/// What an insights read returns.
+#[derive(Debug, Clone)]
+pub enum InsightsOutput {
+    /// The whole response body of a query.
+    Body(serde_json::Value),
+    Daily(DailyMetrics),
+}
+
+/// Reads insights through the account's limiter. Answers at once with the receiver of the
+/// result (or the refusal: token dead, limiter empty, too many reads in flight); the platform
+/// calls run in a spawned future, beside any publish in flight (reads need no ordering).
+pub struct ReadInsights {
+    pub work: InsightsWork,
+    pub account: AccountSummary,
+}
+
+/// The result of an insights read.
+pub type InsightsResult = Result<InsightsOutput, ApiError>;
+
+impl Message for ReadInsights {
+    type Result = Result<oneshot::Receiver<InsightsResult>, ApiError>;
+}
+
+/// Reads one actor runs at the same time; more are refused with 503 (the collector and
+/// dashboards retry).
+const MAX_READS_IN_FLIGHT: usize = 8;
+
+impl Handler<ReadInsights> for AccountActor {
+    type Result = Result<oneshot::Receiver<InsightsResult>, ApiError>;
+
+    fn handle(&mut self, msg: ReadInsights, ctx: &mut Self::Context) -> Self::Result {
+        let _span = tracing::debug_span!("account_actor", account = %self.seat.account_id, message = "insights").entered();
+        self.last_activity = Instant::now();
+        if let Some((code, reason)) = &self.token_failure {
+            return Err(ApiError::new(
+                *code,
+                "The platform access token of this account is no longer valid; reconnect the account",
+            )
+            .with_details(reason.clone()));
+        }
+        if self.reads_in_flight >= MAX_READS_IN_FLIGHT {
+            return Err(ApiError::service_unavailable(
+                "This account is already answering other performance queries; retry in a moment",
+            ));
+        }
+        let platform = msg.account.platform;
+        let units = match &msg.work {
+            InsightsWork::Query(query) => insights::estimated_calls(platform, query),
+            InsightsWork::Daily(_) => insights::estimated_daily_calls(platform),
+        };
+        if let Err(refused) = self.limiter.admit_units(units) {
+            self.back_off(refused.retry_after);
+            self.deps.metrics.inc(
+                "limiter_rejections_total",
+                &[("platform", platform.as_str())],
+            );
+            self.post_health();
+            return Err(refused);
+        }
+        self.reads_in_flight += 1;
+        let deps = self.deps.clone();
+        let credentials = self.credentials.clone();
+        let work = async move {
+            let ctx = InsightsContext {
+                http: &deps.http,
+                config: &deps.platforms,
+                credentials: &credentials,
+                account: &msg.account,
+            };
+            match &msg.work {
+                InsightsWork::Query(query) => {
+                    insights::query(&ctx, query).await.map(InsightsOutput::Body)
+                }
+                InsightsWork::Daily(date) => insights::daily(&ctx, *date)
+                    .await
+                    .map(InsightsOutput::Daily),
+            }
+        };
+        let work = std::panic::AssertUnwindSafe(work)
+            .catch_unwind()
+            .map(|result| {
+                result.unwrap_or_else(|_| {
+                    Err(PlatformError::Rejected("the insights read panicked".into()))
+                })
+            });
+        let (reply, receiver) = oneshot::channel();
+        ctx.spawn(
+            in_runtime(work)
+                .into_actor(self)
+                .map(move |result, actor, _ctx| {
+                    actor.reads_in_flight = actor.reads_in_flight.saturating_sub(1);
+                    actor.last_activity = Instant::now();
+                    let result = result.map_err(|error| actor.absorb_platform_error(error));
+                    actor.post_health();
+                    let _ = reply.send(result);
+                }),
+        );
+        Ok(receiver)
     }
 }

@@ -108,7 +108,12 @@ impl AccountLimiter {
     /// Takes the plan's units, or refuses with 429 `RateLimitExceeded`, `retry_after` and the
     /// limiter's headers.
     pub fn admit(&self, plan: &PublishPlan) -> Result<(), ApiError> {
-        let cost = self.cost(plan).clamp(1, self.capacity);
+        self.admit_units(self.cost(plan))
+    }
+
+    /// Takes `units` (API calls, or youtube quota units), or refuses like [`Self::admit`].
+    pub fn admit_units(&self, units: u32) -> Result<(), ApiError> {
+        let cost = units.clamp(1, self.capacity);
         let n = NonZeroU32::new(cost).unwrap_or(NonZeroU32::MIN);
         let wait = match self.limiter.check_n(n) {
             Ok(Ok(snapshot)) => {

@@ -2,9 +2,11 @@
 //! - [`supervisor`]: routes requests to account actors (one per connected account), built once;
 //! - [`account`]: an account's token state, rate limiter and publish queue ([`limiter`]);
 //! - [`scheduler`]: publishes due scheduled posts, at most once across crashes and instances;
+//! - [`collector`]: takes the daily performance snapshot of every account;
 //! - [`last_used`]: the batch writer of API-key last-use times.
 
 pub mod account;
+pub mod collector;
 pub mod in_runtime;
 pub mod last_used;
 pub mod limiter;

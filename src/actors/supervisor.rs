@@ -23,12 +23,13 @@ use uuid::Uuid;
 use super::{
     account::{
         AccountActor, AccountActorInit, ActorHealth, ActorSeat, CancelQueued, GetHealth,
-        HealthBoard, JobOutcome, Publish,
+        HealthBoard, InsightsOutput, InsightsWork, JobOutcome, Publish, ReadInsights,
     },
     limiter::AccountLimiter,
 };
 use crate::{
     error::{ApiError, ErrorCode},
+    insights::AccountSummary,
     platforms::AccountCredentials,
     publish::{
         plan::Platform,
@@ -231,6 +232,25 @@ impl Supervisor {
             .iter()
             .map(|entry| entry.value().health())
             .collect()
+    }
+
+    /// Reads insights through the account's actor (its limiter, its token state) and waits
+    /// for the result.
+    pub async fn read_insights(
+        &self,
+        account: &entity::account::Model,
+        summary: &AccountSummary,
+        work: InsightsWork,
+    ) -> Result<InsightsOutput, ApiError> {
+        let receiver = self
+            .ask(account, || ReadInsights {
+                work: work.clone(),
+                account: summary.clone(),
+            })
+            .await??;
+        receiver.await.map_err(|_| {
+            ApiError::service_unavailable("The account worker stopped during the read; retry")
+        })?
     }
 
     /// Removes a queued publish; false when it is not queued (unknown, started or done).

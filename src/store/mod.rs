@@ -6,6 +6,7 @@ mod api_keys;
 mod login_states;
 mod scheduled;
 mod sessions;
+mod snapshots;
 mod submissions;
 mod usage;
 mod users;
@@ -17,6 +18,7 @@ use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbBackend, DbErr};
 
 pub use accounts::NewAccount;
 pub use scheduled::{CancelOutcome, NewScheduledPost};
+pub use snapshots::SnapshotClaim;
 pub use submissions::NewSubmission;
 pub use usage::Reservation;
 

@@ -1,0 +1,265 @@
+//! Daily performance collection (spec §2.7, §4.8): for a date, each account's numbers are read
+//! through its account actor (so its limiter is respected) and stored as that date's snapshot.
+//!
+//! The same function serves the collector actor's daily run, its catch-up after downtime, and
+//! the manual `/api/cron/*` endpoints. Safety comes from the store: each account-date is claimed
+//! by one conditional write before any platform call, so a restart or a second instance never
+//! stores a date twice or fetches it twice at the same time. A failing account is recorded as
+//! `failed` and the run goes on.
+
+pub mod schedule;
+
+use std::time::Duration;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use futures_util::{StreamExt, stream};
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::{
+    AppState,
+    actors::account::{InsightsOutput, InsightsWork},
+    error::{ApiError, ErrorCode},
+    insights::{self, AccountSummary, DailyMetrics},
+    store::SnapshotClaim,
+};
+
+/// Why a run started (the operator view shows it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    /// The daily time came.
+    Schedule,
+    /// At start: the latest daily run was missed (service down) or left unfinished.
+    CatchUp,
+    /// A later look at the latest date for accounts still missing.
+    Repair,
+    /// `POST /api/cron/collect-performance` or `/api/cron/backfill`.
+    Manual,
+}
+
+/// One account's outcome in a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct AccountOutcome {
+    pub account_id: Uuid,
+    pub page_name: String,
+    pub platform: String,
+    /// `success`, `partial` (some metrics failed), `failed`, or `skipped` (collected already,
+    /// or another collector is on it).
+    pub status: &'static str,
+    pub data: Option<DailyMetrics>,
+    pub error: Option<String>,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Serialize)]
+pub struct CollectionReport {
+    pub target_date: NaiveDate,
+    pub trigger: Trigger,
+    pub total_accounts: usize,
+    /// `success` and `partial` outcomes.
+    pub success_count: usize,
+    pub failed_count: usize,
+    pub skipped_count: usize,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: DateTime<Utc>,
+    pub accounts: Vec<AccountOutcome>,
+}
+
+/// A run to make.
+pub struct CollectionRun {
+    pub date: NaiveDate,
+    pub accounts: Vec<entity::account::Model>,
+    /// Re-collect dates already collected (manual runs); the automatic runs only fill gaps.
+    pub recollect: bool,
+    pub trigger: Trigger,
+}
+
+/// Keeps the accounts the collection covers (platforms with insights).
+pub fn collectable(accounts: Vec<entity::account::Model>) -> Vec<entity::account::Model> {
+    accounts
+        .into_iter()
+        .filter(|account| {
+            AccountSummary::of(account).is_some_and(|summary| insights::supported(summary.platform))
+        })
+        .collect()
+}
+
+/// Collects `run.date` for every account of the run, `collector.concurrency` at a time.
+pub async fn collect(state: &AppState, run: CollectionRun) -> CollectionReport {
+    let started_at = state.clock.now();
+    let concurrency = state.config.collector.concurrency.max(1);
+    let date = run.date;
+    let recollect = run.recollect;
+    let total_accounts = run.accounts.len();
+    let mut accounts: Vec<AccountOutcome> = stream::iter(run.accounts)
+        .map(|account| async move { collect_account(state, &account, date, recollect).await })
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
+    accounts.sort_by(|a, b| {
+        a.page_name
+            .cmp(&b.page_name)
+            .then(a.account_id.cmp(&b.account_id))
+    });
+    let count = |statuses: &[&str]| {
+        accounts
+            .iter()
+            .filter(|outcome| statuses.contains(&outcome.status))
+            .count()
+    };
+    let report = CollectionReport {
+        target_date: date,
+        trigger: run.trigger,
+        total_accounts,
+        success_count: count(&["success", "partial"]),
+        failed_count: count(&["failed"]),
+        skipped_count: count(&["skipped"]),
+        started_at,
+        finished_at: state.clock.now(),
+        accounts,
+    };
+    tracing::info!(
+        date = %report.target_date,
+        trigger = ?report.trigger,
+        total = report.total_accounts,
+        success = report.success_count,
+        failed = report.failed_count,
+        skipped = report.skipped_count,
+        "performance collection finished"
+    );
+    report
+}
+
+async fn collect_account(
+    state: &AppState,
+    account: &entity::account::Model,
+    date: NaiveDate,
+    recollect: bool,
+) -> AccountOutcome {
+    let date_text = date.format("%Y-%m-%d").to_string();
+    let mut outcome = AccountOutcome {
+        account_id: account.id,
+        page_name: account.display_name.clone(),
+        platform: account.platform.clone(),
+        status: "failed",
+        data: None,
+        error: None,
+    };
+    let config = &state.config.collector;
+    let now = state.clock.now();
+    let claim = SnapshotClaim {
+        account,
+        date: &date_text,
+        claimant: &state.instance_id,
+        now,
+        lease_until: now + chrono::Duration::seconds(config.lease_secs.max(1) as i64),
+        recollect,
+        max_attempts: (!recollect).then_some(config.max_attempts),
+    };
+    match state.store.claim_snapshot(claim).await {
+        Ok(true) => {}
+        Ok(false) => {
+            outcome.status = "skipped";
+            outcome.error = Some("already collected, or being collected by another run".into());
+            return outcome;
+        }
+        Err(error) => {
+            tracing::error!(%error, account = %account.id, "cannot claim a snapshot");
+            outcome.error = Some("database error".into());
+            return outcome;
+        }
+    }
+    let result = read_daily(state, account, date).await.map_err(describe);
+    let stored = state
+        .store
+        .finish_snapshot(
+            account.id,
+            &date_text,
+            &state.instance_id,
+            &account.display_name,
+            &result,
+            state.clock.now(),
+        )
+        .await;
+    if let Err(error) = &stored {
+        tracing::error!(%error, account = %account.id, "cannot store a snapshot");
+    }
+    match (result, stored) {
+        (Ok(metrics), Ok(true)) => {
+            outcome.status = if metrics.failed_metrics.is_empty() {
+                "success"
+            } else {
+                "partial"
+            };
+            outcome.data = Some(metrics);
+        }
+        (Ok(_), _) => {
+            outcome.error = Some("the snapshot could not be stored (claim lost)".into());
+        }
+        (Err(reason), _) => outcome.error = Some(reason),
+    }
+    state.metrics.inc(
+        "collector_accounts_total",
+        &[
+            ("platform", platform_label(&account.platform)),
+            ("status", outcome.status),
+        ],
+    );
+    outcome
+}
+
+/// The account's numbers, through its actor. A limiter refusal that asks for a short wait is
+/// waited out; a busy actor is asked again a few times.
+async fn read_daily(
+    state: &AppState,
+    account: &entity::account::Model,
+    date: NaiveDate,
+) -> Result<DailyMetrics, ApiError> {
+    let summary = AccountSummary::of(account)
+        .ok_or_else(|| ApiError::internal(format!("unknown platform {}", account.platform)))?;
+    let max_wait = state.config.collector.max_limiter_wait_secs;
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let error = match state
+            .supervisor
+            .read_insights(account, &summary, InsightsWork::Daily(date))
+            .await
+        {
+            Ok(InsightsOutput::Daily(metrics)) => return Ok(metrics),
+            Ok(InsightsOutput::Body(_)) => {
+                return Err(ApiError::internal(
+                    "the actor answered a daily read with a body",
+                ));
+            }
+            Err(error) => error,
+        };
+        let wait = match error.code {
+            ErrorCode::RateLimitExceeded => error.retry_after.filter(|secs| *secs <= max_wait),
+            ErrorCode::ServiceUnavailable => Some(1),
+            _ => None,
+        };
+        match wait {
+            Some(secs) if attempts < 4 => tokio::time::sleep(Duration::from_secs(secs)).await,
+            _ => return Err(error),
+        }
+    }
+}
+
+/// The stored reason of a failed account: the code, the message and the platform's words.
+fn describe(error: ApiError) -> String {
+    let mut text = format!("{}: {}", error.code.as_str(), error.message);
+    if let Some(details) = &error.details {
+        text.push_str(" (");
+        text.push_str(details);
+        text.push(')');
+    }
+    text
+}
+
+fn platform_label(platform: &str) -> &'static str {
+    crate::publish::plan::Platform::parse(platform)
+        .map(|p| p.as_str())
+        .unwrap_or("unknown")
+}
