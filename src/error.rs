@@ -333,7 +333,13 @@ impl ApiError {
             return serde_json::to_value(quota).unwrap_or_else(|_| json!({}));
         }
         match self.form {
-            BodyForm::Performance => json!({ "success": false, "error": self.message }),
+            BodyForm::Performance => {
+                let mut body = json!({ "success": false, "error": self.message });
+                if let Some(retry_after) = self.retry_after {
+                    body["retry_after"] = json!(retry_after);
+                }
+                body
+            }
             BodyForm::Standard => {
                 let mut body = json!({
                     "success": false,

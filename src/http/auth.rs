@@ -227,6 +227,61 @@ pub async fn require_operator(
         Ok(state) => state,
         Err(error) => return refuse(req, error),
     };
+    if !operator_token_matches(&req, &state) {
+        return refuse(req, ApiError::unauthorized("Operator token required"));
+    }
+    req.extensions_mut().insert(Operator);
+    Ok(next.call(req).await?.map_into_left_body())
+}
+
+/// Who called a `/api/cron/*` endpoint: the operator (every account) or an API key's owner
+/// (their own accounts only).
+#[derive(Debug, Clone)]
+pub enum CronCaller {
+    Operator,
+    Owner(Box<ApiCaller>),
+}
+
+impl CronCaller {
+    /// The user whose accounts the call may touch; `None` for the operator (all).
+    pub fn user_scope(&self) -> Option<Uuid> {
+        match self {
+            CronCaller::Operator => None,
+            CronCaller::Owner(caller) => Some(caller.user.id),
+        }
+    }
+}
+
+/// Middleware of the `/api/cron/*` endpoints: the operator token when an `Authorization`
+/// header is sent, otherwise an API key (authenticated and metered like any key call).
+pub async fn require_operator_or_api_key(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Guarded<impl MessageBody + 'static> {
+    if req.headers().contains_key(header::AUTHORIZATION) {
+        let state = match state_of(&req) {
+            Ok(state) => state,
+            Err(error) => return refuse(req, error),
+        };
+        if !operator_token_matches(&req, &state) {
+            return refuse(req, ApiError::unauthorized("Operator token required"));
+        }
+        req.extensions_mut().insert(CronCaller::Operator);
+        return Ok(next.call(req).await?.map_into_left_body());
+    }
+    let caller = match authenticate_key(&req).await {
+        Ok(caller) => caller,
+        Err(error) => return refuse(req, error),
+    };
+    let allowance = caller.allowance;
+    req.extensions_mut()
+        .insert(CronCaller::Owner(Box::new(caller)));
+    let mut response = next.call(req).await?;
+    allowance.apply(response.headers_mut());
+    Ok(response.map_into_left_body())
+}
+
+fn operator_token_matches(req: &ServiceRequest, state: &AppState) -> bool {
     let presented = req
         .headers()
         .get(header::AUTHORIZATION)
@@ -234,11 +289,15 @@ pub async fn require_operator(
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
     let expected = state.operator_token.expose_secret();
-    if presented.is_empty() || !crypto::constant_time_eq(presented, expected) {
-        return refuse(req, ApiError::unauthorized("Operator token required"));
+    !presented.is_empty() && crypto::constant_time_eq(presented, expected)
+}
+
+impl FromRequest for CronCaller {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        from_extensions(req)
     }
-    req.extensions_mut().insert(Operator);
-    Ok(next.call(req).await?.map_into_left_body())
 }
 
 fn from_extensions<T: Clone + 'static>(req: &HttpRequest) -> Ready<Result<T, ApiError>> {

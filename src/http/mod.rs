@@ -7,10 +7,12 @@
 pub mod accounts;
 pub mod admin;
 pub mod auth;
+pub mod cron;
 pub mod history;
 pub mod keys;
 pub mod login;
 pub mod ops;
+pub mod performance;
 pub mod posts;
 pub mod scheduled;
 pub mod subscription;
@@ -41,6 +43,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     history::configure(cfg);
     posts::configure(cfg);
     scheduled::configure(cfg);
+    performance::configure(cfg);
+    cron::configure(cfg);
     // Before `admin`: its `/admin` scope would otherwise take `/admin/actors`.
     ops::configure(cfg);
     admin::configure(cfg);

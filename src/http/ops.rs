@@ -12,6 +12,7 @@ use crate::{
     AppState,
     actors::{
         account::ActorHealth,
+        collector::{CollectorStatus, GetCollectorStatus},
         scheduler::{GetStatus, SchedulerStatus},
     },
     crypto,
@@ -39,8 +40,8 @@ async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(json!({"status": "ok"}))
 }
 
-/// Ready for traffic: the database answers, migrations are applied, the supervisor's and the
-/// scheduler's actors run. Says which check failed, never why (no internals).
+/// Ready for traffic: the database answers, migrations are applied, the supervisor's, the
+/// scheduler's and the collector's actors run. Says which check failed, never why (no internals).
 async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     let database = state.store.ping().await.is_ok();
     let migrations = database && matches!(state.store.pending_migrations().await, Ok(0));
@@ -55,6 +56,11 @@ async fn readyz(state: web::Data<AppState>) -> HttpResponse {
         let scheduler = state.scheduler.get().is_some_and(|a| a.connected());
         checks["scheduler"] = json!(if scheduler { "ok" } else { "failed" });
         ready &= scheduler;
+    }
+    if state.config.collector.enabled {
+        let collector = state.collector.get().is_some_and(|a| a.connected());
+        checks["collector"] = json!(if collector { "ok" } else { "failed" });
+        ready &= collector;
     }
     let body = json!({"status": if ready { "ready" } else { "not_ready" }, "checks": checks});
     if ready {
@@ -94,8 +100,7 @@ struct ActorsView {
     count: usize,
     actors: Vec<ActorHealth>,
     scheduler: Option<SchedulerStatus>,
-    /// The daily collector is not built yet.
-    collector: Option<()>,
+    collector: Option<CollectorStatus>,
 }
 
 async fn view(state: &AppState, query: &ActorsQuery) -> Result<ActorsView, ApiError> {
@@ -124,12 +129,16 @@ async fn view(state: &AppState, query: &ActorsQuery) -> Result<ActorsView, ApiEr
         Some(addr) => addr.send(GetStatus).await.ok(),
         None => None,
     };
+    let collector = match state.collector.get() {
+        Some(addr) => addr.send(GetCollectorStatus).await.ok(),
+        None => None,
+    };
     Ok(ActorsView {
         success: true,
         count: actors.len(),
         actors,
         scheduler,
-        collector: None,
+        collector,
     })
 }
 
@@ -198,6 +207,8 @@ async fn actors_page(
     }
     let scheduler =
         escape_html(&serde_json::to_string_pretty(&view["scheduler"]).unwrap_or_default());
+    let collector =
+        escape_html(&serde_json::to_string_pretty(&view["collector"]).unwrap_or_default());
     let html = format!(
         "<!doctype html><html><head><meta charset=utf-8><meta http-equiv=refresh content=5>\
          <title>Account actors</title><style>body{{font:14px system-ui;margin:1em}}\
@@ -206,7 +217,7 @@ async fn actors_page(
          </head><body><h1>Account actors ({count})</h1>\
          <table><tr><th>platform</th><th>name</th><th>account</th><th>state</th><th>queue</th>\
          <th>in flight (ms)</th><th>limiter</th><th>token</th><th>published</th><th>failed</th><th>last error</th></tr>\n\
-         {rows}</table><h2>Scheduler</h2><pre>{scheduler}</pre><h2>Collector</h2><p>not built yet</p>\
+         {rows}</table><h2>Scheduler</h2><pre>{scheduler}</pre><h2>Collector</h2><pre>{collector}</pre>\
          </body></html>",
         count = view["count"],
     );

@@ -1,0 +1,357 @@
+//! The daily-collection maintenance endpoints (spec §4.8):
+//! `GET /api/cron/collection-status`, `GET /api/cron/check-missing`, `POST /api/cron/backfill`,
+//! `POST /api/cron/collect-performance`.
+//!
+//! Authentication (the spec leaves it open): the operator token (`Authorization: Bearer`) sees
+//! and collects every account; an API key (metered like any call) sees and collects only its
+//! owner's accounts. Dates are days of the collector's zone (Asia/Taipei by default).
+
+use std::collections::HashSet;
+
+use actix_web::{HttpResponse, middleware::from_fn, web};
+use chrono::{DateTime, Duration, NaiveDate, Utc};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{
+    auth::{CronCaller, require_operator_or_api_key},
+    parse_uuid,
+};
+use crate::{
+    AppState,
+    collection::{self, AccountOutcome, CollectionRun, Trigger},
+    error::ApiError,
+};
+
+pub const DEFAULT_STATUS_DAYS: i64 = 7;
+pub const DEFAULT_CHECK_DAYS: i64 = 30;
+pub const MAX_DAYS: i64 = 366;
+/// Dates one backfill call may ask for.
+pub const MAX_BACKFILL_DATES: usize = 90;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::scope("/api/cron")
+            .wrap(from_fn(require_operator_or_api_key))
+            .route("/collection-status", web::get().to(collection_status))
+            .route("/check-missing", web::get().to(check_missing))
+            .route("/backfill", web::post().to(backfill))
+            .route("/collect-performance", web::post().to(collect_performance)),
+    );
+}
+
+#[derive(Deserialize)]
+struct DaysQuery {
+    days: Option<String>,
+    account_id: Option<String>,
+}
+
+async fn collection_status(
+    state: web::Data<AppState>,
+    caller: CronCaller,
+    query: web::Query<DaysQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let days = days_param(query.days.as_deref(), DEFAULT_STATUS_DAYS)?;
+    let yesterday = state.collection_schedule.yesterday(state.clock.now());
+    let from = yesterday - Duration::days(days - 1);
+    let rows = state
+        .store
+        .snapshots_since(&date_text(from), caller.user_scope())
+        .await?;
+    let unique_dates: HashSet<&str> = rows.iter().map(|r| r.snapshot_date.as_str()).collect();
+    let unique_accounts: HashSet<uuid::Uuid> = rows.iter().map(|r| r.account_id).collect();
+    let history: Vec<Value> = rows
+        .iter()
+        .map(|row| {
+            json!({
+                "snapshot_date_str": row.snapshot_date,
+                "account_id": row.account_id,
+                "platform": row.platform,
+                "page_name": row.page_name,
+                "posts_count": row.posts_count,
+                "page_metrics": row.page_metrics,
+                "failed_metrics": row.failed_metrics,
+                "collected_at": row.collected_at.map(http_date),
+                "status": row.status,
+                "error": row.error,
+            })
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({
+        "success": true,
+        "days": days,
+        "total_snapshots": rows.len(),
+        "unique_dates": unique_dates.len(),
+        "unique_accounts": unique_accounts.len(),
+        "history": history,
+    })))
+}
+
+async fn check_missing(
+    state: web::Data<AppState>,
+    caller: CronCaller,
+    query: web::Query<DaysQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let account = find_account(&state, &caller, query.account_id.as_deref()).await?;
+    let days = days_param(query.days.as_deref(), DEFAULT_CHECK_DAYS)?;
+    let schedule = &state.collection_schedule;
+    let yesterday = schedule.yesterday(state.clock.now());
+    // Dates before the account was connected were never due.
+    let connected_on = account
+        .created_at
+        .with_timezone(&schedule.zone())
+        .date_naive();
+    let from = (yesterday - Duration::days(days - 1)).max(connected_on);
+    let collected: HashSet<String> = state
+        .store
+        .collected_dates(account.id, &date_text(from), &date_text(yesterday))
+        .await?
+        .into_iter()
+        .collect();
+    let missing: Vec<String> = from
+        .iter_days()
+        .take_while(|date| *date <= yesterday)
+        .map(date_text)
+        .filter(|date| !collected.contains(date))
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({
+        "success": true,
+        "account_id": account.id,
+        "page_name": account.display_name,
+        "days_checked": days,
+        "missing_dates_count": missing.len(),
+        "missing_dates": missing,
+    })))
+}
+
+#[derive(Deserialize)]
+struct BackfillBody {
+    account_id: Option<String>,
+    missing_dates: Option<Vec<String>>,
+}
+
+async fn backfill(
+    state: web::Data<AppState>,
+    caller: CronCaller,
+    body: web::Json<BackfillBody>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.into_inner();
+    let account = find_account(&state, &caller, body.account_id.as_deref()).await?;
+    let raw_dates = body
+        .missing_dates
+        .ok_or_else(|| ApiError::missing_parameter("missing_dates"))?;
+    if raw_dates.is_empty() || raw_dates.len() > MAX_BACKFILL_DATES {
+        return Err(ApiError::invalid_request(format!(
+            "missing_dates must hold 1 to {MAX_BACKFILL_DATES} dates"
+        )));
+    }
+    let yesterday = state.collection_schedule.yesterday(state.clock.now());
+    let mut dates = Vec::with_capacity(raw_dates.len());
+    for raw in &raw_dates {
+        let date = parse_date("missing_dates", raw)?;
+        check_not_future(date, yesterday)?;
+        if !dates.contains(&date) {
+            dates.push(date);
+        }
+    }
+    let accounts = collection::collectable(vec![account]);
+    let mut results = Vec::with_capacity(dates.len());
+    for date in &dates {
+        let report = collection::collect(
+            &state,
+            CollectionRun {
+                date: *date,
+                accounts: accounts.clone(),
+                recollect: true,
+                trigger: Trigger::Manual,
+            },
+        )
+        .await;
+        let outcome = report.accounts.into_iter().next();
+        results.push(json!({
+            "date": date_text(*date),
+            "status": outcome.as_ref().map_or("failed", |o| o.status),
+            "data": outcome.as_ref().and_then(|o| o.data.as_ref()).map(|data| json!({
+                "page_metrics": data.page_metrics,
+                "posts_count": data.posts_count,
+                "total_post_impressions": data.total_post_views,
+            })),
+            "error": outcome.as_ref().map_or_else(
+                || Some("performance metrics are not available for this platform".to_string()),
+                |o| o.error.clone(),
+            ),
+        }));
+    }
+    let succeeded = results
+        .iter()
+        .filter(|r| r["status"] == "success" || r["status"] == "partial")
+        .count();
+    Ok(HttpResponse::Ok().json(json!({
+        "success": true,
+        "message": format!("Backfilled {succeeded} of {} dates", results.len()),
+        "results": {
+            "total_dates": results.len(),
+            "success_count": succeeded,
+            "failed_count": results.len() - succeeded,
+            "dates": results,
+        },
+    })))
+}
+
+#[derive(Deserialize)]
+struct CollectQuery {
+    date: Option<String>,
+    account_id: Option<String>,
+}
+
+async fn collect_performance(
+    state: web::Data<AppState>,
+    caller: CronCaller,
+    query: web::Query<CollectQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let yesterday = state.collection_schedule.yesterday(state.clock.now());
+    let date = match query.date.as_deref().filter(|d| !d.is_empty()) {
+        Some(raw) => {
+            let date = parse_date("date", raw)?;
+            check_not_future(date, yesterday)?;
+            date
+        }
+        None => yesterday,
+    };
+    let accounts = match query.account_id.as_deref().filter(|a| !a.is_empty()) {
+        Some(raw) => vec![find_account(&state, &caller, Some(raw)).await?],
+        None => {
+            state
+                .store
+                .collectable_accounts(None, caller.user_scope())
+                .await?
+        }
+    };
+    let report = collection::collect(
+        &state,
+        CollectionRun {
+            date,
+            accounts: collection::collectable(accounts),
+            recollect: true,
+            trigger: Trigger::Manual,
+        },
+    )
+    .await;
+    let accounts: Vec<Value> = report.accounts.iter().map(outcome_json).collect();
+    Ok(HttpResponse::Ok().json(json!({
+        "success": true,
+        "message": format!(
+            "Collected {} of {} accounts for {}",
+            report.success_count,
+            report.total_accounts,
+            date_text(date)
+        ),
+        "results": {
+            "target_date": date_text(date),
+            "total_accounts": report.total_accounts,
+            "success_count": report.success_count,
+            "failed_count": report.failed_count,
+            "accounts": accounts,
+        },
+    })))
+}
+
+fn outcome_json(outcome: &AccountOutcome) -> Value {
+    json!({
+        "account_id": outcome.account_id,
+        "page_name": outcome.page_name,
+        "platform": outcome.platform,
+        "status": outcome.status,
+        "data": outcome.data.as_ref().map(|data| json!({
+            "page_metrics": data.page_metrics,
+            "posts_count": data.posts_count,
+            "total_post_views": data.total_post_views,
+            "failed_metrics": data.failed_metrics,
+        })),
+        "error": outcome.error,
+    })
+}
+
+/// The account named by `raw`, if the caller may see it (the operator sees every account).
+async fn find_account(
+    state: &AppState,
+    caller: &CronCaller,
+    raw: Option<&str>,
+) -> Result<entity::account::Model, ApiError> {
+    let raw = raw
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+        .ok_or_else(|| ApiError::missing_parameter("account_id"))?;
+    let id = parse_uuid(raw).ok_or_else(ApiError::account_not_found)?;
+    let account = match caller.user_scope() {
+        Some(user) => state.store.find_owned_account(user, id).await?,
+        None => state.store.find_account(id).await?,
+    };
+    account
+        .filter(|account| !account.disabled)
+        .ok_or_else(ApiError::account_not_found)
+}
+
+fn days_param(raw: Option<&str>, default: i64) -> Result<i64, ApiError> {
+    match raw.map(str::trim).filter(|s| !s.is_empty()) {
+        None => Ok(default),
+        Some(text) => text
+            .parse::<i64>()
+            .ok()
+            .filter(|n| (1..=MAX_DAYS).contains(n))
+            .ok_or_else(|| {
+                ApiError::invalid_request(format!("days must be an integer from 1 to {MAX_DAYS}"))
+            }),
+    }
+}
+
+fn parse_date(name: &str, raw: &str) -> Result<NaiveDate, ApiError> {
+    NaiveDate::parse_from_str(raw.trim(), "%Y-%m-%d").map_err(|_| {
+        ApiError::invalid_request(format!("{name} must hold dates YYYY-MM-DD, got {raw:?}"))
+    })
+}
+
+fn check_not_future(date: NaiveDate, yesterday: NaiveDate) -> Result<(), ApiError> {
+    if date > yesterday {
+        return Err(ApiError::invalid_request(format!(
+            "{} is not over yet; the latest date that can be collected is {}",
+            date_text(date),
+            date_text(yesterday)
+        )));
+    }
+    Ok(())
+}
+
+fn date_text(date: NaiveDate) -> String {
+    date.format("%Y-%m-%d").to_string()
+}
+
+/// RFC 9110 HTTP-date, e.g. `Sun, 22 Nov 2026 18:00:05 GMT` (spec §2.7 `collected_at`).
+pub fn http_date(at: DateTime<Utc>) -> String {
+    at.format("%a, %d %b %Y %H:%M:%S GMT").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn collected_at_is_an_http_date() {
+        let at = DateTime::parse_from_rfc3339("2026-11-22T18:00:05Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        assert_eq!(http_date(at), "Sun, 22 Nov 2026 18:00:05 GMT");
+    }
+
+    #[test]
+    fn days_default_and_bounds() {
+        assert_eq!(days_param(None, 7).unwrap(), 7);
+        assert_eq!(days_param(Some("1"), 7).unwrap(), 1);
+        assert_eq!(days_param(Some("366"), 7).unwrap(), 366);
+        for bad in ["0", "367", "-3", "week"] {
+            assert!(days_param(Some(bad), 7).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! `GET /api/performance/{metrics,account,posts,post/{post_id}}` (API key; spec §4.4–4.7).
+//!
+//! Errors use these endpoints' own body form `{success:false, error:<text>}` (spec §7). The
+//! platform calls go through the account's actor, so they share its rate limiter (and its
+//! knowledge of a dead token) with publishing.
+
+use actix_web::{HttpResponse, middleware::from_fn, web};
+use chrono::{Duration, NaiveDate};
+use serde::Deserialize;
+
+use super::{
+    auth::{ApiCaller, require_api_key},
+    parse_uuid,
+};
+use crate::{
+    AppState,
+    actors::account::{InsightsOutput, InsightsWork},
+    error::{ApiError, ErrorCode},
+    insights::{self, AccountSummary, InsightsQuery, catalogue},
+    publish::plan::Platform,
+};
+
+/// Days in the default `since..until` window of the account endpoint.
+pub const DEFAULT_RANGE_DAYS: i64 = 30;
+/// The longest `since..until` window (the Graph insights limit).
+pub const MAX_RANGE_DAYS: i64 = 90;
+pub const DEFAULT_POSTS_LIMIT: u32 = 25;
+pub const MAX_POSTS_LIMIT: u32 = 100;
+const PERIODS: [&str; 3] = ["day", "week", "days_28"];
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::scope("/api/performance")
+            .wrap(from_fn(require_api_key))
+            .route("/metrics", web::get().to(metrics))
+            .route("/account", web::get().to(account))
+            .route("/posts", web::get().to(posts))
+            .route("/post/{post_id}", web::get().to(post)),
+    );
+}
+
+#[derive(Deserialize)]
+struct PerformanceQuery {
+    account_id: Option<String>,
+    platform: Option<String>,
+    period: Option<String>,
+    since: Option<String>,
+    until: Option<String>,
+    limit: Option<String>,
+}
+
+async fn metrics(
+    state: web::Data<AppState>,
+    caller: ApiCaller,
+    query: web::Query<PerformanceQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let (_, summary) = find_account(&state, &caller, &query)
+        .await
+        .map_err(ApiError::in_performance_form)?;
+    Ok(HttpResponse::Ok().json(catalogue::metrics_body(&summary)))
+}
+
+async fn account(
+    state: web::Data<AppState>,
+    caller: ApiCaller,
+    query: web::Query<PerformanceQuery>,
+) -> Result<HttpResponse, ApiError> {
+    run(&state, &caller, &query, |_| {
+        let today = state.clock.now().date_naive();
+        account_query(&query, today)
+    })
+    .await
+}
+
+async fn posts(
+    state: web::Data<AppState>,
+    caller: ApiCaller,
+    query: web::Query<PerformanceQuery>,
+) -> Result<HttpResponse, ApiError> {
+    run(&state, &caller, &query, |_| {
+        Ok(InsightsQuery::Posts {
+            limit: posts_limit(query.limit.as_deref())?,
+        })
+    })
+    .await
+}
+
+async fn post(
+    state: web::Data<AppState>,
+    caller: ApiCaller,
+    path: web::Path<String>,
+    query: web::Query<PerformanceQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let post_id = path.into_inner();
+    run(&state, &caller, &query, |_| {
+        if post_id.is_empty() || post_id.len() > 128 {
+            return Err(ApiError::invalid_request("post_id is not a valid post id"));
+        }
+        Ok(InsightsQuery::Post {
+            post_id: post_id.clone(),
+        })
+    })
+    .await
+}
+
+/// Finds the account, builds the query, and reads it through the account's actor.
+async fn run(
+    state: &AppState,
+    caller: &ApiCaller,
+    params: &PerformanceQuery,
+    build: impl FnOnce(&AccountSummary) -> Result<InsightsQuery, ApiError>,
+) -> Result<HttpResponse, ApiError> {
+    let result = async {
+        let (account, summary) = find_account(state, caller, params).await?;
+        if !insights::supported(summary.platform) {
+            return Err(ApiError::invalid_request(format!(
+                "Performance metrics are not available for {} accounts",
+                summary.platform.as_str()
+            )));
+        }
+        let query = build(&summary)?;
+        match state
+            .supervisor
+            .read_insights(&account, &summary, InsightsWork::Query(query))
+            .await?
+        {
+            InsightsOutput::Body(body) => Ok(body),
+            InsightsOutput::Daily(_) => Err(ApiError::internal(
+                "the account actor answered a query with daily metrics",
+            )),
+        }
+    }
+    .await;
+    match result {
+        Ok(body) => Ok(HttpResponse::Ok().json(body)),
+        Err(error) => Err(error.in_performance_form()),
+    }
+}
+
+/// The caller's connected account named by `account_id`, checked against `platform`.
+async fn find_account(
+    state: &AppState,
+    caller: &ApiCaller,
+    params: &PerformanceQuery,
+) -> Result<(entity::account::Model, AccountSummary), ApiError> {
+    let raw = params
+        .account_id
+        .as_deref()
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+        .ok_or_else(|| ApiError::missing_parameter("account_id"))?;
+    let account_id = parse_uuid(raw).ok_or_else(ApiError::account_not_found)?;
+    let account = state
+        .store
+        .find_owned_account(caller.user.id, account_id)
+        .await?
+        .filter(|account| !account.disabled)
+        .ok_or_else(ApiError::account_not_found)?;
+    let summary = AccountSummary::of(&account)
+        .ok_or_else(|| ApiError::internal(format!("unknown platform {}", account.platform)))?;
+    if let Some(asked) = params.platform.as_deref().filter(|p| !p.is_empty()) {
+        let asked = Platform::parse(asked).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::InvalidPlatform,
+                format!("Invalid platform {asked:?}"),
+            )
+        })?;
+        if asked != summary.platform {
+            return Err(ApiError::invalid_request(format!(
+                "platform {} does not match the account, which is a {} account",
+                asked.as_str(),
+                summary.platform.as_str()
+            )));
+        }
+    }
+    Ok((account, summary))
+}
+
+/// `period`, `since` and `until` with their defaults: `day`, and the 30 days ending yesterday.
+fn account_query(params: &PerformanceQuery, today: NaiveDate) -> Result<InsightsQuery, ApiError> {
+    let period = params
+        .period
+        .as_deref()
+        .filter(|p| !p.is_empty())
+        .unwrap_or("day");
+    if !PERIODS.contains(&period) {
+        return Err(ApiError::invalid_request(format!(
+            "period must be one of {}",
+            PERIODS.join(", ")
+        )));
+    }
+    let until = match date_param("until", params.until.as_deref())? {
+        Some(until) => until,
+        None => today - Duration::days(1),
+    };
+    let since = match date_param("since", params.since.as_deref())? {
+        Some(since) => since,
+        None => until - Duration::days(DEFAULT_RANGE_DAYS - 1),
+    };
+    if since > until {
+        return Err(ApiError::invalid_request("since must not be after until"));
+    }
+    if (until - since).num_days() + 1 > MAX_RANGE_DAYS {
+        return Err(ApiError::invalid_request(format!(
+            "since..until may span at most {MAX_RANGE_DAYS} days"
+        )));
+    }
+    Ok(InsightsQuery::Account {
+        period: period.to_string(),
+        since,
+        until,
+    })
+}
+
+fn date_param(name: &str, raw: Option<&str>) -> Result<Option<NaiveDate>, ApiError> {
+    match raw.map(str::trim).filter(|s| !s.is_empty()) {
+        None => Ok(None),
+        Some(text) => NaiveDate::parse_from_str(text, "%Y-%m-%d")
+            .map(Some)
+            .map_err(|_| ApiError::invalid_request(format!("{name} must be a date YYYY-MM-DD"))),
+    }
+}
+
+fn posts_limit(raw: Option<&str>) -> Result<u32, ApiError> {
+    match raw.map(str::trim).filter(|s| !s.is_empty()) {
+        None => Ok(DEFAULT_POSTS_LIMIT),
+        Some(text) => text
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=MAX_POSTS_LIMIT).contains(n))
+            .ok_or_else(|| {
+                ApiError::invalid_request(format!(
+                    "limit must be an integer from 1 to {MAX_POSTS_LIMIT}"
+                ))
+            }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn params(period: Option<&str>, since: Option<&str>, until: Option<&str>) -> PerformanceQuery {
+        PerformanceQuery {
+            account_id: None,
+            platform: None,
+            period: period.map(str::to_string),
+            since: since.map(str::to_string),
+            until: until.map(str::to_string),
+            limit: None,
+        }
+    }
+
+    fn date(s: &str) -> NaiveDate {
+        NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
+    }
+
+    #[test]
+    fn account_query_defaults_and_bounds() {
+        let today = date("2026-11-23");
+        let expect = |period: &str, since: &str, until: &str| InsightsQuery::Account {
+            period: period.into(),
+            since: date(since),
+            until: date(until),
+        };
+        let ok = [
+            (
+                params(None, None, None),
+                expect("day", "2026-10-24", "2026-11-22"),
+            ),
+            (
+                params(Some("week"), None, Some("2026-03-31")),
+                expect("week", "2026-03-02", "2026-03-31"),
+            ),
+            (
+                params(None, Some("2026-11-01"), Some("2026-11-01")),
+                expect("day", "2026-11-01", "2026-11-01"),
+            ),
+            (
+                params(None, Some("2026-08-25"), Some("2026-11-22")),
+                expect("day", "2026-08-25", "2026-11-22"),
+            ),
+        ];
+        for (input, expected) in ok {
+            assert_eq!(account_query(&input, today).unwrap(), expected);
+        }
+        let refused = [
+            (params(Some("year"), None, None), "period must be one of"),
+            (
+                params(None, Some("2026-13-01"), None),
+                "since must be a date",
+            ),
+            (
+                params(None, None, Some("yesterday")),
+                "until must be a date",
+            ),
+            (
+                params(None, Some("2026-11-10"), Some("2026-11-09")),
+                "must not be after",
+            ),
+            (
+                params(None, Some("2026-08-24"), Some("2026-11-22")),
+                "at most 90 days",
+            ),
+        ];
+        for (input, message) in refused {
+            let error = account_query(&input, today).unwrap_err();
+            assert_eq!(error.code, ErrorCode::InvalidRequest);
+            assert!(error.message.contains(message), "{}", error.message);
+        }
+    }
+
+    #[test]
+    fn posts_limit_defaults_to_25_and_allows_1_to_100() {
+        assert_eq!(posts_limit(None).unwrap(), 25);
+        assert_eq!(posts_limit(Some("1")).unwrap(), 1);
+        assert_eq!(posts_limit(Some("100")).unwrap(), 100);
+        for bad in ["0", "101", "-1", "ten", "2.5"] {
+            assert!(posts_limit(Some(bad)).is_err(), "{bad}");
+        }
+    }
+}
