@@ -619,7 +619,11 @@ impl Handler<ReadInsights> for AccountActor {
             InsightsWork::Query(query) => insights::estimated_calls(platform, query),
             InsightsWork::Daily(_) => insights::estimated_daily_calls(platform),
         };
-        if let Err(refused) = self.limiter.admit_units(units) {
+        // A read that costs nothing of the limited budget (tiktok: its limit is on publish
+        // inits) still goes through the actor for its token state.
+        if units > 0
+            && let Err(refused) = self.limiter.admit_units(units)
+        {
             self.back_off(refused.retry_after);
             self.deps.metrics.inc(
                 "limiter_rejections_total",

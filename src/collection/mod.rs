@@ -87,8 +87,17 @@ pub fn collectable(accounts: Vec<entity::account::Model>) -> Vec<entity::account
 
 /// Collects `run.date` for every account of the run, `collector.concurrency` at a time.
 pub async fn collect(state: &AppState, run: CollectionRun) -> CollectionReport {
+    collect_with(state, run, state.config.collector.concurrency).await
+}
+
+/// [`collect`] with `concurrency` accounts at a time (the benchmark compares settings).
+pub async fn collect_with(
+    state: &AppState,
+    run: CollectionRun,
+    concurrency: usize,
+) -> CollectionReport {
     let started_at = state.clock.now();
-    let concurrency = state.config.collector.concurrency.max(1);
+    let concurrency = concurrency.max(1);
     let date = run.date;
     let recollect = run.recollect;
     let total_accounts = run.accounts.len();

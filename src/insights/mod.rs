@@ -94,6 +94,9 @@ pub fn supported(platform: Platform) -> bool {
 /// runs (youtube: quota units).
 pub fn estimated_calls(platform: Platform, query: &InsightsQuery) -> u32 {
     match (platform, query) {
+        // The tiktok limiter models TikTok's limit on publish inits; its read API has its own,
+        // far larger limits, so reads take nothing from the publishing budget.
+        (Platform::Tiktok, _) => 0,
         (_, InsightsQuery::Post { .. }) => 2,
         (_, InsightsQuery::Account { .. }) => 2,
         (_, InsightsQuery::Posts { limit }) => 2 + limit.div_ceil(25),
@@ -101,8 +104,11 @@ pub fn estimated_calls(platform: Platform, query: &InsightsQuery) -> u32 {
 }
 
 /// Calls a daily collection of one account costs at most.
-pub fn estimated_daily_calls(_platform: Platform) -> u32 {
-    3
+pub fn estimated_daily_calls(platform: Platform) -> u32 {
+    match platform {
+        Platform::Tiktok => 0,
+        _ => 3,
+    }
 }
 
 /// Runs a query against the account's platform; the result is the whole response body.

@@ -134,6 +134,21 @@ pub struct SecondInstance {
     pub state: actix_web::web::Data<AppState>,
 }
 
+impl SecondInstance {
+    /// The `collector` part of this instance's actor view.
+    #[allow(dead_code)]
+    pub async fn collector_status(&self) -> (u16, Value) {
+        let response = Client::new()
+            .get(format!("{}/api/admin/actors", self.base))
+            .bearer_auth(OPERATOR_TOKEN)
+            .send()
+            .await
+            .unwrap();
+        let (status, body) = status_and_json(response).await;
+        (status, body["collector"].clone())
+    }
+}
+
 /// A signed-in dashboard user: a client with a cookie jar.
 pub struct Dashboard {
     pub client: Client,
@@ -247,8 +262,15 @@ impl TestApp {
     /// Starts another instance of the service on the same database (and clock, simulator and
     /// secrets), as a second server of a deployment would be.
     pub async fn spawn_second(&self) -> SecondInstance {
+        self.spawn_second_with(|_| {}).await
+    }
+
+    /// [`Self::spawn_second`] with its configuration adjusted.
+    pub async fn spawn_second_with(&self, adjust: impl FnOnce(&mut Config)) -> SecondInstance {
+        let mut config = self.config.clone();
+        adjust(&mut config);
         let app = Application::build(
-            self.config.clone(),
+            config,
             BuildOptions {
                 clock: Some(std::sync::Arc::new(self.clock.clone())),
                 pg_schema: self.pg_schema.clone(),

@@ -1,0 +1,193 @@
+//! Daily collection benchmark: one date collected for N accounts (facebook, instagram, threads,
+//! youtube and tiktok in turn) through their account actors, against the in-process simulator
+//! with a fixed latency on every platform call.
+//!
+//! ```sh
+//! cargo bench --bench collection                      # SQLite, 10,000 accounts, 100 ms per call
+//! BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test cargo bench --bench collection
+//! BENCH_ACCOUNTS=2000 BENCH_LATENCY_MS=100 BENCH_CONCURRENCY=16,64,256 cargo bench --bench collection
+//! ```
+//!
+//! For each concurrency setting it collects a different date (so nothing is skipped) and reports
+//! accounts/s, the total time, the platform calls made per account, and the ratio of the
+//! measured rate to the bound the latency sets (concurrency / (calls per account × latency)).
+//! Bounded: a setting that has not finished after `BENCH_TIMEOUT_SECS` (900) is reported as such.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use secrecy::SecretString;
+use social_service::{
+    Application, BuildOptions,
+    collection::{self, CollectionRun, Trigger},
+    config::{Config, PlatformsConfig},
+    crypto::TokenCipher,
+    operator::{self, ManualAccount},
+    sim::{SimConfig, Simulator, state::FaultSpec},
+};
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+#[actix_web::main]
+async fn main() {
+    let accounts_n = env_usize("BENCH_ACCOUNTS", 10_000).max(1);
+    let latency_ms = env_usize("BENCH_LATENCY_MS", 100) as u64;
+    let timeout = Duration::from_secs(env_usize("BENCH_TIMEOUT_SECS", 900) as u64);
+    let settings: Vec<usize> = std::env::var("BENCH_CONCURRENCY")
+        .unwrap_or_else(|_| "16,64".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let sim = Simulator::start(SimConfig {
+        processing_delay: Duration::ZERO,
+        ..SimConfig::default()
+    })
+    .unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::default();
+    let (database, schema) = match std::env::var("BENCH_DATABASE_URL") {
+        Ok(url) if !url.is_empty() => {
+            let schema = format!("bench_{}", uuid::Uuid::new_v4().simple());
+            let admin = sea_orm::Database::connect(&url).await.unwrap();
+            use sea_orm::ConnectionTrait;
+            admin
+                .execute_unprepared(&format!("CREATE SCHEMA {schema}"))
+                .await
+                .unwrap();
+            (url, Some(schema))
+        }
+        _ => (
+            format!("sqlite://{}/bench.db?mode=rwc", dir.path().display()),
+            None,
+        ),
+    };
+    let backend = if schema.is_some() {
+        "postgres"
+    } else {
+        "sqlite"
+    };
+    config.database.url = database;
+    config.database.max_connections = env_usize("BENCH_DB_POOL", 20) as u32;
+    config.server.bind = "127.0.0.1:0".into();
+    config.secrets.session_key = Some(SecretString::from("b".repeat(40)));
+    config.secrets.token_encryption_key = Some(SecretString::from(TokenCipher::generate_key()));
+    config.secrets.operator_token = Some(SecretString::from("bench-operator-token"));
+    config.platforms = PlatformsConfig::simulator(&sim.base_url);
+    config.scheduler.enabled = false;
+    config.collector.enabled = false; // driven directly below
+    // Actors stay up for the whole run (the benchmark is about the collection, not restarts).
+    config.publishing.actor_idle_secs = 3_600;
+
+    let app = Application::build(
+        config,
+        BuildOptions {
+            clock: None,
+            pg_schema: schema,
+        },
+    )
+    .await
+    .unwrap();
+    let state = app.state();
+    let now = Utc::now();
+    let user = state
+        .store
+        .upsert_oidc_user("bench", "bench", Some("bench@example.com"), None, now)
+        .await
+        .unwrap();
+    let platforms = ["facebook", "instagram", "threads", "youtube", "tiktok"];
+    let mut accounts = Vec::with_capacity(accounts_n);
+    for i in 0..accounts_n {
+        let platform = platforms[i % platforms.len()];
+        let sim_account = sim
+            .state()
+            .create_account(platform, &format!("bench {i}"), None);
+        sim.state().set_faults(
+            platform,
+            &sim_account.external_id,
+            FaultSpec {
+                latency_ms,
+                ..FaultSpec::default()
+            },
+        );
+        let account = operator::add_account(
+            &state.store,
+            &state.cipher,
+            now,
+            ManualAccount {
+                user_id: user.id,
+                platform: platform.into(),
+                external_id: sim_account.external_id.clone(),
+                name: sim_account.name.clone(),
+                username: Some(sim_account.username.clone()),
+                account_type: (platform == "instagram").then(|| "BUSINESS".into()),
+                profile_picture_url: None,
+                access_token: sim_account.access_token.clone(),
+                refresh_token: None,
+                token_expires_at: None,
+                data_access_expires_at: None,
+            },
+        )
+        .await
+        .unwrap();
+        accounts.push((account, sim_account));
+    }
+    let total_requests = || {
+        accounts
+            .iter()
+            .map(|(_, sim_account)| {
+                sim.state()
+                    .request_count(&sim_account.platform, &sim_account.external_id)
+            })
+            .sum::<u64>()
+    };
+    println!(
+        "{backend}: daily collection of {accounts_n} accounts, {latency_ms} ms per platform call"
+    );
+    println!(
+        "| concurrency | accounts/s | total | calls/account | bound (accounts/s) | measured / bound | failed |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    let models: Vec<_> = accounts
+        .iter()
+        .map(|(account, _)| account.clone())
+        .collect();
+    for (index, concurrency) in settings.iter().enumerate() {
+        let date = (now - chrono::Duration::days(index as i64 + 1)).date_naive();
+        let calls_before = total_requests();
+        let started = Instant::now();
+        let run = collection::collect_with(
+            &state,
+            CollectionRun {
+                date,
+                accounts: collection::collectable(models.clone()),
+                recollect: false,
+                trigger: Trigger::Manual,
+            },
+            *concurrency,
+        );
+        let Ok(report) = tokio::time::timeout(timeout, run).await else {
+            println!(
+                "| {concurrency} | timed out after {} s | | | | | |",
+                timeout.as_secs()
+            );
+            continue;
+        };
+        let elapsed = started.elapsed().as_secs_f64();
+        let calls = (total_requests() - calls_before) as f64 / accounts_n as f64;
+        let rate = accounts_n as f64 / elapsed;
+        let bound = *concurrency as f64 / (calls.max(1.0) * latency_ms.max(1) as f64 / 1000.0);
+        println!(
+            "| {concurrency} | {rate:.0} | {elapsed:.1} s | {calls:.2} | {bound:.0} | {:.2} | {} |",
+            rate / bound,
+            report.failed_count
+        );
+    }
+}
