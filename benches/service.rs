@@ -4,6 +4,7 @@
 //! - baseline A: a bare actix-web handler returning a constant, in this process;
 //! - baseline B: a bare handler running `SELECT 1` through the service's own database pool;
 //! - key-authenticated, metered (Pro) `GET /api/scheduled-posts` returning 50 posts → ratio to B;
+//! - key-authenticated, metered (Pro) `GET /api/performance/metrics` for one account → ratio to A;
 //! - `POST /v2/posts`, a threads text post to the in-process simulator (zero latency) → ratio to A;
 //! - the operator actor view with 10,000 live actors (latency);
 //! - RSS idle, with 100,000 connected accounts, with 10,000 live actors (bytes per actor), and the
@@ -16,7 +17,6 @@
 //! ```
 //!
 //! The load generator is a Rust HTTP client in this process, on loopback; every run is bounded.
-//! (The spec's metered `GET /api/performance/metrics` joins when the performance endpoints exist.)
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -181,6 +181,8 @@ async fn main() {
     config.publishing.threads_calls_per_hour = 1_000_000_000;
     config.publishing.queue_capacity = 1_000;
     config.usage.last_used_flush_ms = 1_000;
+    // Its catch-up pass would collect the 100,000 bulk accounts below at start.
+    config.collector.enabled = false;
     let backend = if schema.is_some() {
         "PostgreSQL"
     } else {
@@ -312,6 +314,22 @@ async fn main() {
         "GET /api/scheduled-posts (key, metered, 50 items)",
         &list,
         Some(("B", &b)),
+    );
+    let metrics_url = format!(
+        "{base}/api/performance/metrics?account_id={}&platform=threads",
+        publish_accounts[0]
+    );
+    let key_value = key.full.clone();
+    let catalogue = load(
+        connections,
+        seconds,
+        Arc::new(move |c, _| c.get(&metrics_url).header("service-api-key", &key_value)),
+    )
+    .await;
+    report(
+        "GET /api/performance/metrics (key, metered, 1 account)",
+        &catalogue,
+        Some(("A", &a)),
     );
     let (post_url, key_value, accounts) = (
         format!("{base}/v2/posts"),

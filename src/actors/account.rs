@@ -27,7 +27,10 @@ use crate::{
     error::{ApiError, ErrorCode},
     insights::{self, AccountSummary, DailyMetrics, InsightsContext, InsightsQuery},
     platforms::{AccountCredentials, PlatformError},
-    publish::run::{JobResult, JobSpec, PublishDeps, run_job},
+    publish::{
+        plan::Platform,
+        run::{JobResult, JobSpec, PublishDeps, run_job},
+    },
 };
 
 /// How often an actor checks whether it has been idle long enough to stop.
@@ -101,8 +104,8 @@ pub struct ActorSeat {
 
 pub struct AccountActor {
     seat: ActorSeat,
-    platform: String,
-    display_name: String,
+    platform: &'static str,
+    display_name: Arc<str>,
     credentials: AccountCredentials,
     /// `None` while the token is usable; otherwise the code and reason it is not.
     token_failure: Option<(ErrorCode, String)>,
@@ -150,17 +153,23 @@ impl ActorState {
 #[derive(Debug, Clone, Serialize)]
 pub struct ActorHealth {
     pub account_id: Uuid,
-    pub platform: String,
-    pub name: String,
+    pub platform: &'static str,
+    /// Shared with the actor: the view copies a pointer, not the text.
+    pub name: Arc<str>,
     pub state: ActorState,
     pub queue_depth: usize,
-    /// The submission being published and for how long.
+    /// The submission being published and for how long (absent when idle: the view of
+    /// 10,000 actors stays small).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub in_flight_submission: Option<Uuid>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub in_flight_ms: Option<u64>,
     pub limiter: LimiterState,
     pub token_valid: bool,
     pub token_expires_at: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error_at: Option<DateTime<Utc>>,
     pub published: u64,
     pub failed: u64,
@@ -185,8 +194,10 @@ impl AccountActor {
             idle_after: Duration::from_secs(publishing.actor_idle_secs.max(1)),
             started_at: init.deps.clock.now(),
             seat: init.seat,
-            platform: init.platform,
-            display_name: init.display_name,
+            platform: Platform::parse(&init.platform)
+                .map(Platform::as_str)
+                .unwrap_or("unknown"),
+            display_name: Arc::from(init.display_name),
             credentials: init.credentials,
             token_failure: None,
             token_expires_at: init.token_expires_at,
@@ -372,7 +383,7 @@ impl AccountActor {
         };
         ActorHealth {
             account_id: self.seat.account_id,
-            platform: self.platform.clone(),
+            platform: self.platform,
             name: self.display_name.clone(),
             state,
             queue_depth: self.queue.len(),
