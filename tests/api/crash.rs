@@ -32,46 +32,68 @@ fn start_service(envs: &[(String, String)]) -> Child {
     command.spawn().unwrap()
 }
 
-#[actix_web::test]
-async fn sigkill_mid_batch_loses_nothing_and_publishes_nothing_twice() {
-    let sim = Simulator::start(SimConfig::default()).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let db_url = format!("sqlite://{}/crash.db?mode=rwc", dir.path().display());
-    let key = TokenCipher::generate_key();
-    let cipher = TokenCipher::from_config_value(&key).unwrap();
+/// A simulator, a SQLite file with one user, and the environment that points the real binary
+/// at both.
+struct Rig {
+    sim: Simulator,
+    _dir: tempfile::TempDir,
+    db_url: String,
+    key: String,
+    cipher: TokenCipher,
+    store: Store,
+    user: entity::user::Model,
+}
 
-    // Arrange: a user, accounts on the simulator, and a batch of posts already due.
-    let store = Store::connect(&db_url, 2, None).await.unwrap();
-    store.migrate().await.unwrap();
-    let now = Utc::now();
-    let user = store
-        .upsert_oidc_user("iss", "crash", Some("crash@example.com"), None, now)
-        .await
-        .unwrap();
-    let mut sim_accounts = Vec::new();
-    let mut accounts = Vec::new();
-    for i in 0..ACCOUNTS {
-        let sim_account = sim
-            .state()
-            .create_account("threads", &format!("acct{i}"), None);
-        // Each call takes a while, so the kill lands mid-batch.
-        sim.state().set_faults(
+impl Rig {
+    async fn new(name: &str) -> Self {
+        let sim = Simulator::start(SimConfig::default()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let db_url = format!("sqlite://{}/{name}.db?mode=rwc", dir.path().display());
+        let key = TokenCipher::generate_key();
+        let cipher = TokenCipher::from_config_value(&key).unwrap();
+        let store = Store::connect(&db_url, 2, None).await.unwrap();
+        store.migrate().await.unwrap();
+        let user = store
+            .upsert_oidc_user(
+                "iss",
+                name,
+                Some(&format!("{name}@example.com")),
+                None,
+                Utc::now(),
+            )
+            .await
+            .unwrap();
+        Self {
+            sim,
+            _dir: dir,
+            db_url,
+            key,
+            cipher,
+            store,
+            user,
+        }
+    }
+
+    /// A threads account on the simulator whose every call takes `latency_ms`, connected.
+    async fn slow_threads_account(&self, name: &str, latency_ms: u64) -> entity::account::Model {
+        let sim_account = self.sim.state().create_account("threads", name, None);
+        self.sim.state().set_faults(
             "threads",
             &sim_account.external_id,
             FaultSpec {
-                latency_ms: 120,
+                latency_ms,
                 ..FaultSpec::default()
             },
         );
-        let account = operator::add_account(
-            &store,
-            &cipher,
-            now,
+        operator::add_account(
+            &self.store,
+            &self.cipher,
+            Utc::now(),
             ManualAccount {
-                user_id: user.id,
+                user_id: self.user.id,
                 platform: "threads".into(),
                 external_id: sim_account.external_id.clone(),
-                name: sim_account.name.clone(),
+                name: name.into(),
                 username: None,
                 account_type: None,
                 profile_picture_url: None,
@@ -82,18 +104,20 @@ async fn sigkill_mid_batch_loses_nothing_and_publishes_nothing_twice() {
             },
         )
         .await
-        .unwrap();
-        accounts.push(account);
-        sim_accounts.push(sim_account);
+        .unwrap()
     }
-    let mut texts = HashMap::new();
-    for i in 0..POSTS {
-        let account = &accounts[i % ACCOUNTS];
-        let text = format!("crash post {i}");
-        let row = store
+
+    /// A threads text post scheduled at `at`.
+    async fn schedule(
+        &self,
+        account: &entity::account::Model,
+        text: &str,
+        at: chrono::DateTime<Utc>,
+    ) -> uuid::Uuid {
+        self.store
             .insert_scheduled_post(
                 NewScheduledPost {
-                    user_id: user.id,
+                    user_id: self.user.id,
                     account_id: account.id,
                     platform: "threads".into(),
                     page_name: account.display_name.clone(),
@@ -103,36 +127,64 @@ async fn sigkill_mid_batch_loses_nothing_and_publishes_nothing_twice() {
                         "target": {"targetType": "threads"},
                     }}),
                     content: json!({"text": text, "media_urls": []}),
-                    scheduled_at: now - chrono::Duration::seconds(1),
+                    scheduled_at: at,
                 },
-                now,
+                Utc::now(),
             )
             .await
-            .unwrap();
-        texts.insert(row.id, text);
+            .unwrap()
+            .id
     }
 
-    let envs: Vec<(String, String)> = [
-        ("SERVICE__SERVER__BIND", "127.0.0.1:0".to_string()),
-        ("SERVICE__DATABASE__URL", db_url.clone()),
-        ("SERVICE__SECRETS__SESSION_KEY", "k".repeat(40)),
-        ("SERVICE__SECRETS__TOKEN_ENCRYPTION_KEY", key.clone()),
-        (
-            "SERVICE__SECRETS__OPERATOR_TOKEN",
-            "operator-token-0123456789".into(),
-        ),
-        (
-            "SERVICE__PLATFORMS__THREADS_URL",
-            format!("{}/threads", sim.base_url),
-        ),
-        ("SERVICE__PLATFORMS__POLL_INTERVAL_MS", "50".into()),
-        ("SERVICE__SCHEDULER__LEASE_SECS", "2".into()),
-        ("SERVICE__SCHEDULER__MAX_SLEEP_MS", "100".into()),
-        ("RUST_LOG", "warn".into()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
+    /// The binary's environment: this database and simulator, fast polling, and `extra`.
+    fn envs(&self, extra: &[(&str, &str)]) -> Vec<(String, String)> {
+        let mut envs: Vec<(String, String)> = [
+            ("SERVICE__SERVER__BIND", "127.0.0.1:0".to_string()),
+            ("SERVICE__DATABASE__URL", self.db_url.clone()),
+            ("SERVICE__SECRETS__SESSION_KEY", "k".repeat(40)),
+            ("SERVICE__SECRETS__TOKEN_ENCRYPTION_KEY", self.key.clone()),
+            (
+                "SERVICE__SECRETS__OPERATOR_TOKEN",
+                "operator-token-0123456789".into(),
+            ),
+            (
+                "SERVICE__PLATFORMS__THREADS_URL",
+                format!("{}/threads", self.sim.base_url),
+            ),
+            ("SERVICE__PLATFORMS__POLL_INTERVAL_MS", "50".into()),
+            ("SERVICE__SCHEDULER__MAX_SLEEP_MS", "100".into()),
+            // These tests are about publishing; the daily collection would add its own calls.
+            ("SERVICE__COLLECTOR__ENABLED", "false".into()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        envs.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        envs
+    }
+}
+
+#[actix_web::test]
+async fn sigkill_mid_batch_loses_nothing_and_publishes_nothing_twice() {
+    // Arrange: accounts on the simulator whose calls take a while (so the kill lands
+    // mid-batch), and a batch of posts already due.
+    let rig = Rig::new("crash").await;
+    let (sim, store) = (&rig.sim, &rig.store);
+    let mut accounts = Vec::new();
+    for i in 0..ACCOUNTS {
+        accounts.push(rig.slow_threads_account(&format!("acct{i}"), 120).await);
+    }
+    let mut texts = HashMap::new();
+    for i in 0..POSTS {
+        let text = format!("crash post {i}");
+        let due = Utc::now() - chrono::Duration::seconds(1);
+        let id = rig.schedule(&accounts[i % ACCOUNTS], &text, due).await;
+        texts.insert(id, text);
+    }
+    let envs = rig.envs(&[
+        ("SERVICE__SCHEDULER__LEASE_SECS", "2"),
+        ("RUST_LOG", "warn"),
+    ]);
 
     // Run until part of the batch is out, then SIGKILL.
     let mut first = start_service(&envs);
@@ -220,95 +272,21 @@ async fn sigkill_mid_batch_loses_nothing_and_publishes_nothing_twice() {
 
 #[actix_web::test]
 async fn sigterm_finishes_in_flight_publishes_and_leaves_the_rest_scheduled() {
-    let sim = Simulator::start(SimConfig::default()).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let db_url = format!("sqlite://{}/term.db?mode=rwc", dir.path().display());
-    let key = TokenCipher::generate_key();
-    let cipher = TokenCipher::from_config_value(&key).unwrap();
-    let store = Store::connect(&db_url, 2, None).await.unwrap();
-    store.migrate().await.unwrap();
+    let rig = Rig::new("term").await;
+    let (sim, store) = (&rig.sim, &rig.store);
+    let account = rig.slow_threads_account("slow", 400).await;
+    // The first is due now, the rest in an hour.
     let now = Utc::now();
-    let user = store
-        .upsert_oidc_user("iss", "term", Some("term@example.com"), None, now)
-        .await
-        .unwrap();
-    let sim_account = sim.state().create_account("threads", "slow", None);
-    sim.state().set_faults(
-        "threads",
-        &sim_account.external_id,
-        FaultSpec {
-            latency_ms: 400,
-            ..FaultSpec::default()
-        },
-    );
-    let account = operator::add_account(
-        &store,
-        &cipher,
-        now,
-        ManualAccount {
-            user_id: user.id,
-            platform: "threads".into(),
-            external_id: sim_account.external_id.clone(),
-            name: "slow".into(),
-            username: None,
-            account_type: None,
-            profile_picture_url: None,
-            access_token: sim_account.access_token.clone(),
-            refresh_token: None,
-            token_expires_at: None,
-            data_access_expires_at: None,
-        },
-    )
-    .await
-    .unwrap();
     let mut ids = Vec::new();
     for i in 0..5 {
-        let text = format!("term post {i}");
-        let row = store
-            .insert_scheduled_post(
-                NewScheduledPost {
-                    user_id: user.id,
-                    account_id: account.id,
-                    platform: "threads".into(),
-                    page_name: "slow".into(),
-                    request: json!({"post": {
-                        "accountId": account.id,
-                        "content": {"text": text, "platform": "threads"},
-                        "target": {"targetType": "threads"},
-                    }}),
-                    content: json!({"text": text, "media_urls": []}),
-                    // The first is due now, the rest in an hour.
-                    scheduled_at: if i == 0 {
-                        now
-                    } else {
-                        now + chrono::Duration::hours(1)
-                    },
-                },
-                now,
-            )
-            .await
-            .unwrap();
-        ids.push(row.id);
+        let at = if i == 0 {
+            now
+        } else {
+            now + chrono::Duration::hours(1)
+        };
+        ids.push(rig.schedule(&account, &format!("term post {i}"), at).await);
     }
-    let envs: Vec<(String, String)> = [
-        ("SERVICE__SERVER__BIND", "127.0.0.1:0".to_string()),
-        ("SERVICE__DATABASE__URL", db_url.clone()),
-        ("SERVICE__SECRETS__SESSION_KEY", "k".repeat(40)),
-        ("SERVICE__SECRETS__TOKEN_ENCRYPTION_KEY", key.clone()),
-        (
-            "SERVICE__SECRETS__OPERATOR_TOKEN",
-            "operator-token-0123456789".into(),
-        ),
-        (
-            "SERVICE__PLATFORMS__THREADS_URL",
-            format!("{}/threads", sim.base_url),
-        ),
-        ("SERVICE__PLATFORMS__POLL_INTERVAL_MS", "50".into()),
-        ("SERVICE__SCHEDULER__MAX_SLEEP_MS", "100".into()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
+    let envs = rig.envs(&[]);
     let mut child = start_service(&envs);
     // Wait until the due post is being published, then SIGTERM.
     let started = Instant::now();
