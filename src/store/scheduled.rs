@@ -248,6 +248,35 @@ impl Store {
         }
     }
 
+    /// Ends the claimant's attempt: sets `status` and `columns`, releases the lease. Only while
+    /// `claimant` holds the post (and, with `lease_expired_at`, only a claim that lapsed before
+    /// it); false when someone else settled it first.
+    async fn end_attempt(
+        &self,
+        id: Uuid,
+        claimant: &str,
+        lease_expired_at: Option<DateTime<Utc>>,
+        status: &str,
+        columns: Vec<(scheduled_post::Column, Expr)>,
+        now: DateTime<Utc>,
+    ) -> Result<bool, DbErr> {
+        let mut update = scheduled_post::Entity::update_many()
+            .col_expr(scheduled_post::Column::Status, Expr::value(status))
+            .col_expr(
+                scheduled_post::Column::LeaseUntil,
+                Expr::value(None::<DateTime<Utc>>),
+            )
+            .col_expr(scheduled_post::Column::UpdatedAt, Expr::value(now));
+        for (column, value) in columns {
+            update = update.col_expr(column, value);
+        }
+        let result = update
+            .filter(Self::claimed_by(id, claimant, lease_expired_at))
+            .exec(&self.db)
+            .await?;
+        Ok(result.rows_affected == 1)
+    }
+
     /// `publishing → published`, by the claimant.
     pub async fn finish_scheduled_published(
         &self,
@@ -257,19 +286,12 @@ impl Store {
         now: DateTime<Utc>,
         lease_expired_at: Option<DateTime<Utc>>,
     ) -> Result<bool, DbErr> {
-        let result = scheduled_post::Entity::update_many()
-            .col_expr(scheduled_post::Column::Status, Expr::value("published"))
-            .col_expr(scheduled_post::Column::PostId, Expr::value(post_id))
-            .col_expr(scheduled_post::Column::PublishedAt, Expr::value(now))
-            .col_expr(
-                scheduled_post::Column::LeaseUntil,
-                Expr::value(None::<DateTime<Utc>>),
-            )
-            .col_expr(scheduled_post::Column::UpdatedAt, Expr::value(now))
-            .filter(Self::claimed_by(id, claimant, lease_expired_at))
-            .exec(&self.db)
-            .await?;
-        Ok(result.rows_affected == 1)
+        let columns = vec![
+            (scheduled_post::Column::PostId, Expr::value(post_id)),
+            (scheduled_post::Column::PublishedAt, Expr::value(now)),
+        ];
+        self.end_attempt(id, claimant, lease_expired_at, "published", columns, now)
+            .await
     }
 
     /// `publishing → failed`, by the claimant (or by a settlement, as `claimant`).
@@ -282,19 +304,12 @@ impl Store {
         now: DateTime<Utc>,
         lease_expired_at: Option<DateTime<Utc>>,
     ) -> Result<bool, DbErr> {
-        let result = scheduled_post::Entity::update_many()
-            .col_expr(scheduled_post::Column::Status, Expr::value("failed"))
-            .col_expr(scheduled_post::Column::ErrorCode, Expr::value(code))
-            .col_expr(scheduled_post::Column::Error, Expr::value(error))
-            .col_expr(
-                scheduled_post::Column::LeaseUntil,
-                Expr::value(None::<DateTime<Utc>>),
-            )
-            .col_expr(scheduled_post::Column::UpdatedAt, Expr::value(now))
-            .filter(Self::claimed_by(id, claimant, lease_expired_at))
-            .exec(&self.db)
-            .await?;
-        Ok(result.rows_affected == 1)
+        let columns = vec![
+            (scheduled_post::Column::ErrorCode, Expr::value(code)),
+            (scheduled_post::Column::Error, Expr::value(error)),
+        ];
+        self.end_attempt(id, claimant, lease_expired_at, "failed", columns, now)
+            .await
     }
 
     /// `publishing → scheduled` for another attempt at `next_attempt_at`, by the claimant.
@@ -307,26 +322,19 @@ impl Store {
         now: DateTime<Utc>,
         lease_expired_at: Option<DateTime<Utc>>,
     ) -> Result<bool, DbErr> {
-        let result = scheduled_post::Entity::update_many()
-            .col_expr(scheduled_post::Column::Status, Expr::value("scheduled"))
-            .col_expr(
+        let columns = vec![
+            (
                 scheduled_post::Column::NextAttemptAt,
                 Expr::value(next_attempt_at),
-            )
-            .col_expr(
+            ),
+            (
                 scheduled_post::Column::ClaimedBy,
                 Expr::value(None::<String>),
-            )
-            .col_expr(
-                scheduled_post::Column::LeaseUntil,
-                Expr::value(None::<DateTime<Utc>>),
-            )
-            .col_expr(scheduled_post::Column::Error, Expr::value(error))
-            .col_expr(scheduled_post::Column::UpdatedAt, Expr::value(now))
-            .filter(Self::claimed_by(id, claimant, lease_expired_at))
-            .exec(&self.db)
-            .await?;
-        Ok(result.rows_affected == 1)
+            ),
+            (scheduled_post::Column::Error, Expr::value(error)),
+        ];
+        self.end_attempt(id, claimant, lease_expired_at, "scheduled", columns, now)
+            .await
     }
 
     /// Posts left `publishing` by a claimant whose lease has passed (a process that died).
