@@ -416,6 +416,20 @@ impl TestApp {
             .published(Some(&sim.platform), Some(&sim.external_id))
     }
 
+    /// The dashboard user's publishing history (`GET /api/published-posts`, first page).
+    #[allow(dead_code)]
+    pub async fn history(&self, dashboard: &Dashboard) -> Value {
+        dashboard
+            .client
+            .get(self.url("/api/published-posts"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     pub fn clock_now(&self) -> DateTime<Utc> {
         use social_service::clock::Clock;
         self.clock.now()

@@ -193,16 +193,7 @@ async fn the_history_records_each_publish_with_the_submission_fields() {
         json!({"text": "album", "mediaUrls": [jpg, jpg]}),
     )
     .await;
-    let history: Value = publisher
-        .dashboard
-        .client
-        .get(app.url("/api/published-posts"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let history = app.history(&publisher.dashboard).await;
     assert_eq!(history["total"], 1);
     let item = &history["posts"][0];
     for field in [
@@ -785,16 +776,7 @@ async fn past_the_time_limit_the_caller_gets_504_and_the_post_lands_in_history()
             .contains("post_submission_id")
     );
     tokio::time::sleep(Duration::from_millis(1_000)).await;
-    let history: Value = publisher
-        .dashboard
-        .client
-        .get(app.url("/api/published-posts"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let history = app.history(&publisher.dashboard).await;
     assert_eq!(history["posts"][0]["status"], "published", "{history}");
     assert_eq!(app.published(&publisher.sim).len(), 1);
 }
@@ -830,15 +812,6 @@ async fn a_final_call_without_an_answer_is_recorded_as_unconfirmed() {
             .contains("may have been published"),
         "{body}"
     );
-    let history: Value = publisher
-        .dashboard
-        .client
-        .get(app.url("/api/published-posts"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let history = app.history(&publisher.dashboard).await;
     assert_eq!(history["posts"][0]["status"], "unconfirmed", "{history}");
 }

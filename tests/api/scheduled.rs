@@ -216,16 +216,7 @@ async fn due_posts_publish_through_the_account_and_land_in_the_history() {
         post["post_id"].as_str().is_some_and(|id| !id.is_empty()),
         "{post}"
     );
-    let history: Value = publisher
-        .dashboard
-        .client
-        .get(app.url("/api/published-posts"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let history = app.history(&publisher.dashboard).await;
     assert_eq!(history["posts"][0]["scheduled_post_id"], id);
     assert_eq!(history["posts"][0]["status"], "published");
     assert_eq!(history["posts"][0]["post_id"], post["post_id"]);
