@@ -160,6 +160,8 @@ pub struct PlatformsConfig {
     pub tiktok_url: String,
     /// Google API host: `{youtube_url}/youtube/v3/...` and `{youtube_url}/upload/youtube/v3/...`.
     pub youtube_url: String,
+    /// YouTube Analytics host: `{youtube_analytics_url}/v2/reports`.
+    pub youtube_analytics_url: String,
     /// X API host.
     pub x_url: String,
     /// Pause between status polls of asynchronous processing (containers, uploads).
@@ -184,6 +186,7 @@ impl Default for PlatformsConfig {
             threads_version: "v1.0".into(),
             tiktok_url: "https://open.tiktokapis.com".into(),
             youtube_url: "https://www.googleapis.com".into(),
+            youtube_analytics_url: "https://youtubeanalytics.googleapis.com".into(),
             x_url: "https://api.x.com".into(),
             poll_interval_ms: 3_000,
             processing_timeout_secs: 240,
@@ -203,6 +206,7 @@ impl PlatformsConfig {
             threads_url: format!("{base}/threads"),
             tiktok_url: format!("{base}/tiktok"),
             youtube_url: format!("{base}/youtube"),
+            youtube_analytics_url: format!("{base}/youtubeanalytics"),
             x_url: format!("{base}/x"),
             poll_interval_ms: 100,
             ..Self::default()
@@ -398,6 +402,7 @@ const STRING_KEYS: &[&str] = &[
     "platforms.threads_version",
     "platforms.tiktok_url",
     "platforms.youtube_url",
+    "platforms.youtube_analytics_url",
     "platforms.x_url",
     "platforms.tiktok_video_source",
     "collector.run_at",

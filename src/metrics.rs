@@ -41,7 +41,17 @@ const CATALOGUE: &[(&str, &str, &str)] = &[
     (
         "limiter_rejections_total",
         "counter",
-        "Publishes refused by an account's rate limiter, by platform.",
+        "Publishes and performance reads refused by an account's rate limiter, by platform.",
+    ),
+    (
+        "collector_runs_total",
+        "counter",
+        "Daily-collection passes by outcome (ok, partial: some accounts failed, error).",
+    ),
+    (
+        "collector_accounts_total",
+        "counter",
+        "Accounts collected, by platform and status (success, partial, failed, skipped).",
     ),
     ("account_actors", "gauge", "Live account actors."),
     (

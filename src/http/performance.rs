@@ -57,7 +57,9 @@ async fn metrics(
     let (_, summary) = find_account(&state, &caller, &query)
         .await
         .map_err(ApiError::in_performance_form)?;
-    Ok(HttpResponse::Ok().json(catalogue::metrics_body(&summary)))
+    let body = catalogue::metrics_body(&summary)
+        .ok_or_else(|| not_available(&summary).in_performance_form())?;
+    Ok(HttpResponse::Ok().json(body))
 }
 
 async fn account(
@@ -103,6 +105,13 @@ async fn post(
     .await
 }
 
+fn not_available(summary: &AccountSummary) -> ApiError {
+    ApiError::invalid_request(format!(
+        "Performance metrics are not available for {} accounts",
+        summary.platform.as_str()
+    ))
+}
+
 /// Finds the account, builds the query, and reads it through the account's actor.
 async fn run(
     state: &AppState,
@@ -113,10 +122,7 @@ async fn run(
     let result = async {
         let (account, summary) = find_account(state, caller, params).await?;
         if !insights::supported(summary.platform) {
-            return Err(ApiError::invalid_request(format!(
-                "Performance metrics are not available for {} accounts",
-                summary.platform.as_str()
-            )));
+            return Err(not_available(&summary));
         }
         let query = build(&summary)?;
         match state

@@ -1,25 +1,284 @@
-//! facebook insights (not built yet: see the README).
+//! facebook page insights (Graph API, `platform-apis.md` §2.5–2.6): page metrics from
+//! `/{page}/insights` (period `day` by default), posts from `/{page}/posts` with their
+//! `post_media_view` through field expansion (one call for the whole list). The deprecated
+//! impressions metrics are never requested.
 
-use chrono::NaiveDate;
-use serde_json::Value;
+use std::collections::BTreeMap;
 
-use super::{DailyMetrics, InsightsContext, InsightsQuery};
-use crate::platforms::PlatformError;
+use chrono::{Duration, NaiveDate};
+use serde_json::{Value, json};
+
+use super::{
+    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, each_metric, meta_day, meta_value,
+    unix_day, with_failures,
+};
+use crate::platforms::{PlatformError, meta::Graph};
+
+/// Page metrics (spec §2.8; `page_media_view` replaces `page_impressions`).
+pub const PAGE_METRICS: [&str; 3] = [
+    "page_media_view",
+    "page_post_engagements",
+    "page_total_actions",
+];
+/// Post metrics (`post_media_view` replaces `post_impressions`).
+pub const POST_METRICS: [&str; 1] = ["post_media_view"];
+const POST_FIELDS: &str = "id,message,created_time,permalink_url,shares,reactions.summary(total_count).limit(0),comments.summary(true).limit(0)";
+
+fn graph<'a>(ctx: &'a InsightsContext<'a>) -> Graph<'a> {
+    Graph::with_parts(
+        ctx.http,
+        ctx.config,
+        &ctx.credentials.access_token,
+        &ctx.config.graph_url,
+        &ctx.config.graph_version,
+    )
+}
 
 pub async fn query(
-    _ctx: &InsightsContext<'_>,
-    _query: &InsightsQuery,
+    ctx: &InsightsContext<'_>,
+    query: &InsightsQuery,
 ) -> Result<Value, PlatformError> {
-    Err(PlatformError::Rejected(
-        "facebook insights are not built yet".into(),
-    ))
+    let page_id = &ctx.credentials.external_id;
+    let head = json!({
+        "account_id": ctx.account.account_id,
+        "page_name": ctx.account.name,
+        "platform": "facebook",
+    });
+    let (mut body, failures) = match query {
+        InsightsQuery::Account {
+            period,
+            since,
+            until,
+        } => {
+            let (series, failures) = page_series(ctx, period, *since, *until).await?;
+            let mut metrics = serde_json::Map::new();
+            let mut time_series = serde_json::Map::new();
+            for (name, points) in series {
+                // A daily value adds up over the range; a rolling one (week, days_28) is read
+                // at the range's end.
+                let total = if period == "day" {
+                    points.iter().map(|(_, v)| v).sum()
+                } else {
+                    points.last().map(|(_, v)| *v).unwrap_or(0)
+                };
+                metrics.insert(name.clone(), json!(total));
+                time_series.insert(
+                    name,
+                    points
+                        .iter()
+                        .map(|(date, value)| json!({"date": date.to_string(), "value": value}))
+                        .collect(),
+                );
+            }
+            let mut body = head;
+            body["page_id"] = json!(page_id);
+            body["data"] = json!({
+                "page_id": page_id,
+                "platform": "facebook",
+                "data_type": "page",
+                "period": period,
+                "date_range": {"start": since.to_string(), "end": until.to_string()},
+                "metrics": metrics,
+                "time_series": time_series,
+            });
+            (body, failures)
+        }
+        InsightsQuery::Posts { limit } => {
+            let (posts, failures) = list_posts(ctx, &[("limit", &limit.to_string())]).await?;
+            let mut body = head;
+            body["total_posts"] = json!(posts.len());
+            body["posts"] = Value::Array(posts);
+            (body, failures)
+        }
+        InsightsQuery::Post { post_id } => {
+            let (post, failures) = each_post(ctx, post_id).await?;
+            let mut body = head;
+            body["post"] = post;
+            (body, failures)
+        }
+    };
+    body = with_failures(body, &failures);
+    Ok(body)
+}
+
+/// Each page metric's daily points over `since..=until`.
+async fn page_series(
+    ctx: &InsightsContext<'_>,
+    period: &str,
+    since: NaiveDate,
+    until: NaiveDate,
+) -> Result<(Vec<(String, Vec<(NaiveDate, u64)>)>, Vec<MetricFailure>), PlatformError> {
+    let graph = graph(ctx);
+    let path = format!("{}/insights", ctx.credentials.external_id);
+    let since = since.to_string();
+    let until = (until + Duration::days(1)).to_string();
+    each_metric(&PAGE_METRICS, |metrics| {
+        let (graph, path, since, until) = (&graph, &path, &since, &until);
+        async move {
+            let body = graph
+                .get(
+                    path,
+                    &[
+                        ("metric", metrics.as_str()),
+                        ("period", period),
+                        ("since", since),
+                        ("until", until),
+                    ],
+                )
+                .await?;
+            Ok(series_of(&body))
+        }
+    })
+    .await
+}
+
+/// `data[]` of a Graph insights answer → (metric, [(day, value)]).
+pub(crate) fn series_of(body: &Value) -> Vec<(String, Vec<(NaiveDate, u64)>)> {
+    body["data"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| {
+                    let name = item["name"].as_str()?.to_string();
+                    let points = item["values"]
+                        .as_array()
+                        .map(|values| {
+                            values
+                                .iter()
+                                .filter_map(|v| {
+                                    Some((
+                                        meta_day(v["end_time"].as_str()?)?,
+                                        meta_value(&v["value"]),
+                                    ))
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    Some((name, points))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A post of the list in the spec's shape (§4.6).
+fn post_item(raw: &Value) -> Value {
+    let count = |v: &Value| v.as_u64().unwrap_or(0);
+    let mut metrics = serde_json::Map::new();
+    for item in raw["insights"]["data"].as_array().into_iter().flatten() {
+        if let Some(name) = item["name"].as_str() {
+            metrics.insert(
+                name.to_string(),
+                json!(meta_value(&item["values"][0]["value"])),
+            );
+        }
+    }
+    json!({
+        "post_id": raw["id"],
+        "message": raw["message"].as_str().unwrap_or_default(),
+        "created_time": raw["created_time"],
+        "reactions": count(&raw["reactions"]["summary"]["total_count"]),
+        "comments": count(&raw["comments"]["summary"]["total_count"]),
+        // Graph leaves `shares` out when there are none.
+        "shares": count(&raw["shares"]["count"]),
+        "insights": {"metrics": metrics},
+    })
+}
+
+fn expanded_fields() -> String {
+    format!("{POST_FIELDS},insights.metric({})", POST_METRICS.join(","))
+}
+
+/// The page's posts (newest first) with their insights; if the insights expansion is refused,
+/// the posts without it and the metric named as failed.
+async fn list_posts(
+    ctx: &InsightsContext<'_>,
+    extra: &[(&str, &str)],
+) -> Result<(Vec<Value>, Vec<MetricFailure>), PlatformError> {
+    let graph = graph(ctx);
+    let path = format!("{}/posts", ctx.credentials.external_id);
+    let fields = expanded_fields();
+    let mut params = vec![("fields", fields.as_str())];
+    params.extend_from_slice(extra);
+    let (body, failures) = match graph.get(&path, &params).await {
+        Ok(body) => (body, Vec::new()),
+        Err(PlatformError::Rejected(error)) => {
+            params[0] = ("fields", POST_FIELDS);
+            let body = graph.get(&path, &params).await?;
+            let failures = POST_METRICS
+                .iter()
+                .map(|m| MetricFailure {
+                    metric: (*m).to_string(),
+                    error: error.clone(),
+                })
+                .collect();
+            (body, failures)
+        }
+        Err(other) => return Err(other),
+    };
+    let posts = body["data"]
+        .as_array()
+        .map(|posts| posts.iter().map(post_item).collect())
+        .unwrap_or_default();
+    Ok((posts, failures))
+}
+
+async fn each_post(
+    ctx: &InsightsContext<'_>,
+    post_id: &str,
+) -> Result<(Value, Vec<MetricFailure>), PlatformError> {
+    let graph = graph(ctx);
+    let fields = expanded_fields();
+    match graph.get(post_id, &[("fields", fields.as_str())]).await {
+        Ok(raw) => Ok((post_item(&raw), Vec::new())),
+        Err(PlatformError::Rejected(error)) => {
+            let raw = graph.get(post_id, &[("fields", POST_FIELDS)]).await?;
+            let failures = vec![MetricFailure {
+                metric: POST_METRICS.join(","),
+                error,
+            }];
+            Ok((post_item(&raw), failures))
+        }
+        Err(other) => Err(other),
+    }
 }
 
 pub async fn daily(
-    _ctx: &InsightsContext<'_>,
-    _date: NaiveDate,
+    ctx: &InsightsContext<'_>,
+    date: NaiveDate,
 ) -> Result<DailyMetrics, PlatformError> {
-    Err(PlatformError::Rejected(
-        "facebook insights are not built yet".into(),
-    ))
+    let (series, mut failed_metrics) = page_series(ctx, "day", date, date).await?;
+    let page_metrics: BTreeMap<String, Value> = series
+        .into_iter()
+        .map(|(name, points)| {
+            let value: u64 = points
+                .iter()
+                .filter(|(d, _)| *d == date)
+                .map(|(_, v)| v)
+                .sum();
+            (name, json!(value))
+        })
+        .collect();
+    let since = unix_day(date).to_string();
+    let until = unix_day(date + Duration::days(1)).to_string();
+    let (posts, post_failures) = list_posts(
+        ctx,
+        &[("since", &since), ("until", &until), ("limit", "100")],
+    )
+    .await?;
+    failed_metrics.extend(post_failures);
+    Ok(DailyMetrics {
+        page_metrics,
+        posts_count: posts.len() as u64,
+        total_post_views: posts
+            .iter()
+            .map(|p| {
+                p["insights"]["metrics"]["post_media_view"]
+                    .as_u64()
+                    .unwrap_or(0)
+            })
+            .sum(),
+        failed_metrics,
+    })
 }

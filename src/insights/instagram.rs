@@ -1,25 +1,264 @@
-//! instagram insights (not built yet: see the README).
+//! instagram insights (Graph API, `platform-apis.md` §3.4–3.6): account metrics from
+//! `/{ig-user}/insights` as daily series, media from `/{ig-user}/media`, and each media's
+//! metrics from `/{media}/insights` with the metrics its type has (spec §2.8: reels have more).
 
-use chrono::NaiveDate;
-use serde_json::Value;
+use std::collections::BTreeMap;
 
-use super::{DailyMetrics, InsightsContext, InsightsQuery};
-use crate::platforms::PlatformError;
+use chrono::{Duration, NaiveDate};
+use serde_json::{Value, json};
+
+use super::{
+    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, each_metric, facebook::series_of,
+    meta_value, unix_day, with_failures,
+};
+use crate::platforms::{PlatformError, meta::Graph};
+
+/// Account metrics (spec §2.8).
+pub const ACCOUNT_METRICS: [&str; 4] =
+    ["reach", "follower_count", "profile_views", "website_clicks"];
+/// Metrics of IMAGE, VIDEO and CAROUSEL_ALBUM media.
+pub const MEDIA_METRICS: [&str; 2] = ["reach", "total_interactions"];
+/// Metrics of REELS.
+pub const REELS_METRICS: [&str; 8] = [
+    "reach",
+    "total_interactions",
+    "likes",
+    "comments",
+    "shares",
+    "saved",
+    "ig_reels_avg_watch_time",
+    "ig_reels_video_view_total_time",
+];
+const MEDIA_FIELDS: &str =
+    "id,caption,media_type,media_product_type,permalink,timestamp,like_count,comments_count";
+
+fn graph<'a>(ctx: &'a InsightsContext<'a>) -> Graph<'a> {
+    Graph::with_parts(
+        ctx.http,
+        ctx.config,
+        &ctx.credentials.access_token,
+        &ctx.config.graph_url,
+        &ctx.config.graph_version,
+    )
+}
+
+/// The spec's media type: REELS for reels (their `media_type` is VIDEO), else `media_type`.
+fn media_type(raw: &Value) -> String {
+    if raw["media_product_type"] == "REELS" {
+        "REELS".into()
+    } else {
+        raw["media_type"].as_str().unwrap_or("IMAGE").to_string()
+    }
+}
+
+fn metrics_for(media_type: &str) -> &'static [&'static str] {
+    if media_type == "REELS" {
+        &REELS_METRICS
+    } else {
+        &MEDIA_METRICS
+    }
+}
+
+fn ig_account_id(ctx: &InsightsContext<'_>) -> Value {
+    let id = &ctx.credentials.external_id;
+    id.parse::<u64>()
+        .map(|n| json!(n))
+        .unwrap_or_else(|_| json!(id))
+}
 
 pub async fn query(
-    _ctx: &InsightsContext<'_>,
-    _query: &InsightsQuery,
+    ctx: &InsightsContext<'_>,
+    query: &InsightsQuery,
 ) -> Result<Value, PlatformError> {
-    Err(PlatformError::Rejected(
-        "instagram insights are not built yet".into(),
-    ))
+    let mut body = json!({
+        "account_id": ctx.account.account_id,
+        "ig_username": ctx.account.username.clone().unwrap_or_else(|| ctx.account.name.clone()),
+        "platform": "instagram",
+    });
+    let failures = match query {
+        InsightsQuery::Account {
+            period,
+            since,
+            until,
+        } => {
+            let (series, failures) = account_series(ctx, period, *since, *until).await?;
+            let mut metrics = serde_json::Map::new();
+            let mut time_series = serde_json::Map::new();
+            for (name, points) in series {
+                let total: u64 = if period == "day" && name != "follower_count" {
+                    points.iter().map(|(_, v)| v).sum()
+                } else {
+                    // Follower counts and rolling periods are levels, not flows.
+                    points.last().map(|(_, v)| *v).unwrap_or(0)
+                };
+                metrics.insert(name.clone(), json!(total));
+                time_series.insert(
+                    name,
+                    points
+                        .iter()
+                        .map(|(d, v)| json!({"date": d.to_string(), "value": v}))
+                        .collect(),
+                );
+            }
+            body["ig_account_id"] = json!(ctx.credentials.external_id);
+            body["data"] = json!({
+                "ig_account_id": ig_account_id(ctx),
+                "platform": "instagram",
+                "data_type": "account",
+                "period": period,
+                "date_range": {"start": since.to_string(), "end": until.to_string()},
+                "metrics": metrics,
+                "time_series": time_series,
+            });
+            failures
+        }
+        InsightsQuery::Posts { limit } => {
+            let (media, failures) = list_media(ctx, &[("limit", &limit.to_string())]).await?;
+            body["data"] = json!({"total": media.len(), "media": media});
+            failures
+        }
+        InsightsQuery::Post { post_id } => {
+            let raw = graph(ctx)
+                .get(post_id, &[("fields", "id,media_type,media_product_type")])
+                .await?;
+            let (metrics, failures) = media_metrics(ctx, post_id, &media_type(&raw)).await?;
+            body["data"] =
+                json!({"platform": "instagram", "data_type": "media", "metrics": metrics});
+            failures
+        }
+    };
+    Ok(with_failures(body, &failures))
+}
+
+async fn account_series(
+    ctx: &InsightsContext<'_>,
+    period: &str,
+    since: NaiveDate,
+    until: NaiveDate,
+) -> Result<(Vec<(String, Vec<(NaiveDate, u64)>)>, Vec<MetricFailure>), PlatformError> {
+    let graph = graph(ctx);
+    let path = format!("{}/insights", ctx.credentials.external_id);
+    let since = unix_day(since).to_string();
+    let until = unix_day(until + Duration::days(1)).to_string();
+    each_metric(&ACCOUNT_METRICS, |metrics| {
+        let (graph, path, since, until) = (&graph, &path, &since, &until);
+        async move {
+            let body = graph
+                .get(
+                    path,
+                    &[
+                        ("metric", metrics.as_str()),
+                        ("period", period),
+                        ("metric_type", "time_series"),
+                        ("since", since),
+                        ("until", until),
+                    ],
+                )
+                .await?;
+            Ok(series_of(&body))
+        }
+    })
+    .await
+}
+
+/// One media's lifetime metrics for its type.
+async fn media_metrics(
+    ctx: &InsightsContext<'_>,
+    media_id: &str,
+    media_type: &str,
+) -> Result<(serde_json::Map<String, Value>, Vec<MetricFailure>), PlatformError> {
+    let graph = graph(ctx);
+    let path = format!("{media_id}/insights");
+    let (items, failures) = each_metric(metrics_for(media_type), |metrics| {
+        let (graph, path) = (&graph, &path);
+        async move {
+            let body = graph.get(path, &[("metric", metrics.as_str())]).await?;
+            Ok(body["data"].as_array().cloned().unwrap_or_default())
+        }
+    })
+    .await?;
+    let metrics = items
+        .iter()
+        .filter_map(|item| {
+            Some((
+                item["name"].as_str()?.to_string(),
+                // "Unavailable" comes as an empty `values` array, not 0.
+                item["values"][0]
+                    .get("value")
+                    .map(|v| json!(meta_value(v)))
+                    .unwrap_or(Value::Null),
+            ))
+        })
+        .collect();
+    Ok((metrics, failures))
+}
+
+/// Media (newest first) with their insights; one call per media, metrics by media type.
+async fn list_media(
+    ctx: &InsightsContext<'_>,
+    extra: &[(&str, &str)],
+) -> Result<(Vec<Value>, Vec<MetricFailure>), PlatformError> {
+    let path = format!("{}/media", ctx.credentials.external_id);
+    let mut params = vec![("fields", MEDIA_FIELDS)];
+    params.extend_from_slice(extra);
+    let body = graph(ctx).get(&path, &params).await?;
+    let mut media = Vec::new();
+    let mut failures: Vec<MetricFailure> = Vec::new();
+    for raw in body["data"].as_array().into_iter().flatten() {
+        let id = raw["id"].as_str().unwrap_or_default();
+        let kind = media_type(raw);
+        let (metrics, failed) = media_metrics(ctx, id, &kind).await?;
+        for failure in failed {
+            if !failures.iter().any(|f| f.metric == failure.metric) {
+                failures.push(failure);
+            }
+        }
+        media.push(json!({
+            "media_id": id,
+            "caption": raw["caption"].as_str().unwrap_or_default(),
+            "media_type": kind,
+            "permalink": raw["permalink"],
+            "timestamp": raw["timestamp"],
+            "like_count": raw["like_count"].as_u64().unwrap_or(0),
+            "comments_count": raw["comments_count"].as_u64().unwrap_or(0),
+            "insights": {"platform": "instagram", "data_type": "media", "metrics": metrics},
+        }));
+    }
+    Ok((media, failures))
 }
 
 pub async fn daily(
-    _ctx: &InsightsContext<'_>,
-    _date: NaiveDate,
+    ctx: &InsightsContext<'_>,
+    date: NaiveDate,
 ) -> Result<DailyMetrics, PlatformError> {
-    Err(PlatformError::Rejected(
-        "instagram insights are not built yet".into(),
-    ))
+    let (series, mut failed_metrics) = account_series(ctx, "day", date, date).await?;
+    let page_metrics: BTreeMap<String, Value> = series
+        .into_iter()
+        .map(|(name, points)| {
+            let value: u64 = points
+                .iter()
+                .filter(|(d, _)| *d == date)
+                .map(|(_, v)| v)
+                .sum();
+            (name, json!(value))
+        })
+        .collect();
+    let since = unix_day(date).to_string();
+    let until = unix_day(date + Duration::days(1)).to_string();
+    let (media, media_failures) = list_media(
+        ctx,
+        &[("since", &since), ("until", &until), ("limit", "25")],
+    )
+    .await?;
+    failed_metrics.extend(media_failures);
+    Ok(DailyMetrics {
+        page_metrics,
+        posts_count: media.len() as u64,
+        // Reach is what every media type reports: the day's posts' views.
+        total_post_views: media
+            .iter()
+            .map(|m| m["insights"]["metrics"]["reach"].as_u64().unwrap_or(0))
+            .sum(),
+        failed_metrics,
+    })
 }

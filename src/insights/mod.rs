@@ -76,8 +76,8 @@ pub struct MetricFailure {
 /// One account's numbers for one date (a daily snapshot's content).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct DailyMetrics {
-    /// Metric name → value for that date (spec §2.8 account-level identifiers).
-    pub page_metrics: BTreeMap<String, f64>,
+    /// Metric name → value (a JSON number) for that date (spec §2.8 account-level identifiers).
+    pub page_metrics: BTreeMap<String, Value>,
     /// Posts the account published on that date.
     pub posts_count: u64,
     /// Sum of the views of those posts (`post_media_view`, reels/video views…).
@@ -85,29 +85,112 @@ pub struct DailyMetrics {
     pub failed_metrics: Vec<MetricFailure>,
 }
 
+/// Fetches `metrics` in one request (`fetch` gets them comma-joined); when the platform refuses
+/// that request (Meta and Google refuse a whole request for one invalid or retired metric), asks
+/// for each metric alone so the others still come back. Token, rate-limit, permission and
+/// transient failures still fail the whole read.
+pub(crate) async fn each_metric<T, F, Fut>(
+    metrics: &[&str],
+    fetch: F,
+) -> Result<(Vec<T>, Vec<MetricFailure>), PlatformError>
+where
+    F: Fn(String) -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<T>, PlatformError>>,
+{
+    let error = match fetch(metrics.join(",")).await {
+        Ok(items) => return Ok((items, Vec::new())),
+        Err(PlatformError::Rejected(message)) => message,
+        Err(other) => return Err(other),
+    };
+    if metrics.len() == 1 {
+        let failure = MetricFailure {
+            metric: metrics.join(","),
+            error,
+        };
+        return Ok((Vec::new(), vec![failure]));
+    }
+    let mut items = Vec::new();
+    let mut failures = Vec::new();
+    for metric in metrics {
+        match fetch((*metric).to_string()).await {
+            Ok(found) => items.extend(found),
+            Err(PlatformError::Rejected(error)) => failures.push(MetricFailure {
+                metric: (*metric).to_string(),
+                error,
+            }),
+            Err(other) => return Err(other),
+        }
+    }
+    Ok((items, failures))
+}
+
+/// A Meta insights value: a number, or an object of numbers (a breakdown) to add up.
+pub(crate) fn meta_value(value: &Value) -> u64 {
+    match value {
+        Value::Number(n) => n
+            .as_u64()
+            .unwrap_or_else(|| n.as_f64().unwrap_or(0.0) as u64),
+        Value::Object(parts) => parts.values().map(meta_value).sum(),
+        _ => 0,
+    }
+}
+
+/// The day a daily Meta value is for: its `end_time` is the end of that day.
+pub(crate) fn meta_day(end_time: &str) -> Option<NaiveDate> {
+    chrono::DateTime::parse_from_str(end_time, "%Y-%m-%dT%H:%M:%S%z")
+        .ok()
+        .map(|t| (t - chrono::Duration::days(1)).date_naive())
+}
+
+/// Unix seconds of midnight UTC starting `date`.
+pub(crate) fn unix_day(date: NaiveDate) -> i64 {
+    date.and_hms_opt(0, 0, 0)
+        .map(|t| t.and_utc().timestamp())
+        .unwrap_or_default()
+}
+
+/// The body shared by every account/posts/post answer: `success` and `failed_metrics`.
+pub(crate) fn with_failures(mut body: Value, failures: &[MetricFailure]) -> Value {
+    body["success"] = Value::Bool(true);
+    body["failed_metrics"] =
+        serde_json::to_value(failures).unwrap_or_else(|_| Value::Array(Vec::new()));
+    body
+}
+
 /// Whether the platform has performance insights here (x does not: see the README).
 pub fn supported(platform: Platform) -> bool {
     !matches!(platform, Platform::X)
 }
 
-/// How many platform calls a query costs at most, charged to the account's limiter before it
-/// runs (youtube: quota units).
+/// How many platform calls a query costs (youtube: quota units, one per call), charged to the
+/// account's limiter before it runs. The per-metric fallback after a refused metric costs more;
+/// it is rare and not charged.
 pub fn estimated_calls(platform: Platform, query: &InsightsQuery) -> u32 {
     match (platform, query) {
         // The tiktok limiter models TikTok's limit on publish inits; its read API has its own,
         // far larger limits, so reads take nothing from the publishing budget.
-        (Platform::Tiktok, _) => 0,
-        (_, InsightsQuery::Post { .. }) => 2,
-        (_, InsightsQuery::Account { .. }) => 2,
-        (_, InsightsQuery::Posts { limit }) => 2 + limit.div_ceil(25),
+        (Platform::Tiktok | Platform::X, _) => 0,
+        // Page insights; posts with their insights expanded inline; one post.
+        (Platform::Facebook, _) => 1,
+        // The list, then one insights call per media or thread.
+        (Platform::Instagram | Platform::Threads, InsightsQuery::Posts { limit }) => 1 + limit,
+        (Platform::Instagram | Platform::Threads, InsightsQuery::Post { .. }) => 2,
+        (Platform::Instagram | Platform::Threads, InsightsQuery::Account { .. }) => 1,
+        // Channel + report; channel + uploads (50 a page) + one report; video + report.
+        (Platform::Youtube, InsightsQuery::Account { .. }) => 2,
+        (Platform::Youtube, InsightsQuery::Posts { limit }) => 2 + limit.div_ceil(50),
+        (Platform::Youtube, InsightsQuery::Post { .. }) => 2,
     }
 }
 
-/// Calls a daily collection of one account costs at most.
+/// Calls a daily collection of one account costs (instagram and threads add one per post of
+/// that day, rarely more than a few).
 pub fn estimated_daily_calls(platform: Platform) -> u32 {
     match platform {
-        Platform::Tiktok => 0,
-        _ => 3,
+        Platform::Tiktok | Platform::X => 0,
+        Platform::Facebook => 2,
+        Platform::Instagram | Platform::Threads => 3,
+        Platform::Youtube => 4,
     }
 }
 

@@ -1,25 +1,216 @@
-//! threads insights (not built yet: see the README).
+//! threads insights (Threads API, `platform-apis.md` §4.4): account metrics from
+//! `/{user}/threads_insights` (`views` as a daily series, the others as totals over the range),
+//! threads from `/{user}/threads`, and each thread's metrics from `/{media}/insights`.
 
-use chrono::NaiveDate;
-use serde_json::Value;
+use std::collections::BTreeMap;
 
-use super::{DailyMetrics, InsightsContext, InsightsQuery};
-use crate::platforms::PlatformError;
+use chrono::{Duration, NaiveDate};
+use serde_json::{Value, json};
+
+use super::{
+    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, each_metric, meta_value, unix_day,
+    with_failures,
+};
+use crate::platforms::{PlatformError, meta::Graph};
+
+/// Account metrics (spec §2.8).
+pub const ACCOUNT_METRICS: [&str; 6] = [
+    "views",
+    "likes",
+    "replies",
+    "reposts",
+    "quotes",
+    "followers_count",
+];
+/// Thread metrics.
+pub const THREAD_METRICS: [&str; 5] = ["views", "likes", "replies", "reposts", "quotes"];
+const THREAD_FIELDS: &str = "id,text,timestamp,media_type,permalink,is_reply";
+
+fn graph<'a>(ctx: &'a InsightsContext<'a>) -> Graph<'a> {
+    Graph::with_parts(
+        ctx.http,
+        ctx.config,
+        &ctx.credentials.access_token,
+        &ctx.config.threads_url,
+        &ctx.config.threads_version,
+    )
+}
 
 pub async fn query(
-    _ctx: &InsightsContext<'_>,
-    _query: &InsightsQuery,
+    ctx: &InsightsContext<'_>,
+    query: &InsightsQuery,
 ) -> Result<Value, PlatformError> {
-    Err(PlatformError::Rejected(
-        "threads insights are not built yet".into(),
+    let mut data = json!({
+        "account_id": ctx.account.account_id,
+        "account_name": ctx.account.name,
+        "platform": "threads",
+    });
+    let failures = match query {
+        InsightsQuery::Account { since, until, .. } => {
+            let (raw, failures) = account_raw(ctx, *since, *until).await?;
+            let views: u64 = raw
+                .iter()
+                .filter(|item| item["name"] == "views")
+                .map(total_of)
+                .sum();
+            data["views"] = json!(views);
+            data["raw_data"] = Value::Array(
+                raw.into_iter()
+                    .map(|item| {
+                        let mut entry =
+                            json!({"name": item["name"], "description": item["description"]});
+                        if item.get("total_value").is_some() {
+                            entry["total_value"] =
+                                json!({"value": meta_value(&item["total_value"]["value"])});
+                        } else {
+                            entry["period"] = item["period"].clone();
+                            entry["values"] = item["values"].clone();
+                        }
+                        entry
+                    })
+                    .collect(),
+            );
+            failures
+        }
+        InsightsQuery::Posts { limit } => {
+            let (threads, failures) = list_threads(ctx, &[("limit", &limit.to_string())]).await?;
+            data["count"] = json!(threads.len());
+            data["threads"] = Value::Array(threads);
+            failures
+        }
+        InsightsQuery::Post { post_id } => {
+            let raw = graph(ctx)
+                .get(post_id, &[("fields", THREAD_FIELDS)])
+                .await?;
+            let (thread, failures) = thread_item(ctx, &raw).await?;
+            data["thread"] = thread;
+            failures
+        }
+    };
+    Ok(with_failures(json!({ "data": data }), &failures))
+}
+
+/// A metric's value over the range: its total, or the sum of its daily values.
+fn total_of(item: &Value) -> u64 {
+    if let Some(total) = item.get("total_value") {
+        return meta_value(&total["value"]);
+    }
+    item["values"]
+        .as_array()
+        .map(|values| values.iter().map(|v| meta_value(&v["value"])).sum())
+        .unwrap_or(0)
+}
+
+async fn account_raw(
+    ctx: &InsightsContext<'_>,
+    since: NaiveDate,
+    until: NaiveDate,
+) -> Result<(Vec<Value>, Vec<MetricFailure>), PlatformError> {
+    let graph = graph(ctx);
+    let path = format!("{}/threads_insights", ctx.credentials.external_id);
+    let since = unix_day(since).to_string();
+    let until = unix_day(until + Duration::days(1)).to_string();
+    each_metric(&ACCOUNT_METRICS, |metrics| {
+        let (graph, path, since, until) = (&graph, &path, &since, &until);
+        async move {
+            let body = graph
+                .get(
+                    path,
+                    &[
+                        ("metric", metrics.as_str()),
+                        ("since", since),
+                        ("until", until),
+                    ],
+                )
+                .await?;
+            Ok(body["data"].as_array().cloned().unwrap_or_default())
+        }
+    })
+    .await
+}
+
+/// A thread in the spec's shape with its insights (one call).
+async fn thread_item(
+    ctx: &InsightsContext<'_>,
+    raw: &Value,
+) -> Result<(Value, Vec<MetricFailure>), PlatformError> {
+    let id = raw["id"].as_str().unwrap_or_default().to_string();
+    let graph = graph(ctx);
+    let path = format!("{id}/insights");
+    let (items, failures) = each_metric(&THREAD_METRICS, |metrics| {
+        let (graph, path) = (&graph, &path);
+        async move {
+            let body = graph.get(path, &[("metric", metrics.as_str())]).await?;
+            Ok(body["data"].as_array().cloned().unwrap_or_default())
+        }
+    })
+    .await?;
+    let mut insights = serde_json::Map::new();
+    for item in &items {
+        if let Some(name) = item["name"].as_str() {
+            insights.insert(name.to_string(), json!(total_of(item)));
+        }
+    }
+    Ok((
+        json!({
+            "id": id,
+            "text": raw["text"].as_str().unwrap_or_default(),
+            "timestamp": raw["timestamp"],
+            "media_type": raw["media_type"],
+            "permalink": raw["permalink"],
+            "is_reply": raw["is_reply"].as_bool().unwrap_or(false),
+            "insights": insights,
+        }),
+        failures,
     ))
 }
 
+async fn list_threads(
+    ctx: &InsightsContext<'_>,
+    extra: &[(&str, &str)],
+) -> Result<(Vec<Value>, Vec<MetricFailure>), PlatformError> {
+    let path = format!("{}/threads", ctx.credentials.external_id);
+    let mut params = vec![("fields", THREAD_FIELDS)];
+    params.extend_from_slice(extra);
+    let body = graph(ctx).get(&path, &params).await?;
+    let mut threads = Vec::new();
+    let mut failures: Vec<MetricFailure> = Vec::new();
+    for raw in body["data"].as_array().into_iter().flatten() {
+        let (thread, failed) = thread_item(ctx, raw).await?;
+        for failure in failed {
+            if !failures.iter().any(|f| f.metric == failure.metric) {
+                failures.push(failure);
+            }
+        }
+        threads.push(thread);
+    }
+    Ok((threads, failures))
+}
+
 pub async fn daily(
-    _ctx: &InsightsContext<'_>,
-    _date: NaiveDate,
+    ctx: &InsightsContext<'_>,
+    date: NaiveDate,
 ) -> Result<DailyMetrics, PlatformError> {
-    Err(PlatformError::Rejected(
-        "threads insights are not built yet".into(),
-    ))
+    let (raw, mut failed_metrics) = account_raw(ctx, date, date).await?;
+    let page_metrics: BTreeMap<String, Value> = raw
+        .iter()
+        .filter_map(|item| Some((item["name"].as_str()?.to_string(), json!(total_of(item)))))
+        .collect();
+    let since = unix_day(date).to_string();
+    let until = unix_day(date + Duration::days(1)).to_string();
+    let (threads, thread_failures) = list_threads(
+        ctx,
+        &[("since", &since), ("until", &until), ("limit", "25")],
+    )
+    .await?;
+    failed_metrics.extend(thread_failures);
+    Ok(DailyMetrics {
+        page_metrics,
+        posts_count: threads.len() as u64,
+        total_post_views: threads
+            .iter()
+            .map(|t| t["insights"]["views"].as_u64().unwrap_or(0))
+            .sum(),
+        failed_metrics,
+    })
 }

@@ -1,25 +1,370 @@
-//! youtube insights (not built yet: see the README).
+//! youtube insights (`platform-apis.md` §6.5–6.6): the channel from `channels?mine=true`, its
+//! uploads from the uploads playlist, and every number from YouTube Analytics `reports`
+//! (`ids=channel==MINE`; per video with `dimensions=video&filters=video==…`, one call for a
+//! whole list).
 
-use chrono::NaiveDate;
-use serde_json::Value;
+use std::collections::BTreeMap;
 
-use super::{DailyMetrics, InsightsContext, InsightsQuery};
-use crate::platforms::PlatformError;
+use chrono::{DateTime, NaiveDate, Utc};
+use secrecy::ExposeSecret;
+use serde_json::{Value, json};
+
+use super::{
+    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, each_metric, with_failures,
+};
+use crate::platforms::{PlatformError, SendTraced, youtube::classify};
+
+/// Channel metrics (spec §2.8).
+pub const CHANNEL_METRICS: [&str; 8] = [
+    "views",
+    "likes",
+    "comments",
+    "shares",
+    "estimatedMinutesWatched",
+    "averageViewDuration",
+    "subscribersGained",
+    "subscribersLost",
+];
+/// Video metrics.
+pub const VIDEO_METRICS: [&str; 6] = [
+    "views",
+    "likes",
+    "comments",
+    "shares",
+    "estimatedMinutesWatched",
+    "averageViewDuration",
+];
+
+async fn get(
+    ctx: &InsightsContext<'_>,
+    url: &str,
+    params: &[(&str, &str)],
+) -> Result<Value, PlatformError> {
+    let response = ctx
+        .http
+        .get(url)
+        .query(params)
+        .bearer_auth(ctx.credentials.access_token.expose_secret())
+        .timeout(std::time::Duration::from_secs(
+            ctx.config.call_timeout_secs.max(1),
+        ))
+        .send_traced("youtube")
+        .await
+        .map_err(PlatformError::from_reqwest)?;
+    let status = response.status();
+    let text = response.text().await.map_err(PlatformError::from_reqwest)?;
+    if !status.is_success() {
+        return Err(classify(status, &text, Utc::now()));
+    }
+    serde_json::from_str(&text).map_err(|e| {
+        PlatformError::Transient(format!("youtube answered something that is not JSON: {e}"))
+    })
+}
+
+fn data_url(ctx: &InsightsContext<'_>, resource: &str) -> String {
+    format!(
+        "{}/youtube/v3/{resource}",
+        ctx.config.youtube_url.trim_end_matches('/')
+    )
+}
+
+/// The authorized channel: its id and uploads playlist.
+async fn channel(ctx: &InsightsContext<'_>) -> Result<(String, String), PlatformError> {
+    let body = get(
+        ctx,
+        &data_url(ctx, "channels"),
+        &[("part", "id,contentDetails"), ("mine", "true")],
+    )
+    .await?;
+    let item = &body["items"][0];
+    let id = item["id"]
+        .as_str()
+        .ok_or_else(|| PlatformError::Rejected("the token has no youtube channel".into()))?;
+    let uploads = item["contentDetails"]["relatedPlaylists"]["uploads"]
+        .as_str()
+        .unwrap_or_default();
+    Ok((id.to_string(), uploads.to_string()))
+}
+
+/// A report: `dimension` (`None`, `day` or `video`) → rows as (dimension value, metric → value).
+async fn report(
+    ctx: &InsightsContext<'_>,
+    metrics: &[&str],
+    start: NaiveDate,
+    end: NaiveDate,
+    dimension: Option<&str>,
+    videos: &[String],
+) -> Result<(Vec<(String, BTreeMap<String, Value>)>, Vec<MetricFailure>), PlatformError> {
+    let url = format!(
+        "{}/v2/reports",
+        ctx.config.youtube_analytics_url.trim_end_matches('/')
+    );
+    let (start, end) = (start.to_string(), end.to_string());
+    let filter = (!videos.is_empty()).then(|| format!("video=={}", videos.join(",")));
+    let (tables, failures) = each_metric(metrics, |metrics| {
+        let (url, start, end, filter) = (&url, &start, &end, &filter);
+        async move {
+            let mut params = vec![
+                ("ids", "channel==MINE"),
+                ("startDate", start.as_str()),
+                ("endDate", end.as_str()),
+                ("metrics", metrics.as_str()),
+            ];
+            if let Some(dimension) = dimension {
+                params.push(("dimensions", dimension));
+            }
+            if let Some(filter) = filter {
+                params.push(("filters", filter.as_str()));
+            }
+            Ok(vec![get(ctx, url, &params).await?])
+        }
+    })
+    .await?;
+    // Merge the tables (one, or one per metric) by their dimension value.
+    let mut rows: BTreeMap<String, BTreeMap<String, Value>> = BTreeMap::new();
+    for table in &tables {
+        let headers: Vec<(String, bool)> = table["columnHeaders"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|h| {
+                (
+                    h["name"].as_str().unwrap_or_default().to_string(),
+                    h["columnType"] == "DIMENSION",
+                )
+            })
+            .collect();
+        for row in table["rows"].as_array().into_iter().flatten() {
+            let cells = row.as_array().cloned().unwrap_or_default();
+            let key = headers
+                .iter()
+                .zip(&cells)
+                .find(|((_, dim), _)| *dim)
+                .map(|(_, cell)| cell.as_str().unwrap_or_default().to_string())
+                .unwrap_or_default();
+            let entry = rows.entry(key).or_default();
+            for ((name, dim), cell) in headers.iter().zip(cells) {
+                if !dim {
+                    entry.insert(name.clone(), cell);
+                }
+            }
+        }
+    }
+    // A metric that came back without rows is zero, not missing.
+    for entry in rows.values_mut() {
+        for metric in metrics {
+            if !failures.iter().any(|f| f.metric == *metric) {
+                entry.entry((*metric).to_string()).or_insert(json!(0));
+            }
+        }
+    }
+    if rows.is_empty() && dimension.is_none() {
+        let zeros = metrics
+            .iter()
+            .filter(|m| !failures.iter().any(|f| f.metric == **m))
+            .map(|m| ((*m).to_string(), json!(0)))
+            .collect();
+        rows.insert(String::new(), zeros);
+    }
+    Ok((rows.into_iter().collect(), failures))
+}
+
+/// The channel's latest uploads: (video id, title, published at, thumbnail).
+async fn uploads(
+    ctx: &InsightsContext<'_>,
+    playlist: &str,
+    limit: u32,
+) -> Result<Vec<(String, String, String, String)>, PlatformError> {
+    let mut videos = Vec::new();
+    let mut page_token: Option<String> = None;
+    while videos.len() < limit as usize {
+        let max = (limit as usize - videos.len()).min(50).to_string();
+        let mut params = vec![
+            ("part", "snippet,contentDetails"),
+            ("playlistId", playlist),
+            ("maxResults", max.as_str()),
+        ];
+        if let Some(token) = &page_token {
+            params.push(("pageToken", token.as_str()));
+        }
+        let body = get(ctx, &data_url(ctx, "playlistItems"), &params).await?;
+        for item in body["items"].as_array().into_iter().flatten() {
+            let snippet = &item["snippet"];
+            videos.push((
+                item["contentDetails"]["videoId"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                snippet["title"].as_str().unwrap_or_default().to_string(),
+                item["contentDetails"]["videoPublishedAt"]
+                    .as_str()
+                    .or(snippet["publishedAt"].as_str())
+                    .unwrap_or_default()
+                    .to_string(),
+                snippet["thumbnails"]["high"]["url"]
+                    .as_str()
+                    .or(snippet["thumbnails"]["default"]["url"].as_str())
+                    .unwrap_or_default()
+                    .to_string(),
+            ));
+        }
+        match body["nextPageToken"].as_str() {
+            Some(token) => page_token = Some(token.to_string()),
+            None => break,
+        }
+    }
+    videos.truncate(limit as usize);
+    Ok(videos)
+}
+
+fn published_day(published_at: &str) -> Option<NaiveDate> {
+    DateTime::parse_from_rfc3339(published_at)
+        .ok()
+        .map(|t| t.with_timezone(&Utc).date_naive())
+}
+
+/// Lifetime video metrics of `videos`, one report.
+async fn video_metrics(
+    ctx: &InsightsContext<'_>,
+    videos: &[(String, String, String, String)],
+) -> Result<
+    (
+        BTreeMap<String, BTreeMap<String, Value>>,
+        Vec<MetricFailure>,
+    ),
+    PlatformError,
+> {
+    if videos.is_empty() {
+        return Ok((BTreeMap::new(), Vec::new()));
+    }
+    let today = Utc::now().date_naive();
+    let start = videos
+        .iter()
+        .filter_map(|(_, _, at, _)| published_day(at))
+        .min()
+        .unwrap_or(today)
+        .min(today);
+    let ids: Vec<String> = videos.iter().map(|(id, ..)| id.clone()).collect();
+    let (rows, failures) = report(ctx, &VIDEO_METRICS, start, today, Some("video"), &ids).await?;
+    Ok((rows.into_iter().collect(), failures))
+}
+
+fn video_item(
+    video: &(String, String, String, String),
+    metrics: Option<&BTreeMap<String, Value>>,
+) -> Value {
+    let (id, title, published_at, thumbnail) = video;
+    let metrics: serde_json::Map<String, Value> = VIDEO_METRICS
+        .iter()
+        .map(|m| {
+            (
+                (*m).to_string(),
+                metrics
+                    .and_then(|all| all.get(*m))
+                    .cloned()
+                    .unwrap_or(json!(0)),
+            )
+        })
+        .collect();
+    json!({
+        "video_id": id,
+        "title": title,
+        "published_at": published_at,
+        "thumbnail": thumbnail,
+        "metrics": metrics,
+    })
+}
 
 pub async fn query(
-    _ctx: &InsightsContext<'_>,
-    _query: &InsightsQuery,
+    ctx: &InsightsContext<'_>,
+    query: &InsightsQuery,
 ) -> Result<Value, PlatformError> {
-    Err(PlatformError::Rejected(
-        "youtube insights are not built yet".into(),
-    ))
+    let mut data = json!({
+        "account_id": ctx.account.account_id,
+        "account_name": ctx.account.name,
+        "platform": "youtube",
+    });
+    let failures = match query {
+        InsightsQuery::Account { since, until, .. } => {
+            let (channel_id, _) = channel(ctx).await?;
+            let (rows, failures) = report(ctx, &CHANNEL_METRICS, *since, *until, None, &[]).await?;
+            data["channel_id"] = json!(channel_id);
+            data["date_range"] = json!({"start": since.to_string(), "end": until.to_string()});
+            data["metrics"] = json!(rows.into_iter().next().map(|(_, m)| m).unwrap_or_default());
+            failures
+        }
+        InsightsQuery::Posts { limit } => {
+            let (_, playlist) = channel(ctx).await?;
+            let videos = uploads(ctx, &playlist, *limit).await?;
+            let (metrics, failures) = video_metrics(ctx, &videos).await?;
+            let items: Vec<Value> = videos
+                .iter()
+                .map(|v| video_item(v, metrics.get(&v.0)))
+                .collect();
+            data["count"] = json!(items.len());
+            data["videos"] = Value::Array(items);
+            failures
+        }
+        InsightsQuery::Post { post_id } => {
+            let body = get(
+                ctx,
+                &data_url(ctx, "videos"),
+                &[("part", "snippet"), ("id", post_id)],
+            )
+            .await?;
+            let item = &body["items"][0];
+            if item.is_null() {
+                return Err(PlatformError::Rejected(format!(
+                    "video {post_id} was not found on this channel"
+                )));
+            }
+            let snippet = &item["snippet"];
+            let video = (
+                post_id.clone(),
+                snippet["title"].as_str().unwrap_or_default().to_string(),
+                snippet["publishedAt"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                snippet["thumbnails"]["high"]["url"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+            let (metrics, failures) = video_metrics(ctx, std::slice::from_ref(&video)).await?;
+            data["video"] = video_item(&video, metrics.get(post_id));
+            failures
+        }
+    };
+    Ok(with_failures(json!({ "data": data }), &failures))
 }
 
 pub async fn daily(
-    _ctx: &InsightsContext<'_>,
-    _date: NaiveDate,
+    ctx: &InsightsContext<'_>,
+    date: NaiveDate,
 ) -> Result<DailyMetrics, PlatformError> {
-    Err(PlatformError::Rejected(
-        "youtube insights are not built yet".into(),
-    ))
+    let (rows, mut failed_metrics) = report(ctx, &CHANNEL_METRICS, date, date, None, &[]).await?;
+    let page_metrics = rows.into_iter().next().map(|(_, m)| m).unwrap_or_default();
+    let (_, playlist) = channel(ctx).await?;
+    let that_day: Vec<_> = uploads(ctx, &playlist, 50)
+        .await?
+        .into_iter()
+        .filter(|(_, _, at, _)| published_day(at) == Some(date))
+        .collect();
+    let mut total_post_views = 0;
+    if !that_day.is_empty() {
+        let ids: Vec<String> = that_day.iter().map(|(id, ..)| id.clone()).collect();
+        let (rows, failures) = report(ctx, &["views"], date, date, Some("video"), &ids).await?;
+        total_post_views = rows
+            .iter()
+            .map(|(_, m)| m.get("views").and_then(Value::as_u64).unwrap_or(0))
+            .sum();
+        failed_metrics.extend(failures);
+    }
+    Ok(DailyMetrics {
+        page_metrics,
+        posts_count: that_day.len() as u64,
+        total_post_views,
+        failed_metrics,
+    })
 }

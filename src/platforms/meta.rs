@@ -36,16 +36,33 @@ impl<'a> Graph<'a> {
     }
 
     fn new(ctx: &'a PlatformContext<'a>, url: &str, version: &str) -> Self {
+        Self::with_parts(
+            ctx.http,
+            ctx.config,
+            &ctx.account.access_token,
+            url,
+            version,
+        )
+    }
+
+    /// A client from its parts (the insights readers have no publish context).
+    pub fn with_parts(
+        http: &'a reqwest::Client,
+        config: &'a PlatformsConfig,
+        token: &'a SecretString,
+        url: &str,
+        version: &str,
+    ) -> Self {
         let base = match version.trim_matches('/') {
             "" => url.trim_end_matches('/').to_string(),
             version => format!("{}/{version}", url.trim_end_matches('/')),
         };
         Self {
-            http: ctx.http,
+            http,
             base,
-            token: &ctx.account.access_token,
-            timeout: Duration::from_secs(ctx.config.call_timeout_secs.max(1)),
-            config: ctx.config,
+            token,
+            timeout: Duration::from_secs(config.call_timeout_secs.max(1)),
+            config,
         }
     }
 

@@ -424,7 +424,7 @@ impl Api<'_, '_> {
 }
 
 /// TikTok's error codes, classified.
-fn classify(status: StatusCode, code: &str, message: &str) -> PlatformError {
+pub(crate) fn classify(status: StatusCode, code: &str, message: &str) -> PlatformError {
     let detail = format!("{code}: {message}");
     match code {
         "access_token_invalid" if message.to_ascii_lowercase().contains("expired") => {
@@ -443,7 +443,7 @@ fn classify(status: StatusCode, code: &str, message: &str) -> PlatformError {
 }
 
 /// A response without TikTok's envelope (a proxy, an outage page).
-fn unexpected(status: StatusCode, text: &str) -> PlatformError {
+pub(crate) fn unexpected(status: StatusCode, text: &str) -> PlatformError {
     let snippet: String = text.chars().take(200).collect();
     let detail = format!("TikTok answered HTTP {}: {snippet}", status.as_u16());
     if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {

@@ -325,7 +325,7 @@ async fn google_error(response: reqwest::Response) -> PlatformError {
     classify(status, &text, Utc::now())
 }
 
-fn classify(status: StatusCode, text: &str, now: DateTime<Utc>) -> PlatformError {
+pub(crate) fn classify(status: StatusCode, text: &str, now: DateTime<Utc>) -> PlatformError {
     let body: Value = serde_json::from_str(text).unwrap_or(Value::Null);
     let message = body["error"]["message"]
         .as_str()

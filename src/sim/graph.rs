@@ -591,6 +591,11 @@ async fn serve(
         )));
     }
 
+    if method == Method::GET
+        && let Some(response) = super::meta_insights::answer(state, &account, &node, edge, &params)?
+    {
+        return Ok(response);
+    }
     if node == account.external_id {
         return match (account.platform.as_str(), &method, edge) {
             (_, &Method::GET, None) => Ok(ok(

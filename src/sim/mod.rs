@@ -7,6 +7,7 @@
 //! - `/threads/{ver}/…`: Threads API ([`threads`]);
 //! - `/tiktok/v2/…`: TikTok Content Posting API ([`tiktok`]);
 //! - `/youtube/youtube/v3/…` and `/youtube/upload/youtube/v3/…`: YouTube Data API ([`youtube`]);
+//! - `/youtubeanalytics/v2/reports`: YouTube Analytics ([`youtube::analytics_reports`]);
 //! - `/x/2/…`: X API v2 ([`x`]);
 //! - `/media/…`: a static media host ([`media`]);
 //! - `/oidc/…`: the test OpenID Connect identity provider ([`idp`]);
@@ -15,7 +16,9 @@
 pub mod control;
 pub mod graph;
 pub mod idp;
+pub mod insights;
 pub mod media;
+mod meta_insights;
 pub mod state;
 pub mod threads;
 pub mod tiktok;
@@ -90,6 +93,10 @@ impl Simulator {
                 .service(web::scope("/threads").configure(threads::configure))
                 .service(web::scope("/tiktok").configure(tiktok::configure))
                 .service(web::scope("/youtube").configure(youtube::configure))
+                .service(
+                    web::scope("/youtubeanalytics")
+                        .route("/v2/reports", web::get().to(youtube::analytics_reports)),
+                )
                 .service(web::scope("/x").configure(x::configure))
         })
         .workers(2)

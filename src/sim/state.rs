@@ -80,6 +80,9 @@ pub struct FaultSpec {
     /// a thread).
     pub skip: u32,
     pub processing: Processing,
+    /// Insights metrics the platform refuses for this account (as it does a retired or
+    /// unavailable metric): a request naming one gets the platform's invalid-metric error.
+    pub fail_metrics: Vec<String>,
 }
 
 /// A post the simulator accepted as published.
@@ -279,6 +282,14 @@ impl SimState {
             Some(kind) => Err(Refusal::Fault(kind)),
             None => Ok(account),
         }
+    }
+
+    /// The metrics injected to fail for this account.
+    pub fn failing_metrics(&self, platform: &str, external_id: &str) -> Vec<String> {
+        self.faults
+            .get(&(platform.to_string(), external_id.to_string()))
+            .map(|f| f.fail_metrics.clone())
+            .unwrap_or_default()
     }
 
     /// How processing ends for this account right now.

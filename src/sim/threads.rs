@@ -72,6 +72,11 @@ async fn serve(
     }
     let edge = parts.get(1).map(String::as_str);
 
+    if method == Method::GET
+        && let Some(response) = super::meta_insights::answer(state, &account, &node, edge, &params)?
+    {
+        return Ok(response);
+    }
     if node == account.external_id {
         return match (&method, edge) {
             (&Method::GET, None) => Ok(ok(

@@ -25,6 +25,7 @@ use chrono::Utc;
 use serde_json::{Value, json};
 
 use super::{
+    insights::{self, SimPost},
     state::{FaultKind, PublishedItem, Refusal, SimAccount, SimObject, SimState, bearer_token},
     youtube::{ContentRange, parse_content_range},
 };
@@ -65,7 +66,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         "/v2/post/publish/status/fetch/",
         web::post().to(status_fetch),
     )
-    .route("/upload/{publish_id}", web::put().to(upload_chunk));
+    .route("/upload/{publish_id}", web::put().to(upload_chunk))
+    .route("/v2/user/info/", web::get().to(user_info))
+    .route("/v2/video/list/", web::post().to(video_list))
+    .route("/v2/video/query/", web::post().to(video_query));
 }
 
 /// A refusal in TikTok's terms.
@@ -732,4 +736,172 @@ fn complete(state: &SimState, publish_id: &str) -> Option<u64> {
     drop(entry);
     state.record_published(item);
     post_id
+}
+
+// ---------------------------------------------------------------------------------------------
+// Display API reads used for analytics (platform-apis.md §5.8).
+
+/// The `fields` query parameter; an unknown field is TikTok's `invalid_params`.
+fn display_fields(req: &HttpRequest, known: &[&str]) -> Result<Vec<String>, TtError> {
+    let raw = url::form_urlencoded::parse(req.query_string().as_bytes())
+        .find(|(k, _)| k == "fields")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default();
+    let fields: Vec<String> = raw
+        .split(',')
+        .map(|f| f.trim().to_string())
+        .filter(|f| !f.is_empty())
+        .collect();
+    if fields.is_empty() {
+        return Err(TtError::invalid_params("The fields parameter is required."));
+    }
+    if let Some(unknown) = fields.iter().find(|f| !known.contains(&f.as_str())) {
+        return Err(TtError::invalid_params(format!(
+            "Field {unknown} is not supported."
+        )));
+    }
+    Ok(fields)
+}
+
+fn pick(all: Value, fields: &[String]) -> Value {
+    let mut out = serde_json::Map::new();
+    for field in fields {
+        if let Some(value) = all.get(field) {
+            out.insert(field.clone(), value.clone());
+        }
+    }
+    Value::Object(out)
+}
+
+const VIDEO_FIELDS: [&str; 13] = [
+    "id",
+    "create_time",
+    "cover_image_url",
+    "share_url",
+    "video_description",
+    "duration",
+    "height",
+    "width",
+    "title",
+    "embed_link",
+    "like_count",
+    "comment_count",
+    "share_count",
+];
+
+fn video_object(account: &SimAccount, post: &SimPost) -> Value {
+    let count = |metric: &str| insights::lifetime(account, metric, &post.id);
+    json!({
+        "id": post.id,
+        "create_time": post.created.timestamp(),
+        "cover_image_url": format!("https://p16-sign.tiktokcdn.com/{}.jpeg", post.id),
+        "share_url": format!("https://www.tiktok.com/@{}/video/{}", account.username, post.id),
+        "video_description": post.text,
+        "duration": 15,
+        "height": 1920,
+        "width": 1080,
+        "title": post.text,
+        "embed_link": format!("https://www.tiktok.com/player/v1/{}", post.id),
+        "like_count": count("likes"),
+        "comment_count": count("comments"),
+        "share_count": count("shares"),
+        "view_count": count("views"),
+    })
+}
+
+fn video_fields(req: &HttpRequest) -> Result<Vec<String>, TtError> {
+    let mut known = VIDEO_FIELDS.to_vec();
+    known.push("view_count");
+    display_fields(req, &known)
+}
+
+async fn user_info(req: HttpRequest, state: web::Data<SimState>) -> HttpResponse {
+    render(
+        async {
+            let account = admit(&state, &req).await?;
+            let fields = display_fields(
+                &req,
+                &[
+                    "open_id", "union_id", "avatar_url", "display_name", "bio_description",
+                    "profile_deep_link", "is_verified", "username", "follower_count",
+                    "following_count", "likes_count", "video_count",
+                ],
+            )?;
+            let stat = |metric: &str| insights::lifetime(&account, metric, "");
+            let all = json!({
+                "open_id": account.external_id,
+                "union_id": format!("u{}", account.external_id),
+                "avatar_url": format!("https://p16-sign.tiktokcdn.com/avatar/{}.jpeg", account.external_id),
+                "display_name": account.name,
+                "bio_description": "",
+                "profile_deep_link": format!("https://www.tiktok.com/@{}", account.username),
+                "is_verified": false,
+                "username": account.username,
+                "follower_count": stat("follower_count"),
+                "following_count": stat("following_count"),
+                "likes_count": stat("likes_count"),
+                "video_count": insights::posts(&state, &account).len(),
+            });
+            Ok(json!({ "user": pick(all, &fields) }))
+        }
+        .await,
+    )
+}
+
+async fn video_list(req: HttpRequest, state: web::Data<SimState>, body: Bytes) -> HttpResponse {
+    render(
+        async {
+            let account = admit(&state, &req).await?;
+            let fields = video_fields(&req)?;
+            let body = parse_body(&body)?;
+            let max = body["max_count"].as_u64().unwrap_or(10);
+            if !(1..=20).contains(&max) {
+                return Err(TtError::invalid_params("max_count must be between 1 and 20."));
+            }
+            // The cursor is a UTC unix time in milliseconds: videos created before it.
+            let cursor = body["cursor"].as_i64();
+            let posts: Vec<SimPost> = insights::posts(&state, &account)
+                .into_iter()
+                .filter(|p| cursor.is_none_or(|c| p.created.timestamp_millis() < c))
+                .collect();
+            let page: Vec<&SimPost> = posts.iter().take(max as usize).collect();
+            let next = page.last().map(|p| p.created.timestamp_millis()).unwrap_or(0);
+            Ok(json!({
+                "videos": page.iter().map(|p| pick(video_object(&account, p), &fields)).collect::<Vec<_>>(),
+                "cursor": next,
+                "has_more": posts.len() > page.len(),
+            }))
+        }
+        .await,
+    )
+}
+
+async fn video_query(req: HttpRequest, state: web::Data<SimState>, body: Bytes) -> HttpResponse {
+    render(
+        async {
+            let account = admit(&state, &req).await?;
+            let fields = video_fields(&req)?;
+            let body = parse_body(&body)?;
+            let ids: Vec<String> = body["filters"]["video_ids"]
+                .as_array()
+                .map(|ids| {
+                    ids.iter()
+                        .filter_map(|i| i.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if ids.is_empty() || ids.len() > 20 {
+                return Err(TtError::invalid_params(
+                    "filters.video_ids must hold 1 to 20 ids.",
+                ));
+            }
+            let videos: Vec<Value> = ids
+                .iter()
+                .filter_map(|id| insights::post(&state, &account, id))
+                .map(|p| pick(video_object(&account, &p), &fields))
+                .collect();
+            Ok(json!({ "videos": videos }))
+        }
+        .await,
+    )
 }

@@ -22,8 +22,9 @@ use bytes::Bytes;
 use chrono::Utc;
 use serde_json::{Value, json};
 
-use super::state::{
-    FaultKind, PublishedItem, Refusal, SimAccount, SimObject, SimState, bearer_token,
+use super::{
+    insights::{self, SimPost},
+    state::{FaultKind, PublishedItem, Refusal, SimAccount, SimObject, SimState, bearer_token},
 };
 use crate::crypto::random_token;
 
@@ -42,6 +43,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route(VIDEOS_PATH, web::post().to(insert_init))
         .route(VIDEOS_PATH, web::put().to(upload_put))
         .route("/youtube/v3/videos", web::get().to(list_videos))
+        .route("/youtube/v3/channels", web::get().to(list_channels))
+        .route(
+            "/youtube/v3/playlistItems",
+            web::get().to(list_playlist_items),
+        )
         .route(
             "/upload/youtube/v3/thumbnails/set",
             web::post().to(set_thumbnail),
@@ -587,6 +593,9 @@ fn video_resource(state: &SimState, video_id: &str, video: &SimObject, parts: &s
         }
         resource["status"] = status;
     }
+    if wants("statistics") {
+        resource["statistics"] = video_statistics(state, &video.owner, video_id);
+    }
     if wants("processingDetails") {
         resource["processingDetails"] = match outcome {
             None => json!({
@@ -620,10 +629,11 @@ async fn list_videos(req: HttpRequest, state: web::Data<SimState>) -> HttpRespon
             .split(',')
             .map(str::trim)
             .filter(|id| !id.is_empty())
-            .filter_map(|id| {
-                state
-                    .object(&video_key(id))
-                    .map(|video| video_resource(&state, id, &video, &part))
+            .filter_map(|id| match state.object(&video_key(id)) {
+                Some(video) => Some(video_resource(&state, id, &video, &part)),
+                // Videos uploaded before the simulator started (seeded history).
+                None => insights::post(&state, &account, id)
+                    .map(|post| seeded_video_resource(&state, &account, &post, &part)),
             })
             .collect();
         Ok::<_, GError>(json!({
@@ -714,6 +724,272 @@ async fn set_thumbnail(req: HttpRequest, state: web::Data<SimState>, body: Bytes
                 "maxres": thumb("maxresdefault", 1280, 720),
             }],
         }))
+    }
+    .await;
+    match result {
+        Ok(body) => HttpResponse::Ok().json(body),
+        Err(e) => e.into_response(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Channel, uploads and statistics (platform-apis.md §6.5), and YouTube Analytics reports (§6.6).
+
+/// `statistics` of a video: counts as strings, as the Data API sends uint64 values.
+fn video_statistics(state: &SimState, owner: &str, video_id: &str) -> Value {
+    let Some(account) = state.account(PLATFORM, owner) else {
+        return json!({});
+    };
+    let count = |metric: &str| insights::lifetime(&account, metric, video_id).to_string();
+    json!({
+        "viewCount": count("views"),
+        "likeCount": count("likes"),
+        "dislikeCount": "0",
+        "favoriteCount": "0",
+        "commentCount": count("comments"),
+    })
+}
+
+fn thumbnails(video_id: &str) -> Value {
+    let thumb = |name: &str, w: u32, h: u32| json!({"url": format!("https://i.ytimg.com/vi/{video_id}/{name}.jpg"), "width": w, "height": h});
+    json!({
+        "default": thumb("default", 120, 90),
+        "medium": thumb("mqdefault", 320, 180),
+        "high": thumb("hqdefault", 480, 360),
+    })
+}
+
+fn seeded_video_resource(
+    state: &SimState,
+    account: &SimAccount,
+    post: &SimPost,
+    parts: &str,
+) -> Value {
+    let wants = |p: &str| parts.split(',').any(|x| x.trim() == p);
+    let mut resource = json!({"kind": "youtube#video", "etag": random_token(12), "id": post.id});
+    if wants("snippet") {
+        resource["snippet"] = json!({
+            "publishedAt": post.created.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            "channelId": account.external_id,
+            "title": post.text,
+            "description": "",
+            "thumbnails": thumbnails(&post.id),
+            "channelTitle": account.name,
+            "liveBroadcastContent": "none",
+        });
+    }
+    if wants("status") {
+        resource["status"] = json!({"uploadStatus": "processed", "privacyStatus": "public", "license": "youtube", "embeddable": true, "publicStatsViewable": true});
+    }
+    if wants("statistics") {
+        resource["statistics"] = video_statistics(state, &account.external_id, &post.id);
+    }
+    resource
+}
+
+fn uploads_playlist(account: &SimAccount) -> String {
+    format!("UU{}", account.external_id)
+}
+
+async fn list_channels(req: HttpRequest, state: web::Data<SimState>) -> HttpResponse {
+    let result = async {
+        let account = admit(&state, &req).await?;
+        if query_param(&req, "mine").as_deref() != Some("true") && query_param(&req, "id").is_none() {
+            return Err(GError::bad_request(
+                "missingRequiredParameter",
+                "No filter selected. Expected one of: mine, id, forHandle, forUsername, managedByMe, categoryId",
+            ));
+        }
+        charge(&state, &account.external_id, LIST_COST)?;
+        let videos = insights::posts(&state, &account).len();
+        let views: u64 = insights::posts(&state, &account)
+            .iter()
+            .map(|p| insights::lifetime(&account, "views", &p.id))
+            .sum();
+        Ok::<_, GError>(json!({
+            "kind": "youtube#channelListResponse",
+            "etag": random_token(12),
+            "pageInfo": {"totalResults": 1, "resultsPerPage": 5},
+            "items": [{
+                "kind": "youtube#channel",
+                "etag": random_token(12),
+                "id": account.external_id,
+                "snippet": {"title": account.name, "description": "", "customUrl": format!("@{}", account.username), "thumbnails": thumbnails(&account.external_id)},
+                "contentDetails": {"relatedPlaylists": {"likes": "", "uploads": uploads_playlist(&account)}},
+                "statistics": {
+                    "viewCount": views.to_string(),
+                    "subscriberCount": insights::lifetime(&account, "subscribers", "").to_string(),
+                    "hiddenSubscriberCount": false,
+                    "videoCount": videos.to_string(),
+                },
+            }],
+        }))
+    }
+    .await;
+    match result {
+        Ok(body) => HttpResponse::Ok().json(body),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn list_playlist_items(req: HttpRequest, state: web::Data<SimState>) -> HttpResponse {
+    let result = async {
+        let account = admit(&state, &req).await?;
+        let playlist = query_param(&req, "playlistId").ok_or_else(|| {
+            GError::bad_request("missingRequiredParameter", "No filter selected. Expected one of: id, playlistId")
+        })?;
+        charge(&state, &account.external_id, LIST_COST)?;
+        if playlist != uploads_playlist(&account) {
+            return Err(GError::new(
+                StatusCode::NOT_FOUND,
+                "playlistNotFound",
+                "The playlist identified with the request's <code>playlistId</code> parameter cannot be found.",
+            ));
+        }
+        let max = query_param(&req, "maxResults")
+            .and_then(|m| m.parse::<usize>().ok())
+            .unwrap_or(5)
+            .min(50);
+        let start = query_param(&req, "pageToken")
+            .and_then(|t| t.strip_prefix("CA").and_then(|n| n.parse::<usize>().ok()))
+            .unwrap_or(0);
+        let posts = insights::posts(&state, &account);
+        let items: Vec<Value> = posts
+            .iter()
+            .enumerate()
+            .skip(start)
+            .take(max)
+            .map(|(position, post)| {
+                let published = post.created.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+                json!({
+                    "kind": "youtube#playlistItem",
+                    "etag": random_token(12),
+                    "id": random_token(16),
+                    "snippet": {
+                        "publishedAt": published,
+                        "channelId": account.external_id,
+                        "title": post.text,
+                        "description": "",
+                        "thumbnails": thumbnails(&post.id),
+                        "channelTitle": account.name,
+                        "playlistId": playlist,
+                        "position": position,
+                        "resourceId": {"kind": "youtube#video", "videoId": post.id},
+                    },
+                    "contentDetails": {"videoId": post.id, "videoPublishedAt": published},
+                })
+            })
+            .collect();
+        let mut body = json!({
+            "kind": "youtube#playlistItemListResponse",
+            "etag": random_token(12),
+            "items": items,
+            "pageInfo": {"totalResults": posts.len(), "resultsPerPage": max},
+        });
+        if start + max < posts.len() {
+            body["nextPageToken"] = json!(format!("CA{}", start + max));
+        }
+        Ok::<_, GError>(body)
+    }
+    .await;
+    match result {
+        Ok(body) => HttpResponse::Ok().json(body),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /youtubeanalytics/v2/reports` (mounted by the simulator beside the Data API).
+pub async fn analytics_reports(req: HttpRequest, state: web::Data<SimState>) -> HttpResponse {
+    let result = async {
+        let account = admit(&state, &req).await?;
+        let required = |name: &'static str| {
+            query_param(&req, name).filter(|v| !v.is_empty()).ok_or_else(|| {
+                GError::bad_request("required", format!("Required value for parameter {name} is missing."))
+            })
+        };
+        let ids = required("ids")?;
+        if ids != "channel==MINE" && ids != format!("channel=={}", account.external_id) {
+            return Err(GError::new(StatusCode::FORBIDDEN, "forbidden", "Forbidden"));
+        }
+        let date = |name: &'static str| -> Result<chrono::NaiveDate, GError> {
+            let raw = required(name)?;
+            chrono::NaiveDate::parse_from_str(&raw, "%Y-%m-%d").map_err(|_| {
+                GError::bad_request("badRequest", format!("Invalid value '{raw}'. Values must match the following regular expression: '[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}'"))
+            })
+        };
+        let (start, end) = (date("startDate")?, date("endDate")?);
+        if start > end {
+            return Err(GError::bad_request("badRequest", "The query is not supported. startDate must be before endDate."));
+        }
+        let metrics = insights::metric_list(query_param(&req, "metrics").as_deref());
+        if metrics.is_empty() {
+            return Err(GError::bad_request("required", "Required value for parameter metrics is missing."));
+        }
+        if let Some(bad) = insights::refused(&state, &account, &metrics, &insights::YOUTUBE_METRICS) {
+            return Err(GError::bad_request("badRequest", format!("Unknown identifier ({bad}) given in field parameters.metrics.")));
+        }
+        let dimension = query_param(&req, "dimensions").filter(|d| !d.is_empty());
+        // `filters=video==ID`: the numbers of that video rather than the channel's.
+        let object = query_param(&req, "filters")
+            .and_then(|f| f.strip_prefix("video==").map(str::to_string))
+            .unwrap_or_default();
+        let days: Vec<chrono::NaiveDate> = start.iter_days().take_while(|d| *d <= end).collect();
+        let on = |metric: &str, day: chrono::NaiveDate| {
+            insights::value(&account.external_id, metric, &object, Some(day), insights::scale(metric))
+        };
+        let total = |metric: &str| -> u64 {
+            let sum: u64 = days.iter().map(|d| on(metric, *d)).sum();
+            // An average stays an average over the range.
+            if metric == "averageViewDuration" { sum / days.len().max(1) as u64 } else { sum }
+        };
+        let mut headers = Vec::new();
+        let rows: Vec<Value> = match dimension.as_deref() {
+            None => {
+                vec![Value::Array(metrics.iter().map(|m| json!(total(m))).collect())]
+            }
+            Some("day") => {
+                headers.push(json!({"name": "day", "columnType": "DIMENSION", "dataType": "STRING"}));
+                days.iter()
+                    .map(|d| {
+                        let mut row = vec![json!(d.to_string())];
+                        row.extend(metrics.iter().map(|m| json!(on(m, *d))));
+                        Value::Array(row)
+                    })
+                    .collect()
+            }
+            // One row per video of the `video==a,b,…` filter.
+            Some("video") => {
+                headers.push(json!({"name": "video", "columnType": "DIMENSION", "dataType": "STRING"}));
+                object
+                    .split(',')
+                    .filter(|id| !id.is_empty())
+                    .map(|id| {
+                        let mut row = vec![json!(id)];
+                        row.extend(metrics.iter().map(|m| {
+                            let sum: u64 = days
+                                .iter()
+                                .map(|d| insights::value(&account.external_id, m, id, Some(*d), insights::scale(m)))
+                                .sum();
+                            json!(if m == "averageViewDuration" { sum / days.len().max(1) as u64 } else { sum })
+                        }));
+                        Value::Array(row)
+                    })
+                    .collect()
+            }
+            Some(other) => {
+                return Err(GError::bad_request("badRequest", format!("The query is not supported. Unknown dimension {other}.")));
+            }
+        };
+        headers.extend(
+            metrics
+                .iter()
+                .map(|m| json!({"name": m, "columnType": "METRIC", "dataType": "INTEGER"})),
+        );
+        let mut body = json!({"kind": "youtubeAnalytics#resultTable", "columnHeaders": headers});
+        if !rows.is_empty() {
+            body["rows"] = Value::Array(rows);
+        }
+        Ok::<_, GError>(body)
     }
     .await;
     match result {

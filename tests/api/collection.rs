@@ -129,11 +129,40 @@ async fn a_collection_over_many_accounts_records_the_failures_and_goes_on() {
             };
         assert_eq!(snapshot["status"], expected, "{snapshot}");
     }
-    // Collecting the date again (faults gone) fixes the failures and duplicates nothing.
+    // Collecting the date again (faults gone) fixes the outage and duplicates nothing. The
+    // revoked token stays dead until the account is reconnected, and says so.
     state.clear_faults(None);
     let (status, body) = operator_post(&app, "/api/cron/collect-performance", None).await;
     assert_eq!(status, 200);
-    assert_eq!(body["results"]["success_count"], 12, "{body}");
+    assert_eq!(body["results"]["success_count"], 11, "{body}");
+    let revoked = body["results"]["accounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["page_name"] == "instagram 01")
+        .unwrap();
+    assert_eq!(revoked["status"], "failed");
+    assert!(
+        revoked["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("InvalidToken"),
+        "{revoked}"
+    );
+    let metrics = app
+        .http
+        .get(app.url("/metrics"))
+        .bearer_auth(OPERATOR_TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(r#"collector_accounts_total{platform="instagram",status="failed"} 2"#),
+        "{metrics}"
+    );
     assert_eq!(
         app.state.store.count_snapshots(&day(date)).await.unwrap(),
         12
@@ -368,9 +397,11 @@ async fn the_daily_run_happens_at_two_in_the_morning_taipei_time() {
         .unwrap()
         .with_timezone(&Utc);
     let app = TestApp::spawn_with(|c| c.collector.enabled = true).await;
-    app.clock.set(before);
+    // Signed in (the identity provider's tokens are checked against the service's clock) and
+    // connected, then to the night before the run.
     let owner = app.sign_in("owner@example.com").await;
     let accounts = connect_many(&app, owner.user_id, 3).await;
+    app.clock.set(before);
     let count = async |date: &str| app.state.store.count_snapshots(date).await.unwrap();
     // Repair passes may pick up the just-connected accounts for Nov 29; Nov 30 is not due yet.
     tokio::time::sleep(Duration::from_millis(600)).await;

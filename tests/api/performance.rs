@@ -100,7 +100,7 @@ async fn errors_use_the_performance_form_of_the_spec() {
 async fn x_accounts_have_no_performance_metrics() {
     let app = TestApp::spawn().await;
     let x = app.publisher("x", "ultra").await;
-    for endpoint in ["account", "posts", "post/1"] {
+    for endpoint in ["metrics", "account", "posts", "post/1"] {
         let (status, body) = perf(&app, &x, endpoint, "").await;
         assert_eq!(
             (status, body),
