@@ -6,6 +6,7 @@
 
 mod adapters;
 mod helpers;
+mod insights;
 
 mod accounts;
 mod adapters_meta;

@@ -1,0 +1,531 @@
+//! The performance bodies field by field against spec §4.4–4.7 (and our documented shapes for
+//! tiktok and the single threads/youtube items), per-metric failures, and determinism.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+use social_service::sim::state::FaultSpec;
+
+use crate::helpers::{Publisher, TestApp, status_and_json};
+
+async fn get(app: &TestApp, p: &Publisher, endpoint: &str, extra: &str) -> Value {
+    let path = format!(
+        "/api/performance/{endpoint}?account_id={}&platform={}{extra}",
+        p.account.id, p.account.platform
+    );
+    let response = app
+        .http
+        .get(app.url(&path))
+        .header("service-api-key", &p.key)
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = status_and_json(response).await;
+    assert_eq!(status, 200, "{path}: {body}");
+    body
+}
+
+fn keys(value: &Value) -> BTreeSet<String> {
+    value
+        .as_object()
+        .unwrap_or_else(|| panic!("not an object: {value}"))
+        .keys()
+        .cloned()
+        .collect()
+}
+
+fn set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+const RANGE: &str = "&since=2026-11-01&until=2026-11-07";
+
+#[actix_rt::test]
+async fn facebook_bodies_match_the_spec() {
+    let app = TestApp::spawn().await;
+    let page = app.publisher("facebook", "pro").await;
+    let account = get(&app, &page, "account", RANGE).await;
+    assert_eq!(
+        keys(&account),
+        set(&[
+            "success",
+            "account_id",
+            "page_name",
+            "platform",
+            "page_id",
+            "data",
+            "failed_metrics"
+        ])
+    );
+    assert_eq!(account["page_id"], page.sim.external_id);
+    let data = &account["data"];
+    assert_eq!(
+        keys(data),
+        set(&[
+            "page_id",
+            "platform",
+            "data_type",
+            "period",
+            "date_range",
+            "metrics",
+            "time_series"
+        ])
+    );
+    assert_eq!(data["data_type"], "page");
+    assert_eq!(data["period"], "day");
+    assert_eq!(
+        data["date_range"],
+        json!({"start": "2026-11-01", "end": "2026-11-07"})
+    );
+    let metrics = set(&[
+        "page_media_view",
+        "page_post_engagements",
+        "page_total_actions",
+    ]);
+    assert_eq!(keys(&data["metrics"]), metrics, "never a deprecated metric");
+    assert_eq!(keys(&data["time_series"]), metrics);
+    let series = data["time_series"]["page_media_view"].as_array().unwrap();
+    assert_eq!(series.len(), 7, "one point per day of the range");
+    assert_eq!(series[0]["date"], "2026-11-01");
+    assert_eq!(series[6]["date"], "2026-11-07");
+    let sum: u64 = series.iter().map(|p| p["value"].as_u64().unwrap()).sum();
+    assert_eq!(data["metrics"]["page_media_view"], sum);
+
+    let posts = get(&app, &page, "posts", "&limit=4").await;
+    assert_eq!(
+        keys(&posts),
+        set(&[
+            "success",
+            "account_id",
+            "page_name",
+            "platform",
+            "total_posts",
+            "posts",
+            "failed_metrics"
+        ])
+    );
+    assert_eq!(posts["total_posts"], 4);
+    for post in posts["posts"].as_array().unwrap() {
+        assert_eq!(
+            keys(post),
+            set(&[
+                "post_id",
+                "message",
+                "created_time",
+                "reactions",
+                "comments",
+                "shares",
+                "insights"
+            ])
+        );
+        assert!(post["reactions"].is_u64() && post["comments"].is_u64() && post["shares"].is_u64());
+        assert_eq!(
+            keys(&post["insights"]["metrics"]),
+            set(&["post_media_view"])
+        );
+    }
+    let first = posts["posts"][0]["post_id"].as_str().unwrap();
+    let one = get(&app, &page, &format!("post/{first}"), "").await;
+    assert_eq!(
+        keys(&one),
+        set(&[
+            "success",
+            "account_id",
+            "page_name",
+            "platform",
+            "post",
+            "failed_metrics"
+        ])
+    );
+    assert_eq!(
+        one["post"], posts["posts"][0],
+        "the same post, the same numbers"
+    );
+    // Deterministic: asked again, the same answer.
+    assert_eq!(get(&app, &page, "account", RANGE).await, account);
+}
+
+#[actix_rt::test]
+async fn instagram_bodies_match_the_spec() {
+    let app = TestApp::spawn().await;
+    let ig = app.publisher("instagram", "pro").await;
+    let account = get(&app, &ig, "account", RANGE).await;
+    assert_eq!(
+        keys(&account),
+        set(&[
+            "success",
+            "account_id",
+            "ig_username",
+            "platform",
+            "ig_account_id",
+            "data",
+            "failed_metrics"
+        ])
+    );
+    let data = &account["data"];
+    assert_eq!(
+        keys(data),
+        set(&[
+            "ig_account_id",
+            "platform",
+            "data_type",
+            "period",
+            "date_range",
+            "metrics",
+            "time_series"
+        ])
+    );
+    assert!(data["ig_account_id"].is_u64(), "a number: {data}");
+    assert_eq!(data["data_type"], "account");
+    assert_eq!(
+        keys(&data["metrics"]),
+        set(&["reach", "follower_count", "profile_views", "website_clicks"])
+    );
+    let posts = get(&app, &ig, "posts", "").await;
+    assert_eq!(
+        keys(&posts),
+        set(&[
+            "success",
+            "account_id",
+            "ig_username",
+            "platform",
+            "data",
+            "failed_metrics"
+        ])
+    );
+    assert_eq!(keys(&posts["data"]), set(&["media", "total"]));
+    let media = posts["data"]["media"].as_array().unwrap();
+    assert_eq!(posts["data"]["total"], media.len());
+    let mut types = BTreeSet::new();
+    for item in media {
+        assert_eq!(
+            keys(item),
+            set(&[
+                "media_id",
+                "caption",
+                "media_type",
+                "permalink",
+                "timestamp",
+                "like_count",
+                "comments_count",
+                "insights"
+            ])
+        );
+        assert_eq!(item["insights"]["platform"], "instagram");
+        assert_eq!(item["insights"]["data_type"], "media");
+        let kind = item["media_type"].as_str().unwrap();
+        types.insert(kind.to_string());
+        let expected = if kind == "REELS" {
+            set(&[
+                "reach",
+                "total_interactions",
+                "likes",
+                "comments",
+                "shares",
+                "saved",
+                "ig_reels_avg_watch_time",
+                "ig_reels_video_view_total_time",
+            ])
+        } else {
+            set(&["reach", "total_interactions"])
+        };
+        assert_eq!(keys(&item["insights"]["metrics"]), expected, "{kind}");
+    }
+    assert!(
+        types.contains("REELS") && types.contains("IMAGE") && types.contains("CAROUSEL_ALBUM"),
+        "{types:?}"
+    );
+    let reel = media.iter().find(|m| m["media_type"] == "REELS").unwrap();
+    let one = get(
+        &app,
+        &ig,
+        &format!("post/{}", reel["media_id"].as_str().unwrap()),
+        "",
+    )
+    .await;
+    assert_eq!(
+        keys(&one),
+        set(&[
+            "success",
+            "account_id",
+            "ig_username",
+            "platform",
+            "data",
+            "failed_metrics"
+        ])
+    );
+    assert_eq!(
+        one["data"],
+        json!({"platform": "instagram", "data_type": "media", "metrics": reel["insights"]["metrics"]})
+    );
+}
+
+#[actix_rt::test]
+async fn threads_bodies_match_the_spec() {
+    let app = TestApp::spawn().await;
+    let threads = app.publisher("threads", "pro").await;
+    let account = get(&app, &threads, "account", RANGE).await;
+    assert_eq!(keys(&account), set(&["success", "data", "failed_metrics"]));
+    let data = &account["data"];
+    assert_eq!(
+        keys(data),
+        set(&[
+            "account_id",
+            "account_name",
+            "platform",
+            "views",
+            "raw_data"
+        ])
+    );
+    let raw = data["raw_data"].as_array().unwrap();
+    let names: BTreeSet<String> = raw
+        .iter()
+        .map(|e| e["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        set(&[
+            "views",
+            "likes",
+            "replies",
+            "reposts",
+            "quotes",
+            "followers_count"
+        ])
+    );
+    for entry in raw {
+        if entry["name"] == "views" {
+            assert_eq!(
+                keys(entry),
+                set(&["name", "description", "period", "values"])
+            );
+            let values = entry["values"].as_array().unwrap();
+            assert_eq!(values.len(), 7);
+            assert_eq!(keys(&values[0]), set(&["end_time", "value"]));
+            let sum: u64 = values.iter().map(|v| v["value"].as_u64().unwrap()).sum();
+            assert_eq!(data["views"], sum);
+        } else {
+            assert_eq!(
+                keys(entry),
+                set(&["name", "description", "total_value"]),
+                "{entry}"
+            );
+            assert!(entry["total_value"]["value"].is_u64());
+        }
+    }
+    let posts = get(&app, &threads, "posts", "&limit=3").await;
+    let data = &posts["data"];
+    assert_eq!(
+        keys(data),
+        set(&["account_id", "account_name", "platform", "count", "threads"])
+    );
+    assert_eq!(data["count"], 3);
+    for thread in data["threads"].as_array().unwrap() {
+        assert_eq!(
+            keys(thread),
+            set(&[
+                "id",
+                "text",
+                "timestamp",
+                "media_type",
+                "permalink",
+                "is_reply",
+                "insights"
+            ])
+        );
+        assert_eq!(
+            keys(&thread["insights"]),
+            set(&["views", "likes", "replies", "reposts", "quotes"])
+        );
+    }
+    let first = &data["threads"][0];
+    let one = get(
+        &app,
+        &threads,
+        &format!("post/{}", first["id"].as_str().unwrap()),
+        "",
+    )
+    .await;
+    assert_eq!(
+        keys(&one["data"]),
+        set(&["account_id", "account_name", "platform", "thread"])
+    );
+    assert_eq!(&one["data"]["thread"], first);
+}
+
+#[actix_rt::test]
+async fn youtube_and_tiktok_bodies_match_our_documented_shapes() {
+    let app = TestApp::spawn().await;
+    let channel = app.publisher("youtube", "pro").await;
+    let account = get(&app, &channel, "account", RANGE).await;
+    let data = &account["data"];
+    assert_eq!(
+        keys(data),
+        set(&[
+            "account_id",
+            "account_name",
+            "platform",
+            "channel_id",
+            "date_range",
+            "metrics"
+        ])
+    );
+    assert_eq!(data["channel_id"], channel.sim.external_id);
+    assert_eq!(
+        keys(&data["metrics"]),
+        set(&[
+            "views",
+            "likes",
+            "comments",
+            "shares",
+            "estimatedMinutesWatched",
+            "averageViewDuration",
+            "subscribersGained",
+            "subscribersLost"
+        ])
+    );
+    let posts = get(&app, &channel, "posts", "&limit=2").await;
+    let data = &posts["data"];
+    assert_eq!(
+        keys(data),
+        set(&["account_id", "account_name", "platform", "count", "videos"])
+    );
+    let video_metrics = set(&[
+        "views",
+        "likes",
+        "comments",
+        "shares",
+        "estimatedMinutesWatched",
+        "averageViewDuration",
+    ]);
+    for video in data["videos"].as_array().unwrap() {
+        assert_eq!(
+            keys(video),
+            set(&["video_id", "title", "published_at", "thumbnail", "metrics"])
+        );
+        assert_eq!(keys(&video["metrics"]), video_metrics);
+    }
+    let first = &data["videos"][0];
+    let one = get(
+        &app,
+        &channel,
+        &format!("post/{}", first["video_id"].as_str().unwrap()),
+        "",
+    )
+    .await;
+    assert_eq!(
+        keys(&one["data"]),
+        set(&["account_id", "account_name", "platform", "video"])
+    );
+    assert_eq!(one["data"]["video"]["video_id"], first["video_id"]);
+    assert_eq!(keys(&one["data"]["video"]["metrics"]), video_metrics);
+
+    let tiktok = app.publisher("tiktok", "pro").await;
+    let account = get(&app, &tiktok, "account", "").await;
+    assert_eq!(
+        keys(&account["data"]),
+        set(&[
+            "account_id",
+            "account_name",
+            "platform",
+            "username",
+            "as_of",
+            "metrics"
+        ])
+    );
+    assert_eq!(
+        keys(&account["data"]["metrics"]),
+        set(&[
+            "follower_count",
+            "following_count",
+            "likes_count",
+            "video_count"
+        ])
+    );
+    let posts = get(&app, &tiktok, "posts", "&limit=2").await;
+    for video in posts["data"]["videos"].as_array().unwrap() {
+        assert_eq!(
+            keys(video),
+            set(&[
+                "video_id",
+                "title",
+                "published_at",
+                "thumbnail",
+                "share_url",
+                "metrics"
+            ])
+        );
+        assert_eq!(
+            keys(&video["metrics"]),
+            set(&["view_count", "like_count", "comment_count", "share_count"])
+        );
+    }
+}
+
+#[actix_rt::test]
+async fn a_failing_metric_is_named_and_the_rest_still_returns() {
+    let app = TestApp::spawn().await;
+    let fail = |metrics: &[&str]| FaultSpec {
+        fail_metrics: metrics.iter().map(|m| m.to_string()).collect(),
+        ..FaultSpec::default()
+    };
+    let state = app.sim.state();
+    let page = app.publisher("facebook", "pro").await;
+    state.set_faults(
+        "facebook",
+        &page.sim.external_id,
+        fail(&["page_total_actions"]),
+    );
+    let account = get(&app, &page, "account", RANGE).await;
+    assert_eq!(
+        keys(&account["data"]["metrics"]),
+        set(&["page_media_view", "page_post_engagements"])
+    );
+    let failed = account["failed_metrics"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{account}");
+    assert_eq!(failed[0]["metric"], "page_total_actions");
+    assert!(
+        failed[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("valid insights metric")
+    );
+
+    // A post metric refused: the posts still come, without that number.
+    state.set_faults(
+        "facebook",
+        &page.sim.external_id,
+        fail(&["post_media_view"]),
+    );
+    let posts = get(&app, &page, "posts", "&limit=2").await;
+    assert_eq!(posts["total_posts"], 2);
+    assert_eq!(posts["failed_metrics"][0]["metric"], "post_media_view");
+    assert_eq!(posts["posts"][0]["insights"]["metrics"], json!({}));
+
+    let channel = app.publisher("youtube", "pro").await;
+    state.set_faults("youtube", &channel.sim.external_id, fail(&["shares"]));
+    let account = get(&app, &channel, "account", RANGE).await;
+    assert!(account["data"]["metrics"].get("shares").is_none());
+    assert_eq!(account["data"]["metrics"].as_object().unwrap().len(), 7);
+    assert_eq!(account["failed_metrics"][0]["metric"], "shares");
+
+    let ig = app.publisher("instagram", "pro").await;
+    state.set_faults(
+        "instagram",
+        &ig.sim.external_id,
+        fail(&["total_interactions"]),
+    );
+    let posts = get(&app, &ig, "posts", "&limit=3").await;
+    for item in posts["data"]["media"].as_array().unwrap() {
+        assert!(item["insights"]["metrics"]["reach"].is_u64(), "{item}");
+        assert!(
+            item["insights"]["metrics"]
+                .get("total_interactions")
+                .is_none()
+        );
+    }
+    assert_eq!(
+        posts["failed_metrics"],
+        json!([{"metric": "total_interactions", "error": posts["failed_metrics"][0]["error"]}])
+    );
+}
