@@ -382,6 +382,7 @@ async fn main() {
                     disabled: Set(false),
                     disabled_at: Set(None),
                     last_error: Set(None),
+                    refresh_lease_until: Set(None),
                     created_at: Set(now),
                     updated_at: Set(now),
                 }

@@ -27,6 +27,7 @@ pub struct Config {
     pub publishing: PublishingConfig,
     pub scheduler: SchedulerConfig,
     pub collector: CollectorConfig,
+    pub oauth: OAuthConfig,
     pub logging: LoggingConfig,
 }
 
@@ -310,6 +311,98 @@ impl Default for SchedulerConfig {
     }
 }
 
+/// Connecting social accounts (OAuth apps per platform) and keeping their tokens alive.
+/// Token endpoints live on the platform hosts of `[platforms]`, except Google's.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OAuthConfig {
+    /// How long a connection may take between `/api/connect/{platform}` and its callback.
+    pub state_ttl_secs: u64,
+    /// The Meta app (facebook pages and instagram, through Facebook Login).
+    pub meta_client_id: String,
+    #[serde(serialize_with = "serialize_secret")]
+    pub meta_client_secret: Option<SecretString>,
+    pub meta_authorize_url: String,
+    pub threads_client_id: String,
+    #[serde(serialize_with = "serialize_secret")]
+    pub threads_client_secret: Option<SecretString>,
+    pub threads_authorize_url: String,
+    /// TikTok calls it the client key.
+    pub tiktok_client_key: String,
+    #[serde(serialize_with = "serialize_secret")]
+    pub tiktok_client_secret: Option<SecretString>,
+    pub tiktok_authorize_url: String,
+    pub google_client_id: String,
+    #[serde(serialize_with = "serialize_secret")]
+    pub google_client_secret: Option<SecretString>,
+    pub google_authorize_url: String,
+    pub google_token_url: String,
+    pub x_client_id: String,
+    #[serde(serialize_with = "serialize_secret")]
+    pub x_client_secret: Option<SecretString>,
+    pub x_authorize_url: String,
+    /// How often the token keeper looks for tokens to refresh (and expired ones to report).
+    pub refresh_sweep_secs: u64,
+    /// threads long-lived tokens are refreshed this many days before they expire (spec §5.8).
+    pub threads_refresh_days_before: i64,
+    /// tiktok, youtube and x access tokens are refreshed this long before they expire.
+    pub refresh_margin_secs: i64,
+}
+
+impl Default for OAuthConfig {
+    fn default() -> Self {
+        Self {
+            state_ttl_secs: 600,
+            meta_client_id: String::new(),
+            meta_client_secret: None,
+            meta_authorize_url: "https://www.facebook.com/v24.0/dialog/oauth".into(),
+            threads_client_id: String::new(),
+            threads_client_secret: None,
+            threads_authorize_url: "https://threads.net/oauth/authorize".into(),
+            tiktok_client_key: String::new(),
+            tiktok_client_secret: None,
+            tiktok_authorize_url: "https://www.tiktok.com/v2/auth/authorize/".into(),
+            google_client_id: String::new(),
+            google_client_secret: None,
+            google_authorize_url: "https://accounts.google.com/o/oauth2/v2/auth".into(),
+            google_token_url: "https://oauth2.googleapis.com/token".into(),
+            x_client_id: String::new(),
+            x_client_secret: None,
+            x_authorize_url: "https://x.com/i/oauth2/authorize".into(),
+            refresh_sweep_secs: 300,
+            threads_refresh_days_before: 5,
+            refresh_margin_secs: 900,
+        }
+    }
+}
+
+impl OAuthConfig {
+    /// Every app pointed at the simulator's authorize and token endpoints, with one client.
+    pub fn simulator(base_url: &str, client_id: &str, client_secret: &str) -> Self {
+        let base = base_url.trim_end_matches('/');
+        let secret = || Some(SecretString::from(client_secret.to_string()));
+        Self {
+            meta_client_id: client_id.into(),
+            meta_client_secret: secret(),
+            meta_authorize_url: format!("{base}/oauth/meta/authorize"),
+            threads_client_id: client_id.into(),
+            threads_client_secret: secret(),
+            threads_authorize_url: format!("{base}/oauth/threads/authorize"),
+            tiktok_client_key: client_id.into(),
+            tiktok_client_secret: secret(),
+            tiktok_authorize_url: format!("{base}/oauth/tiktok/authorize"),
+            google_client_id: client_id.into(),
+            google_client_secret: secret(),
+            google_authorize_url: format!("{base}/oauth/google/authorize"),
+            google_token_url: format!("{base}/oauth/google/token"),
+            x_client_id: client_id.into(),
+            x_client_secret: secret(),
+            x_authorize_url: format!("{base}/oauth/x/authorize"),
+            ..Self::default()
+        }
+    }
+}
+
 /// The collector actor: daily performance snapshots of every account (spec §2.7, §4.8).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
@@ -406,6 +499,22 @@ const STRING_KEYS: &[&str] = &[
     "platforms.x_url",
     "platforms.tiktok_video_source",
     "collector.run_at",
+    "oauth.meta_client_id",
+    "oauth.meta_client_secret",
+    "oauth.meta_authorize_url",
+    "oauth.threads_client_id",
+    "oauth.threads_client_secret",
+    "oauth.threads_authorize_url",
+    "oauth.tiktok_client_key",
+    "oauth.tiktok_client_secret",
+    "oauth.tiktok_authorize_url",
+    "oauth.google_client_id",
+    "oauth.google_client_secret",
+    "oauth.google_authorize_url",
+    "oauth.google_token_url",
+    "oauth.x_client_id",
+    "oauth.x_client_secret",
+    "oauth.x_authorize_url",
     "collector.time_zone",
     "logging.format",
 ];

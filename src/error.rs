@@ -65,6 +65,10 @@ pub enum ErrorCode {
     ScheduledPostNotCancellable,
     /// The Free plan's monthly allowance is used up (its own body form, see module docs).
     UsageLimitExceeded,
+    /// An OAuth callback whose `state` is unknown, expired, used or another session's.
+    InvalidOAuthState,
+    /// The platform refused the connection (denied, bad code, no eligible account).
+    ConnectionFailed,
 }
 
 impl ErrorCode {
@@ -105,6 +109,8 @@ impl ErrorCode {
             Self::ScheduledPostNotCancellable => "ScheduledPostNotCancellable",
             Self::PayloadTooLarge => "PayloadTooLarge",
             Self::UsageLimitExceeded => "UsageLimitExceeded",
+            Self::InvalidOAuthState => "InvalidOAuthState",
+            Self::ConnectionFailed => "ConnectionFailed",
         }
     }
 
@@ -143,6 +149,7 @@ impl ErrorCode {
             Self::ScheduledPostNotCancellable => StatusCode::CONFLICT,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::InvalidOAuthState | Self::ConnectionFailed => StatusCode::BAD_REQUEST,
         }
     }
 }

@@ -20,6 +20,7 @@ pub mod error;
 pub mod http;
 pub mod insights;
 pub mod metrics;
+pub mod oauth;
 pub mod oidc;
 pub mod operator;
 pub mod platforms;

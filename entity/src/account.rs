@@ -29,6 +29,8 @@ pub struct Model {
     pub disabled_at: Option<DateTimeUtc>,
     #[sea_orm(column_type = "Text", nullable)]
     pub last_error: Option<String>,
+    /// While set and in the future, one instance is refreshing this account's token.
+    pub refresh_lease_until: Option<DateTimeUtc>,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
 }

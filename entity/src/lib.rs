@@ -4,6 +4,7 @@
 pub mod account;
 pub mod api_key;
 pub mod login_state;
+pub mod oauth_state;
 pub mod performance_snapshot;
 pub mod post_submission;
 pub mod scheduled_post;

@@ -7,6 +7,7 @@ pub use sea_orm_migration::prelude::*;
 mod m20261122_000001_foundation;
 mod m20261122_000002_scheduled_posts;
 mod m20261123_000003_snapshots;
+mod m20261123_000004_oauth;
 
 /// The ordered list of migrations.
 pub struct Migrator;
@@ -18,6 +19,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000001_foundation::Migration),
             Box::new(m20261122_000002_scheduled_posts::Migration),
             Box::new(m20261123_000003_snapshots::Migration),
+            Box::new(m20261123_000004_oauth::Migration),
         ]
     }
 }

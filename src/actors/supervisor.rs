@@ -98,6 +98,12 @@ impl Supervisor {
             .clone()
     }
 
+    /// Forgets the account's actor so the next request starts a fresh one from the row (its
+    /// tokens changed). A publish in flight finishes on the old actor, which then stops idle.
+    pub fn reload(&self, account_id: Uuid) {
+        self.actors.remove(&account_id);
+    }
+
     /// The account's actor, started from its row if it is not running.
     fn actor_for(&self, account: &entity::account::Model) -> Result<ActorEntry, ApiError> {
         if let Some(entry) = self.actors.get(&account.id)

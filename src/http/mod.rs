@@ -7,6 +7,7 @@
 pub mod accounts;
 pub mod admin;
 pub mod auth;
+pub mod connect;
 pub mod cron;
 pub mod history;
 pub mod keys;
@@ -39,6 +40,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     login::configure(cfg);
     keys::configure(cfg);
     accounts::configure(cfg);
+    connect::configure(cfg);
     subscription::configure(cfg);
     history::configure(cfg);
     posts::configure(cfg);

@@ -51,6 +51,18 @@ impl IdpState {
         &self.issuer
     }
 
+    /// Whether `client_id` is registered (the platforms' OAuth apps share this list).
+    pub fn knows_client(&self, client_id: &str) -> bool {
+        self.clients.contains_key(client_id)
+    }
+
+    /// Whether `secret` is `client_id`'s secret (compared in constant time).
+    pub fn client_secret_matches(&self, client_id: &str, secret: &str) -> bool {
+        self.clients
+            .get(client_id)
+            .is_some_and(|known| crate::crypto::constant_time_eq(known.value(), secret))
+    }
+
     pub fn register_client(&self, client_id: String, secret: String) {
         self.clients.insert(client_id, secret);
     }

@@ -11,6 +11,7 @@
 //! - `/x/2/…`: X API v2 ([`x`]);
 //! - `/media/…`: a static media host ([`media`]);
 //! - `/oidc/…`: the test OpenID Connect identity provider ([`idp`]);
+//! - `/oauth/{app}/authorize` and each platform's token endpoints ([`oauth`]);
 //! - `/_sim/…`: control endpoints: accounts, published items, request counts, faults ([`control`]).
 
 pub mod control;
@@ -19,6 +20,7 @@ pub mod idp;
 pub mod insights;
 pub mod media;
 mod meta_insights;
+pub mod oauth;
 pub mod state;
 pub mod threads;
 pub mod tiktok;
@@ -89,6 +91,8 @@ impl Simulator {
                 .service(web::scope("/oidc").configure(idp::configure))
                 .service(web::scope("/_sim").configure(control::configure))
                 .service(web::scope("/media").configure(media::configure))
+                // Before the platform scopes: their catch-all routes would take these.
+                .configure(oauth::configure)
                 .service(web::scope("/graph").configure(graph::configure))
                 .service(web::scope("/threads").configure(threads::configure))
                 .service(web::scope("/tiktok").configure(tiktok::configure))

@@ -221,6 +221,20 @@ impl SimState {
         Some(token)
     }
 
+    /// The account of `platform` named `name`, if any (an OAuth login as the same person
+    /// finds the same account again).
+    pub fn account_named(&self, platform: &str, name: &str) -> Option<SimAccount> {
+        self.accounts
+            .iter()
+            .find(|a| a.platform == platform && a.name == name)
+            .map(|a| a.value().clone())
+    }
+
+    /// Revokes an access token: later calls with it are refused as an unknown token.
+    pub fn revoke_token(&self, token: &str) -> bool {
+        self.tokens.remove(token).is_some()
+    }
+
     pub fn account(&self, platform: &str, external_id: &str) -> Option<SimAccount> {
         self.accounts
             .get(&(platform.to_string(), external_id.to_string()))

@@ -49,6 +49,7 @@ impl Store {
             disabled: Set(false),
             disabled_at: Set(None),
             last_error: Set(None),
+            refresh_lease_until: Set(None),
             created_at: Set(now),
             updated_at: Set(now),
         }
@@ -122,5 +123,128 @@ impl Store {
     /// An account by id, whoever owns it (actors start from the row).
     pub async fn find_account(&self, account_id: Uuid) -> Result<Option<account::Model>, DbErr> {
         account::Entity::find_by_id(account_id).one(&self.db).await
+    }
+}
+
+/// New tokens of an account, already encrypted.
+#[derive(Debug, Clone)]
+pub struct NewTokens {
+    pub access_token_enc: String,
+    /// `None` keeps the stored refresh token (platforms that do not rotate it).
+    pub refresh_token_enc: Option<String>,
+    pub token_expires_at: Option<DateTime<Utc>>,
+}
+
+impl Store {
+    /// Records a connection: the user's connected account with this platform identity gets the
+    /// new tokens and names and is valid again; otherwise (never connected, or disconnected
+    /// since: spec §3.2) a new account is created. Returns the row and whether it is new.
+    pub async fn upsert_connected_account(
+        &self,
+        new: NewAccount,
+        now: DateTime<Utc>,
+    ) -> Result<(account::Model, bool), DbErr> {
+        let existing = account::Entity::find()
+            .filter(account::Column::UserId.eq(new.user_id))
+            .filter(account::Column::Platform.eq(new.platform.clone()))
+            .filter(account::Column::ExternalId.eq(new.external_id.clone()))
+            .filter(account::Column::Disabled.eq(false))
+            .one(&self.db)
+            .await?;
+        let Some(existing) = existing else {
+            return Ok((self.insert_account(new, now).await?, true));
+        };
+        let mut row: account::ActiveModel = existing.into();
+        row.display_name = Set(new.display_name);
+        row.username = Set(new.username);
+        row.account_type = Set(new.account_type);
+        row.profile_picture_url = Set(new.profile_picture_url);
+        row.access_token_enc = Set(new.access_token_enc);
+        row.refresh_token_enc = Set(new.refresh_token_enc);
+        row.token_expires_at = Set(new.token_expires_at);
+        row.data_access_expires_at = Set(new.data_access_expires_at);
+        row.is_valid = Set(true);
+        row.last_error = Set(None);
+        row.updated_at = Set(now);
+        Ok((row.update(&self.db).await?, false))
+    }
+
+    /// Takes the account's refresh lease until `until`; false when another holder's lease runs.
+    pub async fn take_refresh_lease(
+        &self,
+        account_id: Uuid,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<bool, DbErr> {
+        let result = account::Entity::update_many()
+            .col_expr(account::Column::RefreshLeaseUntil, Expr::value(until))
+            .filter(account::Column::Id.eq(account_id))
+            .filter(
+                sea_orm::Condition::any()
+                    .add(account::Column::RefreshLeaseUntil.is_null())
+                    .add(account::Column::RefreshLeaseUntil.lt(now)),
+            )
+            .exec(&self.db)
+            .await?;
+        Ok(result.rows_affected == 1)
+    }
+
+    /// Stores refreshed tokens and releases the lease.
+    pub async fn store_refreshed_tokens(
+        &self,
+        account_id: Uuid,
+        tokens: NewTokens,
+        now: DateTime<Utc>,
+    ) -> Result<(), DbErr> {
+        let mut update = account::Entity::update_many()
+            .col_expr(
+                account::Column::AccessTokenEnc,
+                Expr::value(tokens.access_token_enc),
+            )
+            .col_expr(
+                account::Column::TokenExpiresAt,
+                Expr::value(tokens.token_expires_at),
+            )
+            .col_expr(
+                account::Column::RefreshLeaseUntil,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .col_expr(account::Column::UpdatedAt, Expr::value(now));
+        if let Some(refresh) = tokens.refresh_token_enc {
+            update = update.col_expr(account::Column::RefreshTokenEnc, Expr::value(refresh));
+        }
+        update
+            .filter(account::Column::Id.eq(account_id))
+            .exec(&self.db)
+            .await?;
+        Ok(())
+    }
+
+    /// Releases the refresh lease without new tokens (the refresh failed).
+    pub async fn release_refresh_lease(&self, account_id: Uuid) -> Result<(), DbErr> {
+        account::Entity::update_many()
+            .col_expr(
+                account::Column::RefreshLeaseUntil,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .filter(account::Column::Id.eq(account_id))
+            .exec(&self.db)
+            .await?;
+        Ok(())
+    }
+
+    /// Valid, connected accounts of `platforms` whose token expires before `before`.
+    pub async fn accounts_expiring(
+        &self,
+        platforms: &[&str],
+        before: DateTime<Utc>,
+    ) -> Result<Vec<account::Model>, DbErr> {
+        account::Entity::find()
+            .filter(account::Column::Disabled.eq(false))
+            .filter(account::Column::IsValid.eq(true))
+            .filter(account::Column::Platform.is_in(platforms.iter().copied()))
+            .filter(account::Column::TokenExpiresAt.lt(before))
+            .all(&self.db)
+            .await
     }
 }

@@ -4,6 +4,7 @@
 mod accounts;
 mod api_keys;
 mod login_states;
+mod oauth_states;
 mod scheduled;
 mod sessions;
 mod snapshots;
@@ -16,7 +17,8 @@ use std::time::Duration;
 use migration::{Migrator, MigratorTrait};
 use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbBackend, DbErr};
 
-pub use accounts::NewAccount;
+pub use accounts::{NewAccount, NewTokens};
+pub use oauth_states::StateOwner;
 pub use scheduled::{CancelOutcome, NewScheduledPost};
 pub use snapshots::SnapshotClaim;
 pub use submissions::NewSubmission;

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use social_service::{
     AppState, Application, BuildOptions,
     clock::ManualClock,
-    config::{Config, PlatformsConfig},
+    config::{Config, OAuthConfig, PlatformsConfig},
     crypto::TokenCipher,
     operator::{self, ManualAccount},
     sim::{SimConfig, Simulator, state::SimAccount},
@@ -152,6 +152,9 @@ impl SecondInstance {
 /// A signed-in dashboard user: a client with a cookie jar.
 pub struct Dashboard {
     pub client: Client,
+    /// The same cookie jar, without following redirects (to stop on a redirect and look).
+    #[allow(dead_code)]
+    pub no_redirect: Client,
     pub user_id: Uuid,
 }
 
@@ -192,6 +195,7 @@ impl TestApp {
         config.auth.client_secret = Some(SecretString::from(CLIENT_SECRET));
         config.usage.last_used_flush_ms = 50;
         config.platforms = PlatformsConfig::simulator(&sim.base_url);
+        config.oauth = OAuthConfig::simulator(&sim.base_url, CLIENT_ID, CLIENT_SECRET);
         config.platforms.poll_interval_ms = 50;
         config.platforms.processing_timeout_secs = 5;
         config.publishing.media_allow_hosts = vec![format!("127.0.0.1:{}", sim.port)];
@@ -290,7 +294,16 @@ impl TestApp {
 
     /// Signs in through the identity provider by following redirects with a cookie jar.
     pub async fn sign_in(&self, email: &str) -> Dashboard {
-        let client = Client::builder().cookie_store(true).build().unwrap();
+        let jar = std::sync::Arc::new(reqwest::cookie::Jar::default());
+        let client = Client::builder()
+            .cookie_provider(jar.clone())
+            .build()
+            .unwrap();
+        let no_redirect = Client::builder()
+            .cookie_provider(jar)
+            .redirect(Policy::none())
+            .build()
+            .unwrap();
         let response = client
             .get(self.url(&format!("/auth/login?login_hint={email}")))
             .send()
@@ -299,7 +312,11 @@ impl TestApp {
         assert_eq!(response.status(), 200, "sign-in should end on /auth/me");
         let me: Value = response.json().await.unwrap();
         let user_id = me["user"]["id"].as_str().unwrap().parse().unwrap();
-        Dashboard { client, user_id }
+        Dashboard {
+            client,
+            no_redirect,
+            user_id,
+        }
     }
 
     /// Creates an API key through the dashboard and returns its full value.

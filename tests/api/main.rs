@@ -15,6 +15,7 @@ mod adapters_x;
 mod auth;
 mod collection;
 mod config;
+mod connect;
 mod crash;
 mod demo;
 mod errors;

@@ -1,0 +1,223 @@
+//! Connecting social accounts (spec §2.2, §3.2, §5.2):
+//! - `GET /api/connect/{platform}` (dashboard session) → 302 to the platform's authorize page;
+//! - `GET /api/connect/{platform}/callback` (the platform redirects the browser back; no API
+//!   key, §5.2) → the accounts connected, as JSON.
+//!
+//! The `state` is single-use, expires after `oauth.state_ttl_secs`, and is bound to the user and
+//! the session that started the connection: a forged, replayed, expired or foreign state is
+//! refused with `InvalidOAuthState` and connects nothing.
+
+use actix_web::{HttpResponse, http::header, middleware::from_fn, web};
+use chrono::Duration;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::auth::{SessionUser, require_session};
+use crate::{
+    AppState,
+    crypto::{self, Pkce},
+    error::{ApiError, ErrorCode},
+    oauth::{self, OAuthContext, OAuthError},
+    publish::plan::Platform,
+    store::{NewAccount, StateOwner},
+    views,
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/api/connect/{platform}")
+            .wrap(from_fn(require_session))
+            .route(web::get().to(start)),
+    )
+    .service(
+        web::resource("/api/connect/{platform}/callback")
+            .wrap(from_fn(require_session))
+            .route(web::get().to(callback)),
+    );
+}
+
+fn platform_of(raw: &str) -> Result<Platform, ApiError> {
+    Platform::parse(raw).ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::InvalidPlatform,
+            format!("Unknown platform {raw:?}: facebook, instagram, threads, tiktok, youtube or x"),
+        )
+    })
+}
+
+fn redirect_uri(state: &AppState, platform: Platform) -> String {
+    format!(
+        "{}/api/connect/{}/callback",
+        state.public_url,
+        platform.as_str()
+    )
+}
+
+impl From<OAuthError> for ApiError {
+    fn from(error: OAuthError) -> Self {
+        match error {
+            OAuthError::NotConfigured(_) => ApiError::service_unavailable(error.to_string()),
+            OAuthError::Unavailable(_) => {
+                tracing::warn!(%error, "platform unreachable during a connection");
+                ApiError::service_unavailable("The platform is unreachable; try connecting again")
+            }
+            OAuthError::Refused(reason) => ApiError::new(
+                ErrorCode::ConnectionFailed,
+                "The platform did not complete the connection",
+            )
+            .with_details(reason),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct StartQuery {
+    /// Passed to the platform's sign-in page (Google honours it; the simulator signs in as it).
+    login_hint: Option<String>,
+}
+
+#[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
+async fn start(
+    state: web::Data<AppState>,
+    session: SessionUser,
+    path: web::Path<String>,
+    query: web::Query<StartQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let platform = platform_of(&path)?;
+    let now = state.clock.now();
+    let pkce = Pkce::generate();
+    let state_value = crypto::random_token(24);
+    let url = oauth::authorize_url(
+        &state.config.oauth,
+        platform,
+        &state_value,
+        &pkce.challenge,
+        &redirect_uri(&state, platform),
+        query.login_hint.as_deref(),
+    )?;
+    let verifier = state
+        .cipher
+        .encrypt(&pkce.verifier)
+        .map_err(|e| ApiError::internal(format!("cannot encrypt the PKCE verifier: {e}")))?;
+    state
+        .store
+        .insert_oauth_state(
+            &crypto::sha256_hex(&state_value),
+            StateOwner {
+                user_id: session.user.id,
+                session_hash: &session.token_hash,
+            },
+            platform.as_str(),
+            verifier,
+            now,
+            now + Duration::seconds(state.config.oauth.state_ttl_secs.max(1) as i64),
+        )
+        .await?;
+    Ok(HttpResponse::Found()
+        .insert_header((header::LOCATION, url))
+        .finish())
+}
+
+#[derive(Deserialize)]
+struct CallbackQuery {
+    code: Option<String>,
+    state: Option<String>,
+    error: Option<String>,
+    error_description: Option<String>,
+}
+
+#[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
+async fn callback(
+    state: web::Data<AppState>,
+    session: SessionUser,
+    path: web::Path<String>,
+    query: web::Query<CallbackQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let platform = platform_of(&path)?;
+    let query = query.into_inner();
+    let now = state.clock.now();
+    let presented = query.state.unwrap_or_default();
+    let pending = state
+        .store
+        .consume_oauth_state(
+            &crypto::sha256_hex(&presented),
+            StateOwner {
+                user_id: session.user.id,
+                session_hash: &session.token_hash,
+            },
+            platform.as_str(),
+            now,
+        )
+        .await?
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::InvalidOAuthState,
+                "This connection link is unknown, expired, already used or was started in another session; start the connection again",
+            )
+        })?;
+    if let Some(error) = query.error {
+        return Err(ApiError::new(
+            ErrorCode::ConnectionFailed,
+            format!("The connection was not authorized on {}", platform.as_str()),
+        )
+        .with_details(format!(
+            "{error}: {}",
+            query.error_description.unwrap_or_default()
+        )));
+    }
+    let code = query
+        .code
+        .ok_or_else(|| ApiError::missing_parameter("code"))?;
+    let verifier = state
+        .cipher
+        .decrypt(&pending.code_verifier_enc)
+        .map_err(|e| ApiError::internal(format!("cannot decrypt the PKCE verifier: {e}")))?;
+    let ctx = OAuthContext {
+        http: &state.supervisor.deps().http,
+        platforms: &state.config.platforms,
+        oauth: &state.config.oauth,
+        now,
+    };
+    let identities = oauth::complete(
+        &ctx,
+        platform,
+        &code,
+        &verifier,
+        &redirect_uri(&state, platform),
+    )
+    .await?;
+    let mut connected = Vec::with_capacity(identities.len());
+    for identity in identities {
+        let encrypt = |token: &str| {
+            state
+                .cipher
+                .encrypt(token)
+                .map_err(|e| ApiError::internal(format!("cannot encrypt a token: {e}")))
+        };
+        let new = NewAccount {
+            user_id: session.user.id,
+            platform: identity.platform.as_str().to_string(),
+            external_id: identity.external_id,
+            display_name: identity.display_name,
+            username: identity.username,
+            account_type: identity.account_type,
+            profile_picture_url: identity.profile_picture_url,
+            access_token_enc: encrypt(&identity.access_token)?,
+            refresh_token_enc: identity.refresh_token.as_deref().map(encrypt).transpose()?,
+            token_expires_at: identity.token_expires_at,
+            data_access_expires_at: identity.data_access_expires_at,
+        };
+        let (account, created) = state.store.upsert_connected_account(new, now).await?;
+        if !created {
+            // Its actor (if running) holds the old token: the next request starts a fresh one.
+            state.supervisor.reload(account.id);
+        }
+        tracing::info!(account = %account.id, platform = %account.platform, created, "account connected");
+        connected.push(views::account(&account));
+    }
+    Ok(HttpResponse::Ok().json(json!({
+        "success": true,
+        "message": format!("Connected {} {} account(s)", connected.len(), platform.as_str()),
+        "accounts": connected,
+    })))
+}

@@ -1,0 +1,656 @@
+//! The platforms' OAuth, as the simulator plays it (`platform-apis.md` §1.4, §3.7, §4.5, §5.9,
+//! §6.8, §7.4): an authorize page per app that signs in as a simulated person and redirects back
+//! with a code, and each platform's token endpoint (code exchange with client authentication and
+//! PKCE where the platform has it, long-lived exchange, refresh, rotation).
+//!
+//! `GET /oauth/{app}/authorize` takes two test parameters besides the platform's own:
+//! `login_hint` (the person's name: the same name finds the same accounts again) and `deny=1`
+//! (the person refuses: `error=access_denied`). Apps: `meta` (facebook pages and instagram via
+//! Facebook Login), `threads`, `tiktok`, `google` (youtube), `x`.
+
+use std::time::Instant;
+
+use actix_web::{
+    HttpRequest, HttpResponse,
+    http::{StatusCode, header},
+    web,
+};
+use base64::{Engine, engine::general_purpose::STANDARD};
+use serde_json::{Value, json};
+
+use super::{
+    idp::IdpState,
+    state::{SimObject, SimState, bearer_token},
+};
+use crate::crypto::{pkce_challenge, random_token};
+
+/// Lifetimes the platforms give (seconds).
+const META_SHORT: u64 = 3_600;
+const META_LONG: u64 = 5_183_944;
+const THREADS_LONG: u64 = 5_184_000;
+const TIKTOK_ACCESS: u64 = 86_400;
+const TIKTOK_REFRESH: u64 = 31_536_000;
+const GOOGLE_ACCESS: u64 = 3_599;
+const X_ACCESS: u64 = 7_200;
+
+/// Routes at the app level (before the platform scopes, whose catch-alls would take them).
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/oauth/{app}/authorize", web::get().to(authorize))
+        .route("/oauth/google/token", web::post().to(google_token))
+        .route("/graph/{ver}/oauth/access_token", web::get().to(meta_token))
+        .route("/graph/{ver}/me/accounts", web::get().to(meta_pages))
+        .route("/threads/oauth/access_token", web::post().to(threads_code))
+        .route("/threads/access_token", web::get().to(threads_exchange))
+        .route(
+            "/threads/refresh_access_token",
+            web::get().to(threads_refresh),
+        )
+        .route("/tiktok/v2/oauth/token/", web::post().to(tiktok_token))
+        .route("/x/2/oauth2/token", web::post().to(x_token))
+        .route("/x/2/users/me", web::get().to(x_me));
+}
+
+fn params(raw: &str) -> Vec<(String, String)> {
+    url::form_urlencoded::parse(raw.as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
+}
+
+fn param<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    pairs
+        .iter()
+        .find(|(k, v)| k == name && !v.is_empty())
+        .map(|(_, v)| v.as_str())
+}
+
+fn oauth_error(status: u16, error: &str, description: &str) -> HttpResponse {
+    HttpResponse::build(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST))
+        .json(json!({"error": error, "error_description": description}))
+}
+
+/// Meta's error object, for the Graph token endpoints.
+fn meta_error(message: &str) -> HttpResponse {
+    HttpResponse::BadRequest().json(json!({"error": {
+        "message": message, "type": "OAuthException", "code": 100, "fbtrace_id": random_token(8),
+    }}))
+}
+
+/// The accounts a person has on an app's platforms, created on their first sign-in.
+fn accounts_for(state: &SimState, app: &str, person: &str) -> Vec<(String, String)> {
+    let ensure = |platform: &str, name: &str, username: &str| {
+        let account = state
+            .account_named(platform, name)
+            .unwrap_or_else(|| state.create_account(platform, name, Some(username)));
+        (platform.to_string(), account.external_id)
+    };
+    let username = person.to_ascii_lowercase().replace(' ', "_");
+    match app {
+        // A page and the instagram business account linked to it.
+        "meta" => vec![
+            ensure("facebook", &format!("{person} Page"), &username),
+            ensure("instagram", person, &username),
+        ],
+        "threads" => vec![ensure("threads", person, &username)],
+        "tiktok" => vec![ensure("tiktok", person, &username)],
+        "google" => vec![ensure("youtube", &format!("{person} Channel"), &username)],
+        _ => vec![ensure("x", person, &username)],
+    }
+}
+
+async fn authorize(
+    req: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<SimState>,
+    idp: web::Data<IdpState>,
+) -> HttpResponse {
+    let app = path.into_inner();
+    if !["meta", "threads", "tiktok", "google", "x"].contains(&app.as_str()) {
+        return HttpResponse::NotFound().finish();
+    }
+    let q = params(req.query_string());
+    let client = if app == "tiktok" {
+        param(&q, "client_key")
+    } else {
+        param(&q, "client_id")
+    };
+    let (Some(client), Some(redirect_uri)) = (client, param(&q, "redirect_uri")) else {
+        return oauth_error(
+            400,
+            "invalid_request",
+            "client_id and redirect_uri are required",
+        );
+    };
+    if !idp.knows_client(client) {
+        return oauth_error(400, "invalid_client", "unknown client");
+    }
+    let challenge = param(&q, "code_challenge").map(str::to_string);
+    // X and TikTok (as we use it) require PKCE.
+    if (app == "x" || app == "tiktok") && challenge.is_none() {
+        return oauth_error(400, "invalid_request", "code_challenge is required");
+    }
+    let Ok(mut back) = url::Url::parse(redirect_uri) else {
+        return oauth_error(400, "invalid_request", "redirect_uri is not a URL");
+    };
+    {
+        let mut query = back.query_pairs_mut();
+        if param(&q, "deny") == Some("1") {
+            query.append_pair("error", "access_denied");
+            query.append_pair("error_description", "The user denied the request");
+        } else {
+            let person = param(&q, "login_hint").unwrap_or("Sim User");
+            let code = random_token(24);
+            state.put_object(
+                &format!("oauth-code:{code}"),
+                SimObject {
+                    platform: app.clone(),
+                    owner: person.to_string(),
+                    kind: "oauth_code".into(),
+                    data: json!({
+                        "client": client,
+                        "redirect_uri": redirect_uri,
+                        "challenge": challenge,
+                        "method": param(&q, "code_challenge_method").unwrap_or("plain"),
+                        "accounts": accounts_for(&state, &app, person),
+                    }),
+                    created: Instant::now(),
+                },
+            );
+            query.append_pair("code", &code);
+        }
+        if let Some(s) = param(&q, "state") {
+            query.append_pair("state", s);
+        }
+    }
+    HttpResponse::Found()
+        .insert_header((header::LOCATION, back.to_string()))
+        .finish()
+}
+
+/// Takes a code once: for this app, client and redirect URI, with the PKCE verifier if the
+/// authorize request had a challenge. Returns its accounts.
+fn redeem(
+    state: &SimState,
+    app: &str,
+    code: &str,
+    client: &str,
+    redirect_uri: Option<&str>,
+    verifier: Option<&str>,
+) -> Result<Vec<(String, String)>, &'static str> {
+    let (_, object) = state
+        .objects
+        .remove(&format!("oauth-code:{code}"))
+        .ok_or("the authorization code is invalid or was already used")?;
+    let data = &object.data;
+    if object.platform != app || data["client"] != client {
+        return Err("the authorization code was issued to another client");
+    }
+    if redirect_uri.is_some_and(|uri| data["redirect_uri"] != uri) {
+        return Err("redirect_uri does not match the authorization request");
+    }
+    if let Some(challenge) = data["challenge"].as_str() {
+        let verifier = verifier.ok_or("code_verifier is required")?;
+        let computed = if data["method"] == "S256" {
+            pkce_challenge(verifier)
+        } else {
+            verifier.to_string()
+        };
+        if computed != challenge {
+            return Err("code_verifier does not match the code_challenge");
+        }
+    }
+    Ok(data["accounts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|pair| Some((pair[0].as_str()?.to_string(), pair[1].as_str()?.to_string())))
+        .collect())
+}
+
+/// A refresh token for an account, remembered until used (rotation) or forever.
+fn new_refresh_token(state: &SimState, platform: &str, external_id: &str) -> String {
+    let token = format!("{platform}-rt-{}", random_token(24));
+    state.put_object(
+        &format!("refresh:{token}"),
+        SimObject {
+            platform: platform.into(),
+            owner: external_id.into(),
+            kind: "refresh_token".into(),
+            data: json!({}),
+            created: Instant::now(),
+        },
+    );
+    token
+}
+
+/// The account a refresh token belongs to; with `rotate`, the token is used up.
+fn refresh_owner(state: &SimState, platform: &str, token: &str, rotate: bool) -> Option<String> {
+    let key = format!("refresh:{token}");
+    let object = if rotate {
+        state.objects.remove(&key).map(|(_, o)| o)
+    } else {
+        state.object(&key)
+    }?;
+    (object.platform == platform).then_some(object.owner)
+}
+
+fn client_auth(
+    req: &HttpRequest,
+    form: &[(String, String)],
+    id_field: &str,
+) -> Option<(String, String)> {
+    if let Some(basic) = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Basic "))
+    {
+        let decoded = String::from_utf8(STANDARD.decode(basic).ok()?).ok()?;
+        let (id, secret) = decoded.split_once(':')?;
+        return Some((id.to_string(), secret.to_string()));
+    }
+    Some((
+        param(form, id_field)?.to_string(),
+        param(form, "client_secret")?.to_string(),
+    ))
+}
+
+// --- Meta (Facebook Login) -------------------------------------------------------------------
+
+/// `GET /graph/{ver}/oauth/access_token`: code → short-lived user token, or
+/// `grant_type=fb_exchange_token` → long-lived user token.
+async fn meta_token(
+    req: HttpRequest,
+    state: web::Data<SimState>,
+    idp: web::Data<IdpState>,
+) -> HttpResponse {
+    let q = params(req.query_string());
+    let (Some(client), Some(secret)) = (param(&q, "client_id"), param(&q, "client_secret")) else {
+        return meta_error("Missing client_id or client_secret parameter.");
+    };
+    if !idp.client_secret_matches(client, secret) {
+        return meta_error("Error validating client secret.");
+    }
+    if param(&q, "grant_type") == Some("fb_exchange_token") {
+        let Some(short) = param(&q, "fb_exchange_token") else {
+            return meta_error("Missing fb_exchange_token parameter.");
+        };
+        let Some(login) = state.object(&format!("meta-user:{short}")) else {
+            return meta_error("Error validating access token: Session has expired or is invalid.");
+        };
+        // The long-lived user token works for the instagram account (IG with Facebook Login).
+        let accounts: Vec<(String, String)> =
+            serde_json::from_value(login.data["accounts"].clone()).unwrap_or_default();
+        let token = accounts
+            .iter()
+            .find(|(platform, _)| platform == "instagram")
+            .and_then(|(_, ext)| state.issue_token("instagram", ext))
+            .unwrap_or_else(|| random_token(24));
+        state.put_object(
+            &format!("meta-user:{token}"),
+            SimObject {
+                created: Instant::now(),
+                ..login
+            },
+        );
+        return HttpResponse::Ok()
+            .json(json!({"access_token": token, "token_type": "bearer", "expires_in": META_LONG}));
+    }
+    let Some(code) = param(&q, "code") else {
+        return meta_error("Missing code parameter.");
+    };
+    let accounts = match redeem(
+        &state,
+        "meta",
+        code,
+        client,
+        param(&q, "redirect_uri"),
+        None,
+    ) {
+        Ok(accounts) => accounts,
+        Err(message) => return meta_error(message),
+    };
+    let token = format!("EAAshort{}", random_token(24));
+    state.put_object(
+        &format!("meta-user:{token}"),
+        SimObject {
+            platform: "meta".into(),
+            owner: String::new(),
+            kind: "meta_user".into(),
+            data: json!({"accounts": accounts}),
+            created: Instant::now(),
+        },
+    );
+    HttpResponse::Ok()
+        .json(json!({"access_token": token, "token_type": "bearer", "expires_in": META_SHORT}))
+}
+
+/// `GET /graph/{ver}/me/accounts`: the pages the user token may manage, each with its page
+/// token (which does not expire) and its linked instagram business account.
+async fn meta_pages(req: HttpRequest, state: web::Data<SimState>) -> HttpResponse {
+    let q = params(req.query_string());
+    let token = param(&q, "access_token")
+        .map(str::to_string)
+        .or_else(|| bearer_token(&req));
+    let Some(login) = token.and_then(|t| state.object(&format!("meta-user:{t}"))) else {
+        return HttpResponse::Unauthorized().json(json!({"error": {
+            "message": "Invalid OAuth access token - Cannot parse access token", "type": "OAuthException", "code": 190,
+        }}));
+    };
+    let accounts: Vec<(String, String)> =
+        serde_json::from_value(login.data["accounts"].clone()).unwrap_or_default();
+    let instagram = accounts
+        .iter()
+        .find(|(p, _)| p == "instagram")
+        .map(|(_, ext)| ext.clone());
+    let pages: Vec<Value> = accounts
+        .iter()
+        .filter(|(platform, _)| platform == "facebook")
+        .filter_map(|(_, ext)| {
+            let page = state.account("facebook", ext)?;
+            let page_token = state.issue_token("facebook", ext)?;
+            let mut item = json!({
+                "access_token": page_token,
+                "category": "Media",
+                "category_list": [{"id": "2211", "name": "Media"}],
+                "name": page.name,
+                "id": page.external_id,
+                "tasks": ["ANALYZE", "ADVERTISE", "MODERATE", "CREATE_CONTENT", "MANAGE"],
+            });
+            if let Some(ig) = &instagram {
+                item["instagram_business_account"] = json!({"id": ig});
+            }
+            Some(item)
+        })
+        .collect();
+    HttpResponse::Ok().json(json!({"data": pages, "paging": {"cursors": {"before": "0", "after": pages.len().to_string()}}}))
+}
+
+// --- Threads ---------------------------------------------------------------------------------
+
+async fn threads_code(
+    req: HttpRequest,
+    body: web::Bytes,
+    state: web::Data<SimState>,
+    idp: web::Data<IdpState>,
+) -> HttpResponse {
+    let form = params(std::str::from_utf8(&body).unwrap_or_default());
+    let Some((client, secret)) = client_auth(&req, &form, "client_id") else {
+        return meta_error("Missing client_id or client_secret parameter.");
+    };
+    if !idp.client_secret_matches(&client, &secret) {
+        return meta_error("Error validating client secret.");
+    }
+    let Some(code) = param(&form, "code") else {
+        return meta_error("Missing code parameter.");
+    };
+    let accounts = match redeem(
+        &state,
+        "threads",
+        code,
+        &client,
+        param(&form, "redirect_uri"),
+        None,
+    ) {
+        Ok(accounts) => accounts,
+        Err(message) => return meta_error(message),
+    };
+    let Some((_, ext)) = accounts.first() else {
+        return meta_error("no account");
+    };
+    // Short-lived (an hour): good only for the exchange below.
+    let token = state.issue_token("threads", ext).unwrap_or_default();
+    HttpResponse::Ok().json(json!({"access_token": token, "user_id": ext}))
+}
+
+fn threads_account(state: &SimState, token: Option<&str>) -> Option<String> {
+    let account = state.account_for_token(token?)?;
+    (account.platform == "threads").then_some(account.external_id)
+}
+
+/// `th_exchange_token`: short-lived → long-lived (60 days).
+async fn threads_exchange(
+    req: HttpRequest,
+    state: web::Data<SimState>,
+    idp: web::Data<IdpState>,
+) -> HttpResponse {
+    let q = params(req.query_string());
+    if param(&q, "grant_type") != Some("th_exchange_token") {
+        return meta_error("grant_type must be th_exchange_token");
+    }
+    let secret_ok = param(&q, "client_secret").is_some_and(|s| {
+        param(&q, "client_id").is_none_or(|id| idp.client_secret_matches(id, s))
+    });
+    if !secret_ok {
+        return meta_error("Error validating client secret.");
+    }
+    let Some(ext) = threads_account(&state, param(&q, "access_token")) else {
+        return meta_error("Error validating access token.");
+    };
+    let token = state.issue_token("threads", &ext).unwrap_or_default();
+    HttpResponse::Ok()
+        .json(json!({"access_token": token, "token_type": "bearer", "expires_in": THREADS_LONG}))
+}
+
+/// `th_refresh_token`: a long-lived token → a new long-lived token (another 60 days).
+async fn threads_refresh(req: HttpRequest, state: web::Data<SimState>) -> HttpResponse {
+    let q = params(req.query_string());
+    if param(&q, "grant_type") != Some("th_refresh_token") {
+        return meta_error("grant_type must be th_refresh_token");
+    }
+    let old = param(&q, "access_token");
+    let Some(ext) = threads_account(&state, old) else {
+        return HttpResponse::BadRequest().json(json!({"error": {
+            "message": "Error validating access token: The session has been invalidated.", "type": "OAuthException", "code": 190,
+        }}));
+    };
+    let token = state.issue_token("threads", &ext).unwrap_or_default();
+    HttpResponse::Ok()
+        .json(json!({"access_token": token, "token_type": "bearer", "expires_in": THREADS_LONG}))
+}
+
+// --- TikTok ----------------------------------------------------------------------------------
+
+fn tiktok_error(description: &str) -> HttpResponse {
+    HttpResponse::BadRequest().json(json!({
+        "error": "invalid_grant", "error_description": description, "log_id": random_token(12),
+    }))
+}
+
+async fn tiktok_token(
+    body: web::Bytes,
+    state: web::Data<SimState>,
+    idp: web::Data<IdpState>,
+) -> HttpResponse {
+    let form = params(std::str::from_utf8(&body).unwrap_or_default());
+    let (Some(client), Some(secret)) = (param(&form, "client_key"), param(&form, "client_secret"))
+    else {
+        return tiktok_error("client_key and client_secret are required");
+    };
+    if !idp.client_secret_matches(client, secret) {
+        return HttpResponse::Unauthorized().json(json!({"error": "invalid_client", "error_description": "Client key or secret is incorrect.", "log_id": random_token(12)}));
+    }
+    let ext = match param(&form, "grant_type") {
+        Some("authorization_code") => {
+            let Some(code) = param(&form, "code") else {
+                return tiktok_error("code is required");
+            };
+            match redeem(
+                &state,
+                "tiktok",
+                code,
+                client,
+                param(&form, "redirect_uri"),
+                param(&form, "code_verifier"),
+            ) {
+                Ok(accounts) => accounts.into_iter().next().map(|(_, ext)| ext),
+                Err(message) => return tiktok_error(message),
+            }
+        }
+        // Refresh tokens rotate: the one used is spent, a new one comes back.
+        Some("refresh_token") => {
+            param(&form, "refresh_token").and_then(|rt| refresh_owner(&state, "tiktok", rt, true))
+        }
+        _ => return tiktok_error("unsupported grant_type"),
+    };
+    let Some(ext) = ext else {
+        return tiktok_error("Refresh token is invalid or expired.");
+    };
+    let access = state.issue_token("tiktok", &ext).unwrap_or_default();
+    HttpResponse::Ok().json(json!({
+        "access_token": access,
+        "expires_in": TIKTOK_ACCESS,
+        "open_id": ext,
+        "refresh_expires_in": TIKTOK_REFRESH,
+        "refresh_token": new_refresh_token(&state, "tiktok", &ext),
+        "scope": "user.info.basic,video.publish,video.upload,video.list,user.info.stats",
+        "token_type": "Bearer",
+    }))
+}
+
+// --- Google ----------------------------------------------------------------------------------
+
+async fn google_token(
+    req: HttpRequest,
+    body: web::Bytes,
+    state: web::Data<SimState>,
+    idp: web::Data<IdpState>,
+) -> HttpResponse {
+    let form = params(std::str::from_utf8(&body).unwrap_or_default());
+    let Some((client, secret)) = client_auth(&req, &form, "client_id") else {
+        return oauth_error(401, "invalid_client", "The OAuth client was not found.");
+    };
+    if !idp.client_secret_matches(&client, &secret) {
+        return oauth_error(401, "invalid_client", "Unauthorized");
+    }
+    match param(&form, "grant_type") {
+        Some("authorization_code") => {
+            let Some(code) = param(&form, "code") else {
+                return oauth_error(400, "invalid_request", "Missing required parameter: code");
+            };
+            let accounts = match redeem(
+                &state,
+                "google",
+                code,
+                &client,
+                param(&form, "redirect_uri"),
+                param(&form, "code_verifier"),
+            ) {
+                Ok(accounts) => accounts,
+                Err(message) => return oauth_error(400, "invalid_grant", message),
+            };
+            let Some((_, ext)) = accounts.first() else {
+                return oauth_error(400, "invalid_grant", "no account");
+            };
+            let access = state.issue_token("youtube", ext).unwrap_or_default();
+            HttpResponse::Ok().json(json!({
+                "access_token": access,
+                "expires_in": GOOGLE_ACCESS,
+                "refresh_token": new_refresh_token(&state, "youtube", ext),
+                "scope": "https://www.googleapis.com/auth/youtube.upload https://www.googleapis.com/auth/youtube.readonly https://www.googleapis.com/auth/yt-analytics.readonly",
+                "token_type": "Bearer",
+            }))
+        }
+        // Google keeps the refresh token: the answer has a new access token only.
+        Some("refresh_token") => {
+            let Some(ext) = param(&form, "refresh_token")
+                .and_then(|rt| refresh_owner(&state, "youtube", rt, false))
+            else {
+                return oauth_error(400, "invalid_grant", "Token has been expired or revoked.");
+            };
+            let access = state.issue_token("youtube", &ext).unwrap_or_default();
+            HttpResponse::Ok().json(json!({
+                "access_token": access, "expires_in": GOOGLE_ACCESS,
+                "scope": "https://www.googleapis.com/auth/youtube.upload", "token_type": "Bearer",
+            }))
+        }
+        _ => oauth_error(400, "unsupported_grant_type", "Invalid grant_type"),
+    }
+}
+
+// --- X ---------------------------------------------------------------------------------------
+
+async fn x_token(
+    req: HttpRequest,
+    body: web::Bytes,
+    state: web::Data<SimState>,
+    idp: web::Data<IdpState>,
+) -> HttpResponse {
+    let form = params(std::str::from_utf8(&body).unwrap_or_default());
+    // Confidential clients authenticate with Basic; public ones send client_id only.
+    let client = match client_auth(&req, &form, "client_id") {
+        Some((id, secret)) if idp.client_secret_matches(&id, &secret) => id,
+        Some(_) => {
+            return oauth_error(
+                401,
+                "unauthorized_client",
+                "Missing valid authorization header",
+            );
+        }
+        None => match param(&form, "client_id") {
+            Some(id) if idp.knows_client(id) => id.to_string(),
+            _ => {
+                return oauth_error(
+                    401,
+                    "unauthorized_client",
+                    "Missing valid authorization header",
+                );
+            }
+        },
+    };
+    let ext = match param(&form, "grant_type") {
+        Some("authorization_code") => {
+            let Some(code) = param(&form, "code") else {
+                return oauth_error(400, "invalid_request", "Missing required parameter [code].");
+            };
+            match redeem(
+                &state,
+                "x",
+                code,
+                &client,
+                param(&form, "redirect_uri"),
+                param(&form, "code_verifier"),
+            ) {
+                Ok(accounts) => accounts.into_iter().next().map(|(_, ext)| ext),
+                Err(message) => return oauth_error(400, "invalid_request", message),
+            }
+        }
+        Some("refresh_token") => {
+            param(&form, "refresh_token").and_then(|rt| refresh_owner(&state, "x", rt, true))
+        }
+        _ => {
+            return oauth_error(
+                400,
+                "invalid_request",
+                "Value passed for the grant type was invalid.",
+            );
+        }
+    };
+    let Some(ext) = ext else {
+        return oauth_error(
+            400,
+            "invalid_request",
+            "Value passed for the token was invalid.",
+        );
+    };
+    let access = state.issue_token("x", &ext).unwrap_or_default();
+    HttpResponse::Ok().json(json!({
+        "token_type": "bearer",
+        "expires_in": X_ACCESS,
+        "access_token": access,
+        "scope": "tweet.read tweet.write users.read media.write offline.access",
+        "refresh_token": new_refresh_token(&state, "x", &ext),
+    }))
+}
+
+/// `GET /2/users/me`.
+async fn x_me(req: HttpRequest, state: web::Data<SimState>) -> HttpResponse {
+    let token = bearer_token(&req);
+    match state.admit(&["x"], token.as_deref(), req.path()).await {
+        Ok(account) => HttpResponse::Ok().json(json!({"data": {
+            "id": account.external_id, "name": account.name, "username": account.username,
+        }})),
+        Err(_) => HttpResponse::Unauthorized().json(json!({
+            "title": "Unauthorized", "type": "about:blank", "status": 401, "detail": "Unauthorized",
+        })),
+    }
+}
