@@ -52,6 +52,7 @@ use crate::{
         last_used::{LastUsedRecorder, LastUsedWriter},
         scheduler::{Drain, SchedulerActor, Wake},
         supervisor::Supervisor,
+        token_keeper::TokenKeeper,
     },
     clock::{SharedClock, SystemClock},
     collection::schedule::DailySchedule,
@@ -188,6 +189,7 @@ impl Application {
             media,
             platforms: config.platforms.clone(),
             publishing: config.publishing.clone(),
+            oauth: config.oauth.clone(),
             metrics: metrics.clone(),
         })));
         let collection_schedule =
@@ -223,6 +225,7 @@ impl Application {
             let scheduler = SchedulerActor::new(state.clone(), state.instance_id.clone()).start();
             let _ = state.scheduler.set(scheduler);
         }
+        TokenKeeper::new(state.clone()).start();
         if config.collector.enabled {
             let collector = CollectorActor::new(state.clone(), state.collection_schedule).start();
             let _ = state.collector.set(collector);

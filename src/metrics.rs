@@ -44,6 +44,11 @@ const CATALOGUE: &[(&str, &str, &str)] = &[
         "Publishes and performance reads refused by an account's rate limiter, by platform.",
     ),
     (
+        "token_refreshes_total",
+        "counter",
+        "Token refreshes by platform and outcome (refreshed, revoked, failed).",
+    ),
+    (
         "collector_runs_total",
         "counter",
         "Daily-collection passes by outcome (ok, partial: some accounts failed, error).",

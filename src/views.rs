@@ -83,13 +83,26 @@ fn token_expiry(account: &account::Model) -> Option<DateTime<Utc>> {
 pub fn token_info(account: &account::Model, now: DateTime<Utc>) -> Value {
     let expires_at = token_expiry(account);
     let expired = expires_at.is_some_and(|at| at <= now);
-    json!({
+    let mut body = json!({
         "is_valid": account.is_valid && !expired,
         "expires_at": expires_at.map(iso),
         "days_until_expiry": expires_at.map(|at| (at - now).num_days()),
         "platform": account.platform,
         "account_name": account.display_name,
-    })
+    });
+    // facebook page tokens do not expire, but data access must be renewed every 90 days
+    // (spec §5.8): say when, and whether the user must reconnect for it.
+    if account.platform == "facebook"
+        && let Some(data_access) = account.data_access_expires_at
+    {
+        body["data_access_expires_at"] = json!(iso(data_access));
+        body["days_until_data_access_expiry"] = json!((data_access - now).num_days());
+        body["data_access_expired"] = json!(data_access <= now);
+    }
+    if let Some(reason) = account.last_error.as_deref().filter(|_| !account.is_valid) {
+        body["invalid_reason"] = json!(reason);
+    }
+    body
 }
 
 /// A publishing-history item (§2.5; its fields are our decision, see the README).

@@ -26,6 +26,7 @@ use super::{
 use crate::{
     error::{ApiError, ErrorCode},
     insights::{self, AccountSummary, DailyMetrics, InsightsContext, InsightsQuery},
+    oauth,
     platforms::{AccountCredentials, PlatformError},
     publish::{
         plan::Platform,
@@ -125,6 +126,8 @@ pub struct AccountActor {
     backoff_until: Option<Instant>,
     /// Insights reads running now (they run beside publishes).
     reads_in_flight: usize,
+    /// A token refresh is running: publishes wait for it.
+    refreshing: bool,
 }
 
 /// What the actor is doing (the operator view's `state`).
@@ -211,6 +214,7 @@ impl AccountActor {
             last_error: None,
             backoff_until: None,
             reads_in_flight: 0,
+            refreshing: false,
         }
     }
 
@@ -236,7 +240,8 @@ impl AccountActor {
     }
 
     fn start_next(&mut self, ctx: &mut Context<Self>) {
-        if self.in_flight.is_some() {
+        // A publish waits for a refresh in progress: it would go out with the old token.
+        if self.in_flight.is_some() || self.refreshing {
             return;
         }
         let Some(job) = self.queue.pop_front() else {
@@ -333,6 +338,54 @@ impl AccountActor {
                 .outcome
                 .map_err(|error| JobFailure { error, retryable }),
         );
+    }
+
+    /// Whether the token is in its refresh window (spec §5.8: threads 5 days before expiry;
+    /// tiktok, youtube and x shortly before their access token expires).
+    fn refresh_is_due(&self) -> bool {
+        let Some(platform) = Platform::parse(self.platform) else {
+            return false;
+        };
+        oauth::refresh_due(&self.deps.oauth, platform, self.token_expires_at)
+            .is_some_and(|due| due <= self.deps.clock.now())
+    }
+
+    /// Refreshes the token in a spawned future, once at a time. Across instances the account's
+    /// refresh lease in the database decides who refreshes; the others adopt the stored result.
+    fn start_refresh(&mut self, ctx: &mut Context<Self>) {
+        if self.refreshing || self.token_failure.is_some() {
+            return;
+        }
+        let Some(platform) = Platform::parse(self.platform) else {
+            return;
+        };
+        self.refreshing = true;
+        let deps = self.deps.clone();
+        let account_id = self.seat.account_id;
+        let work = async move { refresh_account(&deps, account_id, platform).await };
+        ctx.spawn(in_runtime(work).into_actor(self).map(|outcome, actor, ctx| {
+            actor.refreshing = false;
+            match outcome {
+                RefreshOutcome::Refreshed { access_token, expires_at } => {
+                    actor.credentials.access_token = access_token;
+                    actor.token_expires_at = expires_at;
+                    actor.deps.metrics.inc("token_refreshes_total", &[("platform", actor.platform), ("outcome", "refreshed")]);
+                }
+                RefreshOutcome::Dead(reason) => {
+                    actor.deps.metrics.inc("token_refreshes_total", &[("platform", actor.platform), ("outcome", "revoked")]);
+                    actor.token_dead(ErrorCode::InvalidToken, reason);
+                }
+                RefreshOutcome::Failed(reason) => {
+                    tracing::warn!(account = %actor.seat.account_id, %reason, "token refresh failed; retried at the next sweep");
+                    actor.deps.metrics.inc("token_refreshes_total", &[("platform", actor.platform), ("outcome", "failed")]);
+                    actor.last_error = Some((format!("token refresh: {reason}"), actor.deps.clock.now()));
+                }
+                RefreshOutcome::Busy => {}
+            }
+            actor.post_health();
+            // Publishes that waited for the refresh go now (with a dead token they fail fast).
+            actor.start_next(ctx);
+        }));
     }
 
     /// The platform said the token is dead: refuse further work at once and record it.
@@ -486,6 +539,9 @@ impl Handler<Publish> for AccountActor {
             );
             self.post_health();
             return Err(refused);
+        }
+        if self.refresh_is_due() {
+            self.start_refresh(ctx);
         }
         let (reply, receiver) = oneshot::channel();
         self.queue.push_back(QueuedJob {
@@ -682,5 +738,137 @@ impl Handler<ReadInsights> for AccountActor {
                 }),
         );
         Ok(receiver)
+    }
+}
+
+/// Refresh the account's token now (the token keeper sends it when the refresh window opens).
+pub struct RefreshToken;
+
+impl Message for RefreshToken {
+    type Result = ();
+}
+
+impl Handler<RefreshToken> for AccountActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: RefreshToken, ctx: &mut Self::Context) {
+        let _span = tracing::debug_span!("account_actor", account = %self.seat.account_id, message = "refresh").entered();
+        self.last_activity = Instant::now();
+        self.start_refresh(ctx);
+    }
+}
+
+/// How a refresh ended.
+enum RefreshOutcome {
+    /// New tokens, stored (by us, or by another instance whose result we adopt).
+    Refreshed {
+        access_token: secrecy::SecretString,
+        expires_at: Option<DateTime<Utc>>,
+    },
+    /// The platform refused the refresh for good (revoked, expired refresh token).
+    Dead(String),
+    /// A transient failure: the next sweep tries again.
+    Failed(String),
+    /// Another instance holds the refresh lease.
+    Busy,
+}
+
+/// One refresh, from the stored row (the truth across instances) under its refresh lease.
+async fn refresh_account(
+    deps: &PublishDeps,
+    account_id: Uuid,
+    platform: Platform,
+) -> RefreshOutcome {
+    let store = &deps.store;
+    let now = deps.clock.now();
+    match store
+        .take_refresh_lease(account_id, now, now + chrono::Duration::seconds(120))
+        .await
+    {
+        Ok(true) => {}
+        Ok(false) => return RefreshOutcome::Busy,
+        Err(e) => return RefreshOutcome::Failed(format!("database: {e}")),
+    }
+    let outcome = refresh_under_lease(deps, account_id, platform, now).await;
+    if !matches!(outcome, RefreshOutcome::Refreshed { .. })
+        && let Err(e) = store.release_refresh_lease(account_id).await
+    {
+        tracing::warn!(error = %e, %account_id, "cannot release a refresh lease; it lapses by itself");
+    }
+    outcome
+}
+
+async fn refresh_under_lease(
+    deps: &PublishDeps,
+    account_id: Uuid,
+    platform: Platform,
+    now: DateTime<Utc>,
+) -> RefreshOutcome {
+    let row = match deps.store.find_account(account_id).await {
+        Ok(Some(row)) => row,
+        Ok(None) => return RefreshOutcome::Dead("the account is gone".into()),
+        Err(e) => return RefreshOutcome::Failed(format!("database: {e}")),
+    };
+    let decrypt = |stored: &str| {
+        deps.cipher
+            .decrypt(stored)
+            .map_err(|e| RefreshOutcome::Failed(format!("cannot decrypt a stored token: {e}")))
+    };
+    let access = match decrypt(&row.access_token_enc) {
+        Ok(token) => token,
+        Err(outcome) => return outcome,
+    };
+    // Another instance refreshed since this actor loaded its token: adopt it.
+    let still_due = oauth::refresh_due(&deps.oauth, platform, row.token_expires_at)
+        .is_some_and(|due| due <= now);
+    if !still_due {
+        if let Err(e) = deps.store.release_refresh_lease(account_id).await {
+            tracing::warn!(error = %e, %account_id, "cannot release a refresh lease");
+        }
+        return RefreshOutcome::Refreshed {
+            access_token: secrecy::SecretString::from(access),
+            expires_at: row.token_expires_at,
+        };
+    }
+    let refresh_token = match row.refresh_token_enc.as_deref().map(decrypt).transpose() {
+        Ok(token) => token,
+        Err(outcome) => return outcome,
+    };
+    let ctx = oauth::OAuthContext {
+        http: &deps.http,
+        platforms: &deps.platforms,
+        oauth: &deps.oauth,
+        now,
+    };
+    let refreshed = match oauth::refresh(&ctx, platform, &access, refresh_token.as_deref()).await {
+        Ok(refreshed) => refreshed,
+        Err(error) if error.invalidates_token() => return RefreshOutcome::Dead(error.to_string()),
+        Err(error) => return RefreshOutcome::Failed(error.to_string()),
+    };
+    let encrypt = |token: &str| deps.cipher.encrypt(token);
+    let (Ok(access_enc), Ok(refresh_enc)) = (
+        encrypt(&refreshed.access_token),
+        refreshed.refresh_token.as_deref().map(encrypt).transpose(),
+    ) else {
+        return RefreshOutcome::Failed("cannot encrypt the new tokens".into());
+    };
+    let tokens = crate::store::NewTokens {
+        access_token_enc: access_enc,
+        refresh_token_enc: refresh_enc,
+        token_expires_at: refreshed.expires_at,
+    };
+    // A rotated refresh token is only ours once stored; failing here loses it, so say so loudly.
+    if let Err(e) = deps
+        .store
+        .store_refreshed_tokens(account_id, tokens, now)
+        .await
+    {
+        tracing::error!(error = %e, %account_id, "refreshed tokens could not be stored; the account may need reconnecting");
+        return RefreshOutcome::Failed(format!("database: {e}"));
+    }
+    tracing::info!(%account_id, platform = platform.as_str(), "token refreshed");
+    RefreshOutcome::Refreshed {
+        access_token: secrecy::SecretString::from(refreshed.access_token),
+        expires_at: refreshed.expires_at,
     }
 }

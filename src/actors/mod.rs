@@ -3,6 +3,7 @@
 //! - [`account`]: an account's token state, rate limiter and publish queue ([`limiter`]);
 //! - [`scheduler`]: publishes due scheduled posts, at most once across crashes and instances;
 //! - [`collector`]: takes the daily performance snapshot of every account;
+//! - [`token_keeper`]: refreshes tokens in their window (through the account actors);
 //! - [`last_used`]: the batch writer of API-key last-use times.
 
 pub mod account;
@@ -12,3 +13,4 @@ pub mod last_used;
 pub mod limiter;
 pub mod scheduler;
 pub mod supervisor;
+pub mod token_keeper;

@@ -23,7 +23,7 @@ use uuid::Uuid;
 use super::{
     account::{
         AccountActor, AccountActorInit, ActorHealth, ActorSeat, CancelQueued, GetHealth,
-        HealthBoard, InsightsOutput, InsightsWork, JobOutcome, Publish, ReadInsights,
+        HealthBoard, InsightsOutput, InsightsWork, JobOutcome, Publish, ReadInsights, RefreshToken,
     },
     limiter::AccountLimiter,
 };
@@ -96,6 +96,11 @@ impl Supervisor {
                 ))
             })
             .clone()
+    }
+
+    /// Asks the account's actor (started if needed) to refresh its token; does not wait.
+    pub async fn refresh_token(&self, account: &entity::account::Model) -> Result<(), ApiError> {
+        self.ask(account, || RefreshToken).await
     }
 
     /// Forgets the account's actor so the next request starts a fresh one from the row (its
@@ -332,6 +337,7 @@ mod tests {
             media: MediaFetcher::new(&[], 1024).unwrap(),
             platforms: PlatformsConfig::default(),
             publishing,
+            oauth: Default::default(),
             metrics: Default::default(),
         }));
         (dir, supervisor, account)

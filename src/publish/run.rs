@@ -32,6 +32,8 @@ pub struct PublishDeps {
     pub media: MediaFetcher,
     pub platforms: PlatformsConfig,
     pub publishing: PublishingConfig,
+    /// OAuth apps, for refreshing tokens.
+    pub oauth: crate::config::OAuthConfig,
     pub metrics: Arc<crate::metrics::Metrics>,
 }
 

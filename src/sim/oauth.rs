@@ -417,9 +417,8 @@ async fn threads_exchange(
     if param(&q, "grant_type") != Some("th_exchange_token") {
         return meta_error("grant_type must be th_exchange_token");
     }
-    let secret_ok = param(&q, "client_secret").is_some_and(|s| {
-        param(&q, "client_id").is_none_or(|id| idp.client_secret_matches(id, s))
-    });
+    let secret_ok = param(&q, "client_secret")
+        .is_some_and(|s| param(&q, "client_id").is_none_or(|id| idp.client_secret_matches(id, s)));
     if !secret_ok {
         return meta_error("Error validating client secret.");
     }

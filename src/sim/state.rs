@@ -189,6 +189,17 @@ impl SimState {
             account.access_token.clone(),
             (platform.to_string(), external_id.clone()),
         );
+        // Its refresh token works at the platform's token endpoint (`super::oauth`).
+        self.objects.insert(
+            format!("refresh:{}", account.refresh_token),
+            SimObject {
+                platform: platform.to_string(),
+                owner: external_id.clone(),
+                kind: "refresh_token".into(),
+                data: Value::Null,
+                created: Instant::now(),
+            },
+        );
         self.accounts
             .insert((platform.to_string(), external_id), account.clone());
         account

@@ -290,3 +290,237 @@ async fn tokens_are_encrypted_at_rest() {
         .unwrap();
     assert!(!listed.contains(&sim.access_token));
 }
+
+/// The stored row of a connected account, with its tokens decrypted.
+async fn stored(app: &TestApp, id: &str) -> (entity::account::Model, String, Option<String>) {
+    let row = app
+        .state
+        .store
+        .find_account(id.parse().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let access = app.state.cipher.decrypt(&row.access_token_enc).unwrap();
+    let refresh = row
+        .refresh_token_enc
+        .as_deref()
+        .map(|r| app.state.cipher.decrypt(r).unwrap());
+    (row, access, refresh)
+}
+
+async fn token_info(app: &TestApp, dashboard: &Dashboard, id: &str) -> Value {
+    let response = dashboard
+        .client
+        .post(app.url("/api/token/info"))
+        .json(&json!({"account_id": id}))
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = status_and_json(response).await;
+    assert_eq!(status, 200, "{body}");
+    body["data"].clone()
+}
+
+/// Waits until `check` holds (the token keeper sweeps every second here).
+async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    for _ in 0..100 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn fast_sweeps(config: &mut social_service::config::Config) {
+    config.oauth.refresh_sweep_secs = 1;
+    config.auth.session_ttl_hours = 24 * 120;
+}
+
+#[actix_rt::test]
+async fn threads_tokens_are_refreshed_five_days_before_they_expire() {
+    let app = TestApp::spawn_with(fast_sweeps).await;
+    let dashboard = app.sign_in("owner@example.com").await;
+    let (_, body) = connect(&app, &dashboard, "threads", "Grace").await;
+    let id = accounts(&body)[0]["account_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (row, old_token, _) = stored(&app, &id).await;
+    let expires = row.token_expires_at.unwrap();
+    // Six days before expiry: not yet.
+    app.clock.set(expires - chrono::Duration::days(6));
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    assert_eq!(
+        stored(&app, &id).await.1,
+        old_token,
+        "not refreshed before its window"
+    );
+    // Five days before: refreshed by the next sweep, through the account's actor.
+    app.clock
+        .set(expires - chrono::Duration::days(5) + chrono::Duration::minutes(1));
+    eventually("the threads refresh", async || {
+        stored(&app, &id).await.1 != old_token
+    })
+    .await;
+    let (row, new_token, _) = stored(&app, &id).await;
+    let sim = app.sim.state().account_named("threads", "Grace").unwrap();
+    assert_eq!(
+        new_token, sim.access_token,
+        "the platform's new token is stored"
+    );
+    assert!(row.token_expires_at.unwrap() > expires + chrono::Duration::days(50));
+    let info = token_info(&app, &dashboard, &id).await;
+    assert_eq!(info["is_valid"], true);
+    assert_eq!(info["days_until_expiry"], 60, "{info}");
+    // And the account publishes with it.
+    let (key, _) = app.create_key(&dashboard, "k").await;
+    app.set_plan(dashboard.user_id, "pro").await;
+    let post = json!({"post": {"accountId": id, "content": {"text": "after refresh", "platform": "threads"}, "target": {"targetType": "threads"}}});
+    let (status, result) = app.post(&key, &post).await;
+    assert_eq!(status, 200, "{result}");
+}
+
+#[actix_rt::test]
+async fn tiktok_refresh_tokens_rotate_and_the_newest_is_kept() {
+    let app = TestApp::spawn_with(fast_sweeps).await;
+    let dashboard = app.sign_in("owner@example.com").await;
+    let (_, body) = connect(&app, &dashboard, "tiktok", "Heidi").await;
+    let id = accounts(&body)[0]["account_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (row, old_access, old_refresh) = stored(&app, &id).await;
+    let old_refresh = old_refresh.expect("tiktok gives a refresh token");
+    // Within 15 minutes of the access token's expiry.
+    app.clock
+        .set(row.token_expires_at.unwrap() - chrono::Duration::minutes(10));
+    eventually("the tiktok refresh", async || {
+        stored(&app, &id).await.1 != old_access
+    })
+    .await;
+    let (_, _, new_refresh) = stored(&app, &id).await;
+    let new_refresh = new_refresh.unwrap();
+    assert_ne!(
+        new_refresh, old_refresh,
+        "the rotated refresh token is stored"
+    );
+    // The spent refresh token no longer works at TikTok; the stored one does.
+    let token_url = format!("{}/tiktok/v2/oauth/token/", app.sim.base_url);
+    let refresh_with = async |token: &str| {
+        app.http
+            .post(&token_url)
+            .form(&[
+                ("client_key", crate::helpers::CLIENT_ID),
+                ("client_secret", crate::helpers::CLIENT_SECRET),
+                ("grant_type", "refresh_token"),
+                ("refresh_token", token),
+            ])
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    assert_eq!(refresh_with(&old_refresh).await, 400);
+    assert_eq!(refresh_with(&new_refresh).await, 200);
+}
+
+#[actix_rt::test]
+async fn a_revoked_token_invalidates_the_account_on_the_next_publish() {
+    let app = TestApp::spawn().await;
+    let dashboard = app.sign_in("owner@example.com").await;
+    app.set_plan(dashboard.user_id, "ultra").await;
+    let (key, _) = app.create_key(&dashboard, "k").await;
+    let (_, body) = connect(&app, &dashboard, "x", "Ivan").await;
+    let id = accounts(&body)[0]["account_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (_, token, _) = stored(&app, &id).await;
+    // The user revokes the app on X.
+    assert!(app.sim.state().revoke_token(&token));
+    let post = |text: &str| json!({"post": {"accountId": id, "content": {"text": text, "platform": "x"}, "target": {"targetType": "x"}}});
+    let (status, result) = app.post(&key, &post("first")).await;
+    assert_eq!(
+        (status, result["error"].as_str()),
+        (401, Some("InvalidToken")),
+        "{result}"
+    );
+    let info = token_info(&app, &dashboard, &id).await;
+    assert_eq!(info["is_valid"], false, "{info}");
+    assert!(
+        info["invalid_reason"]
+            .as_str()
+            .unwrap()
+            .contains("InvalidToken"),
+        "{info}"
+    );
+    let listed: Value = dashboard
+        .client
+        .get(app.url("/api/accounts"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed["accounts"][0]["is_valid"], false);
+    // Reconnecting makes it valid again (same account, new token).
+    let (_, again) = connect(&app, &dashboard, "x", "Ivan").await;
+    assert_eq!(accounts(&again)[0]["account_id"], id.as_str());
+    assert_eq!(accounts(&again)[0]["is_valid"], true);
+    let (status, result) = app.post(&key, &post("second")).await;
+    assert_eq!(status, 200, "{result}");
+}
+
+#[actix_rt::test]
+async fn a_refused_refresh_and_an_expired_instagram_token_are_reported() {
+    let app = TestApp::spawn_with(fast_sweeps).await;
+    let dashboard = app.sign_in("owner@example.com").await;
+    let (_, yt) = connect(&app, &dashboard, "youtube", "Judy").await;
+    let yt_id = accounts(&yt)[0]["account_id"].as_str().unwrap().to_string();
+    let (_, ig) = connect(&app, &dashboard, "instagram", "Judy").await;
+    let ig_id = accounts(&ig)[0]["account_id"].as_str().unwrap().to_string();
+    let (_, fb) = connect(&app, &dashboard, "facebook", "Judy").await;
+    let fb_id = accounts(&fb)[0]["account_id"].as_str().unwrap().to_string();
+    // The Google grant is revoked: the refresh fails for good and the account says so.
+    let (row, _, refresh) = stored(&app, &yt_id).await;
+    app.sim
+        .state()
+        .objects
+        .remove(&format!("refresh:{}", refresh.unwrap()));
+    app.clock
+        .set(row.token_expires_at.unwrap() - chrono::Duration::minutes(5));
+    eventually("the refused refresh", async || {
+        !stored(&app, &yt_id).await.0.is_valid
+    })
+    .await;
+    let info = token_info(&app, &dashboard, &yt_id).await;
+    assert_eq!(info["is_valid"], false);
+    assert!(
+        info["invalid_reason"]
+            .as_str()
+            .unwrap()
+            .contains("expired or revoked"),
+        "{info}"
+    );
+    // Sixty days on: the instagram token has expired (no refresh grant) and is marked invalid;
+    // the facebook page token still works, but its 90-day data access is reported.
+    app.clock.set(app.clock_now() + chrono::Duration::days(61));
+    eventually("the expired instagram token", async || {
+        !stored(&app, &ig_id).await.0.is_valid
+    })
+    .await;
+    let info = token_info(&app, &dashboard, &ig_id).await;
+    assert_eq!(info["is_valid"], false);
+    assert!(info["days_until_expiry"].as_i64().unwrap() < 0);
+    let info = token_info(&app, &dashboard, &fb_id).await;
+    assert_eq!(info["is_valid"], true, "{info}");
+    assert_eq!(info["expires_at"], Value::Null);
+    assert_eq!(info["days_until_data_access_expiry"], 28, "{info}");
+    assert_eq!(info["data_access_expired"], false);
+    app.clock.set(app.clock_now() + chrono::Duration::days(30));
+    let info = token_info(&app, &dashboard, &fb_id).await;
+    assert_eq!(info["data_access_expired"], true, "{info}");
+}

@@ -17,8 +17,8 @@ use social_service::{
 use uuid::Uuid;
 
 pub const OPERATOR_TOKEN: &str = "test-operator-token-0123456789";
-const CLIENT_ID: &str = "test-dashboard";
-const CLIENT_SECRET: &str = "test-client-secret";
+pub const CLIENT_ID: &str = "test-dashboard";
+pub const CLIENT_SECRET: &str = "test-client-secret";
 
 static TRACING: Once = Once::new();
 

@@ -1,0 +1,93 @@
+//! The token keeper: every `oauth.refresh_sweep_secs` it looks at the stored expiries (so it
+//! survives restarts) and
+//! - asks the account actor of every token in its refresh window to refresh it (threads 5 days
+//!   before expiry; tiktok, youtube and x `oauth.refresh_margin_secs` before), the actor owning
+//!   the refresh;
+//! - marks instagram accounts whose 60-day token has expired invalid (instagram tokens from
+//!   Facebook Login have no refresh grant: the user reconnects).
+
+use std::time::Duration;
+
+use actix::prelude::*;
+use actix_web::web;
+
+use super::in_runtime::in_runtime;
+use crate::AppState;
+
+pub struct TokenKeeper {
+    state: web::Data<AppState>,
+    sweeping: bool,
+}
+
+impl TokenKeeper {
+    pub fn new(state: web::Data<AppState>) -> Self {
+        Self {
+            state,
+            sweeping: false,
+        }
+    }
+
+    fn sweep(&mut self, ctx: &mut Context<Self>) {
+        if self.sweeping {
+            return;
+        }
+        self.sweeping = true;
+        let state = self.state.clone();
+        ctx.spawn(
+            in_runtime(async move { sweep(&state).await })
+                .into_actor(self)
+                .map(|result, actor, _| {
+                    actor.sweeping = false;
+                    if let Err(error) = result {
+                        tracing::warn!(%error, "token sweep failed; trying again at the next one");
+                    }
+                }),
+        );
+    }
+}
+
+async fn sweep(state: &AppState) -> Result<(), sea_orm::DbErr> {
+    let config = &state.config.oauth;
+    let now = state.clock.now();
+    let threads = state
+        .store
+        .accounts_expiring(
+            &["threads"],
+            now + chrono::Duration::days(config.threads_refresh_days_before),
+        )
+        .await?;
+    let short_lived = state
+        .store
+        .accounts_expiring(
+            &["tiktok", "youtube", "x"],
+            now + chrono::Duration::seconds(config.refresh_margin_secs),
+        )
+        .await?;
+    for account in threads.iter().chain(&short_lived) {
+        if let Err(error) = state.supervisor.refresh_token(account).await {
+            tracing::warn!(account = %account.id, %error, "could not ask for a token refresh");
+        }
+    }
+    for account in state.store.accounts_expiring(&["instagram"], now).await? {
+        state
+            .store
+            .mark_account_invalid(
+                account.id,
+                "TokenExpired: the 60-day instagram token has expired; reconnect the account",
+                now,
+            )
+            .await?;
+        state.supervisor.reload(account.id);
+    }
+    Ok(())
+}
+
+impl Actor for TokenKeeper {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        self.sweep(ctx);
+        let every = Duration::from_secs(self.state.config.oauth.refresh_sweep_secs.max(1));
+        ctx.run_interval(every, |actor, ctx| actor.sweep(ctx));
+    }
+}
