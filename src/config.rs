@@ -96,6 +96,9 @@ pub struct SecretsConfig {
     /// Encrypts platform tokens at rest (AES-256-GCM): 32 bytes, base64 or 64 hex characters.
     #[serde(serialize_with = "serialize_secret")]
     pub token_encryption_key: Option<SecretString>,
+    /// Keys being rotated out (comma-separated, same form): still used to decrypt.
+    #[serde(serialize_with = "serialize_secret")]
+    pub previous_token_encryption_keys: Option<SecretString>,
     /// Bearer token for the operator (`/admin/*`) endpoints. At least 16 characters.
     #[serde(serialize_with = "serialize_secret")]
     pub operator_token: Option<SecretString>,
@@ -482,6 +485,7 @@ const STRING_KEYS: &[&str] = &[
     "database.url",
     "secrets.session_key",
     "secrets.token_encryption_key",
+    "secrets.previous_token_encryption_keys",
     "secrets.operator_token",
     "auth.issuer",
     "auth.authorization_endpoint",

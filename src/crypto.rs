@@ -159,11 +159,30 @@ pub enum CipherError {
 #[derive(Clone)]
 pub struct TokenCipher {
     cipher: Aes256Gcm,
+    /// Keys being rotated out: tried when the current one cannot decrypt.
+    previous: Vec<Aes256Gcm>,
 }
 
 impl TokenCipher {
     /// Accepts 32 bytes as base64 or as 64 hex characters.
     pub fn from_config_value(value: &str) -> Result<Self, CipherError> {
+        Ok(Self {
+            cipher: Self::key(value)?,
+            previous: Vec::new(),
+        })
+    }
+
+    /// Also decrypts with `previous` keys (comma-separated config values), for key rotation:
+    /// tokens encrypted with an old key stay readable until `service rotate-token-key` has
+    /// re-encrypted them with the current one.
+    pub fn with_previous(mut self, previous: &str) -> Result<Self, CipherError> {
+        for value in previous.split(',').map(str::trim).filter(|v| !v.is_empty()) {
+            self.previous.push(Self::key(value)?);
+        }
+        Ok(self)
+    }
+
+    fn key(value: &str) -> Result<Aes256Gcm, CipherError> {
         let value = value.trim();
         let bytes = if value.len() == 64 && value.bytes().all(|b| b.is_ascii_hexdigit()) {
             (0..32)
@@ -173,8 +192,7 @@ impl TokenCipher {
         } else {
             STANDARD.decode(value).map_err(|_| CipherError::BadKey)?
         };
-        let cipher = Aes256Gcm::new_from_slice(&bytes).map_err(|_| CipherError::BadKey)?;
-        Ok(Self { cipher })
+        Aes256Gcm::new_from_slice(&bytes).map_err(|_| CipherError::BadKey)
     }
 
     /// A fresh random key in the config form (base64).
@@ -207,10 +225,10 @@ impl TokenCipher {
             return Err(CipherError::BadCiphertext);
         }
         let (nonce, ciphertext) = bytes.split_at(12);
-        let plaintext = self
-            .cipher
-            .decrypt(Nonce::from_slice(nonce), ciphertext)
-            .map_err(|_| CipherError::BadCiphertext)?;
+        let plaintext = std::iter::once(&self.cipher)
+            .chain(&self.previous)
+            .find_map(|key| key.decrypt(Nonce::from_slice(nonce), ciphertext).ok())
+            .ok_or(CipherError::BadCiphertext)?;
         String::from_utf8(plaintext).map_err(|_| CipherError::BadCiphertext)
     }
 }
@@ -281,6 +299,24 @@ mod tests {
         let other = SessionSigner::new("another-key-another-key-another-key");
         assert_eq!(other.verify(&cookie), None);
         assert_eq!(signer.verify("no-dot"), None);
+    }
+
+    #[test]
+    fn a_rotated_key_still_decrypts_until_tokens_are_re_encrypted() {
+        let old_key = TokenCipher::generate_key();
+        let old = TokenCipher::from_config_value(&old_key).unwrap();
+        let stored = old.encrypt("page-token").unwrap();
+        let new_key = TokenCipher::generate_key();
+        let without = TokenCipher::from_config_value(&new_key).unwrap();
+        assert!(without.decrypt(&stored).is_err());
+        let rotating = TokenCipher::from_config_value(&new_key)
+            .unwrap()
+            .with_previous(&format!(" {old_key} ,"))
+            .unwrap();
+        assert_eq!(rotating.decrypt(&stored).unwrap(), "page-token");
+        let re_encrypted = rotating.encrypt("page-token").unwrap();
+        assert_eq!(without.decrypt(&re_encrypted).unwrap(), "page-token");
+        assert!(old.decrypt(&re_encrypted).is_err());
     }
 
     #[test]

@@ -109,6 +109,12 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
     let processing_timeout = config.platforms.processing_timeout_secs;
     config.platforms = PlatformsConfig::simulator(&simulator.base_url);
     config.platforms.processing_timeout_secs = processing_timeout;
+    // Connecting more accounts (`/api/connect/{platform}`) goes through the simulator's OAuth.
+    config.oauth = crate::config::OAuthConfig::simulator(
+        &simulator.base_url,
+        DEMO_CLIENT_ID,
+        &secrets.idp_client_secret,
+    );
     config
         .publishing
         .media_allow_hosts
@@ -172,6 +178,7 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
         "api_key": key.full,
         "operator_token": operator_token,
         "login_url": login_url,
+        "connect_url": format!("{base_url}/api/connect/threads?login_hint=Demo%20Friend"),
         "simulator_url": simulator.base_url,
         "sample_media": simulator.sample_media(),
         "accounts": accounts.iter().map(|a| json!({
@@ -200,6 +207,7 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
          API key:        {api_key}   (shown once; also in {file})\n\
          operator token: {operator_token}\n\
          dashboard:      open {login_url}\n\
+         connect more:   then open {base_url}/api/connect/threads?login_hint=Demo%20Friend (or facebook, instagram, tiktok, youtube, x)\n\
          accounts:       {n} demo accounts (user {DEMO_EMAIL}, plan ultra)\n\n\
          publish a photo to the demo facebook page:\n  \
          curl -s -X POST {base_url}/v2/posts -H 'service-api-key: {api_key}' \\\n    \

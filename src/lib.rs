@@ -160,6 +160,7 @@ impl Application {
                 .unwrap_or_default()
         };
         let cipher = TokenCipher::from_config_value(&secret(&config.secrets.token_encryption_key))
+            .and_then(|c| c.with_previous(&secret(&config.secrets.previous_token_encryption_keys)))
             .map_err(|e| ConfigError::Invalid("secrets.token_encryption_key", e.to_string()))?;
         let http_client = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))

@@ -58,6 +58,9 @@ enum Command {
     },
     /// Print freshly generated secrets as environment variables.
     GenSecrets,
+    /// Re-encrypt every stored platform token with `secrets.token_encryption_key`, reading them
+    /// with it or one of `secrets.previous_token_encryption_keys` (key rotation; see README).
+    RotateTokenKey,
 }
 
 #[derive(Subcommand)]
@@ -123,6 +126,26 @@ async fn run(cli: Cli, config: Config) -> Result<(), Box<dyn std::error::Error>>
             let app = Application::build(config, BuildOptions::default()).await?;
             social_service::stop_on_signal(&app);
             app.run_until_stopped().await?;
+            Ok(())
+        }
+        Command::RotateTokenKey => {
+            let secret = |s: &Option<secrecy::SecretString>| {
+                s.as_ref()
+                    .map(|s| secrecy::ExposeSecret::expose_secret(s).to_string())
+                    .unwrap_or_default()
+            };
+            let cipher = social_service::crypto::TokenCipher::from_config_value(&secret(
+                &config.secrets.token_encryption_key,
+            ))
+            .and_then(|c| c.with_previous(&secret(&config.secrets.previous_token_encryption_keys)))
+            .map_err(|e| format!("secrets.token_encryption_key: {e}"))?;
+            let store = Store::connect(&config.database.url, 2, None).await?;
+            store.migrate().await?;
+            let count = store.re_encrypt_tokens(&cipher).await?;
+            println!(
+                "re-encrypted the tokens of {count} accounts with the current key; \
+                 secrets.previous_token_encryption_keys can now be emptied"
+            );
             Ok(())
         }
         Command::Migrate => {

@@ -248,3 +248,56 @@ impl Store {
             .await
     }
 }
+
+impl Store {
+    /// Re-encrypts every stored token with `cipher`'s current key (key rotation), a page at a
+    /// time. Returns how many accounts were rewritten.
+    pub async fn re_encrypt_tokens(
+        &self,
+        cipher: &crate::crypto::TokenCipher,
+    ) -> Result<u64, ReEncryptError> {
+        use sea_orm::QuerySelect;
+        let mut done = 0;
+        let mut after: Option<Uuid> = None;
+        loop {
+            let mut query = account::Entity::find().order_by_asc(account::Column::Id);
+            if let Some(last) = after {
+                query = query.filter(account::Column::Id.gt(last));
+            }
+            let page = query.limit(500).all(&self.db).await?;
+            let Some(last) = page.last() else {
+                break;
+            };
+            after = Some(last.id);
+            for row in page {
+                let again = |stored: &str| -> Result<String, ReEncryptError> {
+                    let plain = cipher
+                        .decrypt(stored)
+                        .map_err(|_| ReEncryptError::Undecryptable(row.id))?;
+                    cipher
+                        .encrypt(&plain)
+                        .map_err(|_| ReEncryptError::Undecryptable(row.id))
+                };
+                let access = again(&row.access_token_enc)?;
+                let refresh = row.refresh_token_enc.as_deref().map(again).transpose()?;
+                account::Entity::update_many()
+                    .col_expr(account::Column::AccessTokenEnc, Expr::value(access))
+                    .col_expr(account::Column::RefreshTokenEnc, Expr::value(refresh))
+                    .filter(account::Column::Id.eq(row.id))
+                    .exec(&self.db)
+                    .await?;
+                done += 1;
+            }
+        }
+        Ok(done)
+    }
+}
+
+/// Why re-encryption stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ReEncryptError {
+    #[error(transparent)]
+    Database(#[from] DbErr),
+    #[error("account {0}: its tokens decrypt with neither the current nor a previous key")]
+    Undecryptable(Uuid),
+}

@@ -17,7 +17,7 @@ use std::time::Duration;
 use migration::{Migrator, MigratorTrait};
 use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbBackend, DbErr};
 
-pub use accounts::{NewAccount, NewTokens};
+pub use accounts::{NewAccount, NewTokens, ReEncryptError};
 pub use oauth_states::StateOwner;
 pub use scheduled::{CancelOutcome, NewScheduledPost};
 pub use snapshots::SnapshotClaim;

@@ -524,3 +524,64 @@ async fn a_refused_refresh_and_an_expired_instagram_token_are_reported() {
     let info = token_info(&app, &dashboard, &fb_id).await;
     assert_eq!(info["data_access_expired"], true, "{info}");
 }
+
+#[actix_rt::test]
+async fn the_token_key_rotates_with_the_cli() {
+    use secrecy::ExposeSecret;
+    use social_service::crypto::TokenCipher;
+    let app = TestApp::spawn().await;
+    // The command works on the SQLite file (a PostgreSQL test schema is not reachable by URL).
+    let Some(db_url) = app.sqlite_url.clone() else {
+        return;
+    };
+    let dashboard = app.sign_in("owner@example.com").await;
+    let (_, body) = connect(&app, &dashboard, "tiktok", "Kim").await;
+    let id = accounts(&body)[0]["account_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (_, access, refresh) = stored(&app, &id).await;
+    let old_key = app
+        .config
+        .secrets
+        .token_encryption_key
+        .as_ref()
+        .unwrap()
+        .expose_secret()
+        .to_string();
+    let new_key = TokenCipher::generate_key();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_service"))
+        .arg("rotate-token-key")
+        .env_remove("DATABASE_URL")
+        .env("SERVICE__DATABASE__URL", &db_url)
+        .env("SERVICE__SECRETS__TOKEN_ENCRYPTION_KEY", &new_key)
+        .env("SERVICE__SECRETS__PREVIOUS_TOKEN_ENCRYPTION_KEYS", &old_key)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("re-encrypted the tokens of 1 accounts")
+    );
+    let row = app
+        .state
+        .store
+        .find_account(id.parse().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let new = TokenCipher::from_config_value(&new_key).unwrap();
+    assert_eq!(new.decrypt(&row.access_token_enc).unwrap(), access);
+    assert_eq!(
+        new.decrypt(row.refresh_token_enc.as_deref().unwrap())
+            .unwrap(),
+        refresh.unwrap()
+    );
+    assert!(
+        app.state.cipher.decrypt(&row.access_token_enc).is_err(),
+        "the old key no longer reads it"
+    );
+}

@@ -74,7 +74,7 @@ pub struct TestApp {
     /// The SQLite file URL (None on PostgreSQL).
     pub sqlite_url: Option<String>,
     /// What the service was built with (a second instance reuses it).
-    config: Config,
+    pub config: Config,
     pg_schema: Option<String>,
     _db: TestDb,
 }
