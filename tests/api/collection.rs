@@ -383,11 +383,15 @@ async fn a_missed_run_is_caught_up_at_start_once_even_by_two_instances() {
         .unwrap()
         .unwrap();
     assert_eq!(taken_over.attempts, 2, "the dead claim was taken over once");
-    // Each account's day was fetched by one instance only.
-    let (_, a) = first.collector_status().await;
-    let (_, b) = second.collector_status().await;
+    // Each account's day was fetched by one instance only: what the two passes collected adds
+    // up to ten (each pass reports once it has finished).
     let collected = |s: &Value| s["last_run"]["success_count"].as_u64().unwrap_or(0);
-    assert_eq!(collected(&a) + collected(&b), 10, "{a} {b}");
+    eventually("both passes reported", async || {
+        let (_, a) = first.collector_status().await;
+        let (_, b) = second.collector_status().await;
+        a["running"] == false && b["running"] == false && collected(&a) + collected(&b) == 10
+    })
+    .await;
 }
 
 #[actix_rt::test]
@@ -407,28 +411,41 @@ async fn the_daily_run_happens_at_two_in_the_morning_taipei_time() {
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(count("2026-11-30").await, 0);
     app.clock.set(before + chrono::Duration::seconds(31));
-    eventually("the 02:00 run", async || count("2026-11-30").await == 3).await;
-    for connected in &accounts {
-        let row = app
-            .state
-            .store
-            .find_snapshot(connected.account.id, "2026-11-30")
+    // Each account's row is claimed (`collecting`) first, then finished.
+    eventually("the 02:00 run", async || {
+        let mut finished = 0;
+        for connected in &accounts {
+            let row = app
+                .state
+                .store
+                .find_snapshot(connected.account.id, "2026-11-30")
+                .await
+                .unwrap();
+            finished += usize::from(row.is_some_and(|r| r.status == "success"));
+        }
+        finished == 3
+    })
+    .await;
+    assert_eq!(count("2026-11-30").await, 3);
+    let collector_view = async || -> Value {
+        let view: Value = app
+            .http
+            .get(app.url("/api/admin/actors"))
+            .bearer_auth(OPERATOR_TOKEN)
+            .send()
             .await
             .unwrap()
+            .json()
+            .await
             .unwrap();
-        assert_eq!(row.status, "success");
-    }
-    let view: Value = app
-        .http
-        .get(app.url("/api/admin/actors"))
-        .bearer_auth(OPERATOR_TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let collector = &view["collector"];
+        view["collector"].clone()
+    };
+    // The pass reports once it has finished.
+    eventually("the run reported", async || {
+        collector_view().await["last_run"]["target_date"] == "2026-11-30"
+    })
+    .await;
+    let collector = &collector_view().await;
     assert_eq!(collector["next_run"], "2026-12-01T18:00:00Z", "{collector}");
     assert_eq!(collector["current_target"], "2026-11-30");
     assert_eq!(collector["last_run"]["target_date"], "2026-11-30");
