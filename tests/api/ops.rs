@@ -254,7 +254,7 @@ async fn request_ids_are_accepted_or_generated_and_echoed() {
 }
 
 #[actix_web::test]
-async fn logs_of_a_full_publish_carry_no_secret() {
+async fn logs_of_a_publish_and_a_connection_carry_no_secret() {
     use std::process::{Command, Stdio};
 
     use social_service::{
@@ -263,7 +263,12 @@ async fn logs_of_a_full_publish_carry_no_secret() {
         sim::{SimConfig, Simulator},
         store::Store,
     };
-    let sim = Simulator::start(SimConfig::default()).unwrap();
+    let (client_id, client_secret) = ("log-test-client", "log-test-client-secret-0123");
+    let sim = Simulator::start(SimConfig {
+        idp_clients: vec![(client_id.into(), client_secret.into())],
+        ..SimConfig::default()
+    })
+    .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let db_url = format!("sqlite://{}/logs.db?mode=rwc", dir.path().display());
     let key = TokenCipher::generate_key();
@@ -324,6 +329,19 @@ async fn logs_of_a_full_publish_carry_no_secret() {
         .env("SERVICE__SECRETS__TOKEN_ENCRYPTION_KEY", &key)
         .env("SERVICE__SECRETS__OPERATOR_TOKEN", operator_token)
         .env("SERVICE__PLATFORMS__X_URL", format!("{}/x", sim.base_url))
+        .env(
+            "SERVICE__PLATFORMS__THREADS_URL",
+            format!("{}/threads", sim.base_url),
+        )
+        .env("SERVICE__AUTH__ISSUER", sim.idp_issuer())
+        .env("SERVICE__AUTH__CLIENT_ID", client_id)
+        .env("SERVICE__AUTH__CLIENT_SECRET", client_secret)
+        .env("SERVICE__OAUTH__THREADS_CLIENT_ID", client_id)
+        .env("SERVICE__OAUTH__THREADS_CLIENT_SECRET", client_secret)
+        .env(
+            "SERVICE__OAUTH__THREADS_AUTHORIZE_URL",
+            format!("{}/oauth/threads/authorize", sim.base_url),
+        )
         .env("SERVICE__PLATFORMS__POLL_INTERVAL_MS", "50")
         .env(
             "SERVICE__PUBLISHING__MEDIA_ALLOW_HOSTS",
@@ -363,9 +381,32 @@ async fn logs_of_a_full_publish_carry_no_secret() {
         .unwrap();
     let status = response.status();
     let body: Value = response.json().await.unwrap();
+    // A dashboard user signs in and connects a threads account over OAuth.
+    let browser = reqwest::Client::builder()
+        .cookie_store(true)
+        .build()
+        .unwrap();
+    let signed_in = browser
+        .get(format!("{base}/auth/login?login_hint=logs@example.com"))
+        .send()
+        .await
+        .unwrap();
+    let signed_in_status = signed_in.status();
+    let connected = browser
+        .get(format!(
+            "{base}/api/connect/threads?login_hint=Log%20Person"
+        ))
+        .send()
+        .await
+        .unwrap();
+    let connected_status = connected.status();
+    let connected_body = connected.text().await.unwrap();
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(status, 200, "{body}");
+    assert_eq!(signed_in_status, 200);
+    assert_eq!(connected_status, 200, "{connected_body}");
+    let threads = sim.state().account_named("threads", "Log Person").unwrap();
     let logs = std::fs::read_to_string(&log_path).unwrap();
     assert!(logs.contains("published"), "the publish was logged");
     // Spans: the request (with its id), the actor's message, each platform call.
@@ -386,6 +427,8 @@ async fn logs_of_a_full_publish_carry_no_secret() {
         ("token encryption key", key.as_str()),
         ("session key", session_key.as_str()),
         ("operator token", operator_token),
+        ("connected account's token", threads.access_token.as_str()),
+        ("OAuth client secret", client_secret),
     ] {
         assert!(!logs.contains(secret), "the log contains the {what}");
     }
