@@ -3,14 +3,12 @@
 //! `post_media_view` through field expansion (one call for the whole list). The deprecated
 //! impressions metrics are never requested.
 
-use std::collections::BTreeMap;
-
 use chrono::{Duration, NaiveDate};
 use serde_json::{Value, json};
 
 use super::{
-    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, each_metric, meta_day, meta_value,
-    unix_day, with_failures,
+    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, day_window, each_metric, meta_day,
+    meta_value, values_on, with_failures,
 };
 use crate::platforms::{PlatformError, meta::Graph};
 
@@ -249,19 +247,8 @@ pub async fn daily(
     date: NaiveDate,
 ) -> Result<DailyMetrics, PlatformError> {
     let (series, mut failed_metrics) = page_series(ctx, "day", date, date).await?;
-    let page_metrics: BTreeMap<String, Value> = series
-        .into_iter()
-        .map(|(name, points)| {
-            let value: u64 = points
-                .iter()
-                .filter(|(d, _)| *d == date)
-                .map(|(_, v)| v)
-                .sum();
-            (name, json!(value))
-        })
-        .collect();
-    let since = unix_day(date).to_string();
-    let until = unix_day(date + Duration::days(1)).to_string();
+    let page_metrics = values_on(series, date);
+    let (since, until) = day_window(date);
     let (posts, post_failures) = list_posts(
         ctx,
         &[("since", &since), ("until", &until), ("limit", "100")],

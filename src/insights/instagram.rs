@@ -2,14 +2,12 @@
 //! `/{ig-user}/insights` as daily series, media from `/{ig-user}/media`, and each media's
 //! metrics from `/{media}/insights` with the metrics its type has (spec §2.8: reels have more).
 
-use std::collections::BTreeMap;
-
 use chrono::{Duration, NaiveDate};
 use serde_json::{Value, json};
 
 use super::{
-    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, each_metric, facebook::series_of,
-    meta_value, unix_day, with_failures,
+    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, day_window, each_metric,
+    facebook::series_of, meta_value, unix_day, values_on, with_failures,
 };
 use crate::platforms::{PlatformError, meta::Graph};
 
@@ -232,19 +230,8 @@ pub async fn daily(
     date: NaiveDate,
 ) -> Result<DailyMetrics, PlatformError> {
     let (series, mut failed_metrics) = account_series(ctx, "day", date, date).await?;
-    let page_metrics: BTreeMap<String, Value> = series
-        .into_iter()
-        .map(|(name, points)| {
-            let value: u64 = points
-                .iter()
-                .filter(|(d, _)| *d == date)
-                .map(|(_, v)| v)
-                .sum();
-            (name, json!(value))
-        })
-        .collect();
-    let since = unix_day(date).to_string();
-    let until = unix_day(date + Duration::days(1)).to_string();
+    let page_metrics = values_on(series, date);
+    let (since, until) = day_window(date);
     let (media, media_failures) = list_media(
         ctx,
         &[("since", &since), ("until", &until), ("limit", "25")],

@@ -142,6 +142,30 @@ pub(crate) fn meta_day(end_time: &str) -> Option<NaiveDate> {
         .map(|t| (t - chrono::Duration::days(1)).date_naive())
 }
 
+/// Each metric's value on `date`, from daily series.
+pub(crate) fn values_on(
+    series: Vec<(String, Vec<(NaiveDate, u64)>)>,
+    date: NaiveDate,
+) -> BTreeMap<String, Value> {
+    series
+        .into_iter()
+        .map(|(name, points)| {
+            let value: u64 = points
+                .iter()
+                .filter(|(d, _)| *d == date)
+                .map(|(_, v)| v)
+                .sum();
+            (name, Value::from(value))
+        })
+        .collect()
+}
+
+/// `since`/`until` (unix seconds, `until` exclusive) of the UTC day `date`, for post lists.
+pub(crate) fn day_window(date: NaiveDate) -> (String, String) {
+    let next = date.succ_opt().unwrap_or(date);
+    (unix_day(date).to_string(), unix_day(next).to_string())
+}
+
 /// Unix seconds of midnight UTC starting `date`.
 pub(crate) fn unix_day(date: NaiveDate) -> i64 {
     date.and_hms_opt(0, 0, 0)

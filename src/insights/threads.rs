@@ -8,8 +8,8 @@ use chrono::{Duration, NaiveDate};
 use serde_json::{Value, json};
 
 use super::{
-    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, each_metric, meta_value, unix_day,
-    with_failures,
+    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, day_window, each_metric,
+    meta_value, unix_day, with_failures,
 };
 use crate::platforms::{PlatformError, meta::Graph};
 
@@ -196,8 +196,7 @@ pub async fn daily(
         .iter()
         .filter_map(|item| Some((item["name"].as_str()?.to_string(), json!(total_of(item)))))
         .collect();
-    let since = unix_day(date).to_string();
-    let until = unix_day(date + Duration::days(1)).to_string();
+    let (since, until) = day_window(date);
     let (threads, thread_failures) = list_threads(
         ctx,
         &[("since", &since), ("until", &until), ("limit", "25")],

@@ -226,6 +226,38 @@ async fn call(
     })
 }
 
+/// Who connected, as the platform's profile call says.
+struct Profile {
+    external_id: String,
+    display_name: String,
+    username: Option<String>,
+    picture: Option<String>,
+}
+
+impl Profile {
+    /// The identity with the tokens of an OAuth token answer (`refresh_token`, `expires_in`).
+    fn with_tokens(
+        self,
+        platform: Platform,
+        access_token: String,
+        tokens: &Value,
+        now: DateTime<Utc>,
+    ) -> Identity {
+        Identity {
+            platform,
+            external_id: self.external_id,
+            display_name: self.display_name,
+            username: self.username,
+            account_type: None,
+            profile_picture_url: self.picture,
+            access_token,
+            refresh_token: tokens["refresh_token"].as_str().map(str::to_string),
+            token_expires_at: expiry(now, tokens, "expires_in"),
+            data_access_expires_at: None,
+        }
+    }
+}
+
 fn expiry(now: DateTime<Utc>, body: &Value, field: &str) -> Option<DateTime<Utc>> {
     body[field]
         .as_i64()
@@ -450,8 +482,7 @@ pub async fn complete(
             )
             .await?;
             let user = &info["data"]["user"];
-            Ok(vec![Identity {
-                platform,
+            let profile = Profile {
                 external_id: text(&tokens["open_id"])
                     .or_else(|| text(&user["open_id"]))
                     .ok_or_else(|| OAuthError::Refused("tiktok gave no open_id".into()))?,
@@ -460,13 +491,9 @@ pub async fn complete(
                     .unwrap_or_default()
                     .to_string(),
                 username: user["username"].as_str().map(str::to_string),
-                account_type: None,
-                profile_picture_url: user["avatar_url"].as_str().map(str::to_string),
-                access_token: token,
-                refresh_token: tokens["refresh_token"].as_str().map(str::to_string),
-                token_expires_at: expiry(now, &tokens, "expires_in"),
-                data_access_expires_at: None,
-            }])
+                picture: user["avatar_url"].as_str().map(str::to_string),
+            };
+            Ok(vec![profile.with_tokens(platform, token, &tokens, now)])
         }
         Platform::Youtube => {
             let tokens = call(
@@ -499,22 +526,17 @@ pub async fn complete(
             .await?;
             let channel = &channels["items"][0];
             let snippet = &channel["snippet"];
-            Ok(vec![Identity {
-                platform,
+            let profile = Profile {
                 external_id: text(&channel["id"]).ok_or_else(|| {
                     OAuthError::Refused("the Google account has no youtube channel".into())
                 })?,
                 display_name: snippet["title"].as_str().unwrap_or_default().to_string(),
                 username: snippet["customUrl"].as_str().map(str::to_string),
-                account_type: None,
-                profile_picture_url: snippet["thumbnails"]["default"]["url"]
+                picture: snippet["thumbnails"]["default"]["url"]
                     .as_str()
                     .map(str::to_string),
-                access_token: token,
-                refresh_token: tokens["refresh_token"].as_str().map(str::to_string),
-                token_expires_at: expiry(now, &tokens, "expires_in"),
-                data_access_expires_at: None,
-            }])
+            };
+            Ok(vec![profile.with_tokens(platform, token, &tokens, now)])
         }
         Platform::X => {
             let base = p.x_url.trim_end_matches('/');
@@ -542,19 +564,14 @@ pub async fn complete(
             )
             .await?;
             let user = &me["data"];
-            Ok(vec![Identity {
-                platform,
+            let profile = Profile {
                 external_id: text(&user["id"])
                     .ok_or_else(|| OAuthError::Refused("x gave no user id".into()))?,
                 display_name: user["name"].as_str().unwrap_or_default().to_string(),
                 username: user["username"].as_str().map(str::to_string),
-                account_type: None,
-                profile_picture_url: None,
-                access_token: token,
-                refresh_token: tokens["refresh_token"].as_str().map(str::to_string),
-                token_expires_at: expiry(now, &tokens, "expires_in"),
-                data_access_expires_at: None,
-            }])
+                picture: None,
+            };
+            Ok(vec![profile.with_tokens(platform, token, &tokens, now)])
         }
     }
 }
