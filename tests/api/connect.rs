@@ -102,7 +102,9 @@ async fn each_platform_connects_through_its_oauth_flow() {
         let expires = account["expires_at"]
             .as_str()
             .map(|s| chrono::DateTime::parse_from_rfc3339(s).unwrap());
-        let days = expires.map(|e| (e.with_timezone(&chrono::Utc) - now).num_days());
+        // Seconds from now, to the second (the response has milliseconds; the clock has more).
+        let lifetime = expires
+            .map(|e| ((e.with_timezone(&chrono::Utc) - now).num_milliseconds() + 999) / 1000);
         match platform {
             "facebook" => {
                 assert_eq!(
@@ -114,10 +116,15 @@ async fn each_platform_connects_through_its_oauth_flow() {
                     account["data_access_expires_at"].as_str().unwrap(),
                 )
                 .unwrap();
-                assert_eq!((data.with_timezone(&chrono::Utc) - now).num_days(), 89);
+                let window = data.with_timezone(&chrono::Utc) - now;
+                assert_eq!((window.num_milliseconds() + 999) / 1000, 90 * 86_400);
             }
-            "instagram" | "threads" => assert_eq!(days, Some(59), "{platform}: 60-day token"),
-            _ => assert_eq!(days, Some(0), "{platform}: short-lived access token"),
+            // The platforms' lifetimes (platform-apis.md): 60 days, 24 h, 1 h, 2 h.
+            "instagram" => assert_eq!(lifetime, Some(5_183_944), "60-day user token"),
+            "threads" => assert_eq!(lifetime, Some(5_184_000), "60-day token"),
+            "tiktok" => assert_eq!(lifetime, Some(86_400)),
+            "youtube" => assert_eq!(lifetime, Some(3_599)),
+            _ => assert_eq!(lifetime, Some(7_200), "{platform}"),
         }
     }
     // The accounts are the user's, and a connected account publishes with its new token.
