@@ -91,6 +91,7 @@ async fn main() {
         BuildOptions {
             clock: None,
             pg_schema: schema,
+            ..BuildOptions::default()
         },
     )
     .await

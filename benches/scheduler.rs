@@ -93,6 +93,7 @@ async fn main() {
         BuildOptions {
             clock: None,
             pg_schema: schema.clone(),
+            ..BuildOptions::default()
         },
     )
     .await

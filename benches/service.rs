@@ -195,6 +195,7 @@ async fn main() {
         BuildOptions {
             clock: None,
             pg_schema: schema.clone(),
+            ..BuildOptions::default()
         },
     )
     .await
@@ -405,6 +406,7 @@ async fn main() {
         BuildOptions {
             clock: None,
             pg_schema: schema.clone(),
+            ..BuildOptions::default()
         },
     )
     .await

@@ -121,7 +121,15 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
         .push(format!("127.0.0.1:{}", simulator.port));
 
     let operator_token = secret_text(&config.secrets.operator_token);
-    let app = Application::build(config, BuildOptions::default()).await?;
+    // The actors that call platforms wait until the simulator knows the demo's accounts.
+    let app = Application::build(
+        config,
+        BuildOptions {
+            defer_background: true,
+            ..BuildOptions::default()
+        },
+    )
+    .await?;
     let state = app.state();
     let base_url = state.public_url.clone();
     let now = state.clock.now();
@@ -166,6 +174,7 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
             expires_in: 0,
         });
     }
+    app.start_background();
     let key = crypto::generate_api_key();
     state
         .store

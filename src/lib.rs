@@ -108,6 +108,11 @@ pub struct BuildOptions {
     pub clock: Option<SharedClock>,
     /// PostgreSQL schema to use (tests give each test its own).
     pub pg_schema: Option<String>,
+    /// Leave the background actors that call platforms (scheduler, token keeper, collector)
+    /// stopped until [`Application::start_background`]: the demo first introduces its accounts
+    /// to the in-process simulator, or the collector's catch-up could call it for an account it
+    /// does not know yet and mark that account invalid.
+    pub defer_background: bool,
 }
 
 /// Why the service could not start.
@@ -126,6 +131,25 @@ pub struct Application {
     port: u16,
     server: Server,
     state: web::Data<AppState>,
+    /// Whether the background actors were started (they start once).
+    background_started: Arc<std::sync::Once>,
+}
+
+/// Starts the actors that work on their own and call platforms: the scheduler (due posts), the
+/// token keeper (refreshes) and the collector (daily snapshots, with a catch-up at start).
+fn start_background(state: &web::Data<AppState>, once: &std::sync::Once) {
+    once.call_once(|| {
+        let config = &state.config;
+        if config.scheduler.enabled {
+            let scheduler = SchedulerActor::new(state.clone(), state.instance_id.clone()).start();
+            let _ = state.scheduler.set(scheduler);
+        }
+        TokenKeeper::new(state.clone()).start();
+        if config.collector.enabled {
+            let collector = CollectorActor::new(state.clone(), state.collection_schedule).start();
+            let _ = state.collector.set(collector);
+        }
+    });
 }
 
 impl Application {
@@ -222,14 +246,9 @@ impl Application {
         )
         .start();
 
-        if config.scheduler.enabled {
-            let scheduler = SchedulerActor::new(state.clone(), state.instance_id.clone()).start();
-            let _ = state.scheduler.set(scheduler);
-        }
-        TokenKeeper::new(state.clone()).start();
-        if config.collector.enabled {
-            let collector = CollectorActor::new(state.clone(), state.collection_schedule).start();
-            let _ = state.collector.set(collector);
+        let background_started = Arc::new(std::sync::Once::new());
+        if !options.defer_background {
+            start_background(&state, &background_started);
         }
 
         let server_state = state.clone();
@@ -251,7 +270,14 @@ impl Application {
             port: address.port(),
             server: server.run(),
             state,
+            background_started,
         })
+    }
+
+    /// Starts the background actors that call platforms (scheduler, token keeper, collector)
+    /// when the build deferred them ([`BuildOptions::defer_background`]). Idempotent.
+    pub fn start_background(&self) {
+        start_background(&self.state, &self.background_started);
     }
 
     pub fn port(&self) -> u16 {

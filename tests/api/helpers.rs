@@ -243,6 +243,7 @@ impl TestApp {
                     std::sync::Arc::new(clock.clone()) as social_service::clock::SharedClock
                 }),
                 pg_schema: pg_schema.clone(),
+                ..BuildOptions::default()
             },
         )
         .await
@@ -278,6 +279,7 @@ impl TestApp {
             BuildOptions {
                 clock: Some(std::sync::Arc::new(self.clock.clone())),
                 pg_schema: self.pg_schema.clone(),
+                ..BuildOptions::default()
             },
         )
         .await
