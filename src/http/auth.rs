@@ -299,12 +299,19 @@ pub async fn require_operator_or_api_key(
 }
 
 fn operator_token_matches(req: &ServiceRequest, state: &AppState) -> bool {
-    let presented = req
-        .headers()
+    is_operator_token(bearer_token(req.headers()).unwrap_or(""), state)
+}
+
+/// The token of an `Authorization: Bearer <token>` header, if one was sent.
+pub(crate) fn bearer_token(headers: &header::HeaderMap) -> Option<&str> {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
+}
+
+/// Whether `presented` is the operator token (compared in constant time; never empty).
+pub(crate) fn is_operator_token(presented: &str, state: &AppState) -> bool {
     let expected = state.operator_token.expose_secret();
     !presented.is_empty() && crypto::constant_time_eq(presented, expected)
 }
