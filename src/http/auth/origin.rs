@@ -81,7 +81,12 @@ pub(crate) fn check_request(req: &ServiceRequest, public_url: &str) -> Result<()
         return Ok(());
     }
     check_headers(req.headers(), public_url).map_err(|reason| {
-        tracing::info!(?reason, method = %req.method(), path = req.path(), "cross-site request refused");
+        tracing::info!(
+            ?reason,
+            method = %req.method(),
+            path = req.path(),
+            "cross-site request refused"
+        );
         ApiError::cross_site_request()
     })
 }
@@ -111,6 +116,13 @@ mod tests {
 
     const PUBLIC: &str = "https://social.example.com";
 
+    /// A named case: the headers sent and the verdict.
+    type Case = (
+        &'static str,
+        &'static [(&'static str, &'static [u8])],
+        Result<(), CrossSite>,
+    );
+
     fn headers(pairs: &[(&str, &[u8])]) -> HeaderMap {
         let mut map = HeaderMap::new();
         for (name, value) in pairs {
@@ -125,7 +137,7 @@ mod tests {
     #[test]
     fn requests_are_judged_by_origin_and_fetch_metadata() {
         use CrossSite::*;
-        let cases: &[(&str, &[(&str, &[u8])], Result<(), CrossSite>)] = &[
+        let cases: &[Case] = &[
             ("neither header: a non-browser client", &[], Ok(())),
             (
                 "same origin",
