@@ -129,6 +129,17 @@ impl SessionSigner {
         mac.verify_slice(&signature).ok()?;
         Some(token)
     }
+
+    /// A signer for another purpose, keyed by HMAC(this key, `purpose`): what one signs never
+    /// verifies with the other, so a cookie of one kind cannot be replayed as another kind.
+    pub fn derive(&self, purpose: &str) -> SessionSigner {
+        let mut mac = self.mac();
+        mac.update(b"derive\0");
+        mac.update(purpose.as_bytes());
+        SessionSigner {
+            key: mac.finalize().into_bytes().to_vec(),
+        }
+    }
 }
 
 fn new_hmac(key: &[u8]) -> HmacSha256 {
@@ -299,6 +310,17 @@ mod tests {
         let other = SessionSigner::new("another-key-another-key-another-key");
         assert_eq!(other.verify(&cookie), None);
         assert_eq!(signer.verify("no-dot"), None);
+    }
+
+    #[test]
+    fn a_derived_signer_neither_accepts_nor_is_accepted_by_its_parent() {
+        let parent = SessionSigner::new("0123456789abcdef0123456789abcdef");
+        let operator = parent.derive("operator-cookie");
+        let signed = operator.sign("payload");
+        assert_eq!(operator.verify(&signed), Some("payload"));
+        assert_eq!(parent.verify(&signed), None);
+        assert_eq!(operator.verify(&parent.sign("payload")), None);
+        assert_eq!(parent.derive("another-purpose").verify(&signed), None);
     }
 
     #[test]

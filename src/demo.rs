@@ -215,6 +215,7 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
          simulator:      {sim}   (published posts: {sim}/_sim/published)\n\
          API key:        {api_key}   (shown once; also in {file})\n\
          operator token: {operator_token}\n\
+         operator page:  open {base_url}/admin/login and paste the operator token\n\
          dashboard:      open {login_url}\n\
          connect more:   then open {base_url}/api/connect/threads?login_hint=Demo%20Friend (or facebook, instagram, tiktok, youtube, x)\n\
          accounts:       {n} demo accounts (user {DEMO_EMAIL}, plan ultra)\n\n\

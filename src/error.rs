@@ -69,6 +69,9 @@ pub enum ErrorCode {
     InvalidOAuthState,
     /// The platform refused the connection (denied, bad code, no eligible account).
     ConnectionFailed,
+    /// A state-changing request carrying a cookie came from another site (`Origin` or
+    /// `Sec-Fetch-Site`): refused as a possible cross-site request forgery.
+    CrossSiteRequest,
 }
 
 impl ErrorCode {
@@ -111,6 +114,7 @@ impl ErrorCode {
             Self::UsageLimitExceeded => "UsageLimitExceeded",
             Self::InvalidOAuthState => "InvalidOAuthState",
             Self::ConnectionFailed => "ConnectionFailed",
+            Self::CrossSiteRequest => "CrossSiteRequest",
         }
     }
 
@@ -139,7 +143,7 @@ impl ErrorCode {
             | Self::CarouselCreationFailed
             | Self::InternalServerError => StatusCode::INTERNAL_SERVER_ERROR,
             Self::RateLimitExceeded | Self::UsageLimitExceeded => StatusCode::TOO_MANY_REQUESTS,
-            Self::InsufficientPermissions => StatusCode::FORBIDDEN,
+            Self::InsufficientPermissions | Self::CrossSiteRequest => StatusCode::FORBIDDEN,
             Self::ServiceUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::Timeout => StatusCode::GATEWAY_TIMEOUT,
             Self::AccountNotFound
@@ -272,6 +276,14 @@ impl ApiError {
 
     pub fn service_unavailable(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::ServiceUnavailable, message)
+    }
+
+    /// `CrossSiteRequest` (403): one message whatever the header that gave the request away.
+    pub fn cross_site_request() -> Self {
+        Self::new(
+            ErrorCode::CrossSiteRequest,
+            "Cross-site request refused: state-changing requests must come from this site",
+        )
     }
 
     /// `RateLimitExceeded` with `retry_after` (seconds) and optionally the limiter's headers.

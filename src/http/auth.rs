@@ -1,12 +1,15 @@
 //! The three authentication modes, as middlewares that run before any body is read:
 //! - [`require_api_key`]: the `service-api-key` header (programmatic endpoints). Also meters
 //!   usage (spec §8) and adds the `X-RateLimit-*` headers.
-//! - [`require_session`]: the signed `service_session` cookie (dashboard endpoints).
+//! - [`require_session`]: the signed `service_session` cookie (dashboard endpoints). A
+//!   state-changing request must also come from this site ([`origin`]).
 //! - [`require_operator`]: `Authorization: Bearer <operator token>` (`/admin/*`).
 //!
 //! Each puts what it established into the request extensions, where the matching extractor
 //! ([`ApiCaller`], [`SessionUser`], [`Operator`]) picks it up. An API key is never accepted where
 //! a session is required, nor a session where a key is required.
+
+mod origin;
 
 use std::future::{Ready, ready};
 
@@ -28,6 +31,8 @@ use crate::{
     store::Reservation,
     usage::{self, Plan},
 };
+
+pub use origin::require_same_origin;
 
 /// The API-key header (spec §5).
 pub const API_KEY_HEADER: &str = "service-api-key";
@@ -180,21 +185,33 @@ async fn authenticate_key(req: &ServiceRequest) -> Result<ApiCaller, ApiError> {
     })
 }
 
-/// Middleware: requires a live dashboard session. API keys are refused here.
+/// Middleware: requires a live dashboard session. API keys are refused here. A request that
+/// changes state must also come from this site: the cookie rides along on any site's form post,
+/// so the browser's word on where the request comes from is checked here, once for every
+/// session route.
 pub async fn require_session(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Guarded<impl MessageBody + 'static> {
-    let session = match authenticate_session(&req).await {
+    let state = match state_of(&req) {
+        Ok(state) => state,
+        Err(error) => return refuse(req, error),
+    };
+    let session = match authenticate_session(&req, &state).await {
         Ok(session) => session,
         Err(error) => return refuse(req, error),
     };
+    if let Err(error) = origin::check_request(&req, &state.public_url) {
+        return refuse(req, error);
+    }
     req.extensions_mut().insert(session);
     Ok(next.call(req).await?.map_into_left_body())
 }
 
-async fn authenticate_session(req: &ServiceRequest) -> Result<SessionUser, ApiError> {
-    let state = state_of(req)?;
+async fn authenticate_session(
+    req: &ServiceRequest,
+    state: &AppState,
+) -> Result<SessionUser, ApiError> {
     let Some(cookie) = req.cookie(SESSION_COOKIE) else {
         if req.headers().contains_key(API_KEY_HEADER) {
             return Err(ApiError::unauthorized(
@@ -282,12 +299,19 @@ pub async fn require_operator_or_api_key(
 }
 
 fn operator_token_matches(req: &ServiceRequest, state: &AppState) -> bool {
-    let presented = req
-        .headers()
+    is_operator_token(bearer_token(req.headers()).unwrap_or(""), state)
+}
+
+/// The token of an `Authorization: Bearer <token>` header, if one was sent.
+pub(crate) fn bearer_token(headers: &header::HeaderMap) -> Option<&str> {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
+}
+
+/// Whether `presented` is the operator token (compared in constant time; never empty).
+pub(crate) fn is_operator_token(presented: &str, state: &AppState) -> bool {
     let expected = state.operator_token.expose_secret();
     !presented.is_empty() && crypto::constant_time_eq(presented, expected)
 }

@@ -1,8 +1,8 @@
 //! Dashboard sign-in through the OpenID Connect provider, and sign-out.
 //!
 //! `GET /auth/login` → provider → `GET /auth/callback` (creates the user on first sign-in and a
-//! session) → redirect to `return_to` (a local path). `POST /auth/logout` revokes the session
-//! server-side. `GET /auth/me` shows who is signed in.
+//! session) → redirect to `return_to` (a same-site path, see [`safe_return_to`]).
+//! `POST /auth/logout` revokes the session server-side. `GET /auth/me` shows who is signed in.
 
 use actix_web::{
     HttpRequest, HttpResponse,
@@ -15,7 +15,9 @@ use chrono::Duration;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::auth::{SESSION_COOKIE, SessionUser, require_session};
+use url::{Position, Url};
+
+use super::auth::{SESSION_COOKIE, SessionUser, require_same_origin, require_session};
 use crate::{
     AppState,
     crypto::{self, Pkce},
@@ -26,11 +28,21 @@ use crate::{
 
 /// How long a sign-in may take between `/auth/login` and the callback.
 const LOGIN_STATE_TTL_MINUTES: i64 = 10;
+/// Where a sign-in lands without a (usable) `return_to`.
+const DEFAULT_LANDING: &str = "/auth/me";
+/// Longest `return_to` kept; a longer one is no page of ours.
+const MAX_RETURN_TO_LEN: usize = 2048;
+/// Longest `state` looked up; ours are 32 characters.
+const MAX_STATE_LEN: usize = 128;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/auth/login").route(web::get().to(login)))
         .service(web::resource("/auth/callback").route(web::get().to(callback)))
-        .service(web::resource("/auth/logout").route(web::post().to(logout)))
+        .service(
+            web::resource("/auth/logout")
+                .wrap(from_fn(require_same_origin))
+                .route(web::post().to(logout)),
+        )
         .service(
             web::resource("/auth/me")
                 .wrap(from_fn(require_session))
@@ -60,9 +72,65 @@ struct LoginQuery {
     login_hint: Option<String>,
 }
 
-/// Only local paths are accepted as redirect targets (no open redirect).
-fn safe_return_to(raw: Option<String>) -> Option<String> {
-    raw.filter(|path| path.starts_with('/') && !path.starts_with("//") && !path.contains('\\'))
+/// The path to land on after sign-in, if `raw` is a same-site absolute path; `None` (the default
+/// landing) otherwise, never an error.
+///
+/// Browsers forgive a lot in a `Location`: they drop tabs and newlines (`/\t/evil.example` becomes
+/// `//evil.example`, another host), read `\` as `/`, and some decode once more. So anything that
+/// holds a control character, a backslash or `//` in its path, as such or percent-encoded, here or
+/// after one or two rounds of decoding, is refused before the URL is even parsed. What is left is
+/// resolved against the public URL and kept only if it stays on that origin; the result is the
+/// parser's own serialization (path, query, fragment), which is plain ASCII and a valid header.
+pub(crate) fn safe_return_to(raw: &str, public_url: &str) -> Option<String> {
+    if raw.len() > MAX_RETURN_TO_LEN || !raw.starts_with('/') {
+        return None;
+    }
+    let once = percent_decode(raw.as_bytes());
+    let twice = percent_decode(&once);
+    if [raw.as_bytes(), &once, &twice].into_iter().any(is_hostile) {
+        return None;
+    }
+    let base = Url::parse(public_url).ok()?;
+    let target = base.join(raw).ok()?;
+    (target.origin().is_tuple() && target.origin() == base.origin())
+        .then(|| target[Position::BeforePath..].to_string())
+}
+
+/// A control character or a backslash anywhere, or `//` in the path.
+fn is_hostile(candidate: &[u8]) -> bool {
+    let path_end = candidate
+        .iter()
+        .position(|&b| b == b'?' || b == b'#')
+        .unwrap_or(candidate.len());
+    candidate
+        .iter()
+        .any(|&b| b.is_ascii_control() || b == b'\\')
+        || candidate[..path_end].windows(2).any(|pair| pair == b"//")
+}
+
+/// One round of percent-decoding; a `%` not followed by two hex digits stays as it is.
+fn percent_decode(input: &[u8]) -> Vec<u8> {
+    let hex = |b: u8| char::from(b).to_digit(16);
+    let mut out = Vec::with_capacity(input.len());
+    let mut i = 0;
+    while i < input.len() {
+        let escaped = match input.get(i..i + 3) {
+            Some([b'%', high, low]) => hex(*high).zip(hex(*low)),
+            _ => None,
+        };
+        match escaped {
+            // Two hex digits make at most 0xff.
+            Some((high, low)) => {
+                out.push((high * 16 + low) as u8);
+                i += 3;
+            }
+            None => {
+                out.push(input[i]);
+                i += 1;
+            }
+        }
+    }
+    out
 }
 
 fn redirect_uri(state: &AppState) -> String {
@@ -83,7 +151,9 @@ async fn login(
         purpose: "login".into(),
         pkce_verifier: pkce.verifier,
         nonce: crypto::random_token(16),
-        return_to: safe_return_to(query.return_to),
+        return_to: query
+            .return_to
+            .and_then(|raw| safe_return_to(&raw, &state.public_url)),
         created_at: now,
         expires_at: now + Duration::minutes(LOGIN_STATE_TTL_MINUTES),
     };
@@ -127,17 +197,21 @@ async fn callback(
     let state_value = query
         .state
         .ok_or_else(|| ApiError::missing_parameter("state"))?;
+    let unknown_state = || {
+        ApiError::invalid_request("Unknown or expired sign-in state; start again at /auth/login")
+    };
+    // Ours are base64url: anything else is unknown without asking the database (PostgreSQL
+    // refuses a NUL byte in text with an error, which would otherwise surface as a 500).
+    if !is_state_shaped(&state_value) {
+        return Err(unknown_state());
+    }
     let now = state.clock.now();
     let login_state = state
         .store
         .take_login_state(&state_value, now)
         .await?
         .filter(|s| s.purpose == "login")
-        .ok_or_else(|| {
-            ApiError::invalid_request(
-                "Unknown or expired sign-in state; start again at /auth/login",
-            )
-        })?;
+        .ok_or_else(unknown_state)?;
     let identity = state
         .oidc
         .exchange_code(
@@ -172,11 +246,24 @@ async fn callback(
         .secure(state.cookie_secure)
         .max_age(CookieDuration::seconds(ttl.num_seconds()))
         .finish();
-    let target = login_state.return_to.unwrap_or_else(|| "/auth/me".into());
+    // Checked again: a sign-in started before an upgrade may carry a path stored unchecked.
+    let target = login_state
+        .return_to
+        .and_then(|raw| safe_return_to(&raw, &state.public_url))
+        .unwrap_or_else(|| DEFAULT_LANDING.into());
     Ok(HttpResponse::SeeOther()
         .cookie(cookie)
         .insert_header((header::LOCATION, target))
         .finish())
+}
+
+/// Whether `value` could be a `state` we issued (base64url, not too long).
+fn is_state_shaped(value: &str) -> bool {
+    !value.is_empty()
+        && value.len() <= MAX_STATE_LEN
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// Revokes the session (if any) and clears the cookie. Idempotent.
@@ -203,4 +290,112 @@ async fn logout(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResp
 
 async fn me(session: SessionUser) -> HttpResponse {
     HttpResponse::Ok().json(json!({"success": true, "user": views::user(&session.user)}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PUBLIC: &str = "https://social.example.com";
+
+    #[test]
+    fn same_site_paths_are_kept_in_their_normal_form() {
+        let cases = [
+            ("a plain path", "/api/keys", "/api/keys"),
+            (
+                "a path with its query",
+                "/api/keys?page=2&x=y",
+                "/api/keys?page=2&x=y",
+            ),
+            (
+                "a query holding a URL",
+                "/r?next=https://a.example/b",
+                "/r?next=https://a.example/b",
+            ),
+            ("a fragment", "/docs#keys", "/docs#keys"),
+            (
+                "an encoded slash inside a segment",
+                "/files/a%2Fb",
+                "/files/a%2Fb",
+            ),
+            ("dot segments resolve", "/a/../b/./c", "/b/c"),
+            ("climbing above the root stays at it", "/../../etc", "/etc"),
+            ("a space is encoded", "/a b", "/a%20b"),
+            ("non-ASCII is encoded", "/café", "/caf%C3%A9"),
+            (
+                "an at sign is only a path",
+                "/@evil.example",
+                "/@evil.example",
+            ),
+            ("the root", "/", "/"),
+        ];
+        for (name, raw, kept) in cases {
+            assert_eq!(safe_return_to(raw, PUBLIC).as_deref(), Some(kept), "{name}");
+        }
+    }
+
+    #[test]
+    fn anything_that_could_leave_the_site_is_refused() {
+        let long = format!("/{}", "a".repeat(MAX_RETURN_TO_LEN));
+        let cases = [
+            ("empty", ""),
+            ("relative", "api/keys"),
+            ("absolute URL", "https://evil.example/"),
+            (
+                "same origin spelled out",
+                "https://social.example.com/api/keys",
+            ),
+            ("scheme-relative", "//evil.example"),
+            ("triple slash", "///evil.example"),
+            ("backslash", "/\\evil.example"),
+            ("backslash later", "/a\\b"),
+            ("tab", "/\t/evil.example"),
+            ("newline", "/\n/evil.example"),
+            ("carriage return", "/\r/evil.example"),
+            ("NUL", "/\0/evil.example"),
+            ("DEL", "/a\x7f"),
+            ("encoded tab", "/%09/evil.example"),
+            ("encoded newline", "/%0A/evil.example"),
+            ("encoded carriage return", "/%0d/evil.example"),
+            ("encoded NUL", "/%00"),
+            ("encoded backslash", "/%5Cevil.example"),
+            ("encoded slash after a slash", "/%2F/evil.example"),
+            ("encoded slash before a slash", "/%2f/evil.example"),
+            ("two encoded slashes", "/%2F%2Fevil.example"),
+            ("only encoded slashes", "%2F%2Fevil.example"),
+            ("double-encoded tab", "/%2509/evil.example"),
+            ("double-encoded slash", "/%252F/evil.example"),
+            ("double-encoded backslash", "/%255Cevil.example"),
+            ("double slash inside the path", "/a//b"),
+            ("control character in the query", "/a?x=\n"),
+            (
+                "encoded control character in the query",
+                "/a?x=%0D%0ASet-Cookie:x=y",
+            ),
+            ("too long", long.as_str()),
+        ];
+        for (name, raw) in cases {
+            assert_eq!(safe_return_to(raw, PUBLIC), None, "{name}: {raw:?}");
+        }
+    }
+
+    #[test]
+    fn without_a_usable_public_url_nothing_is_kept() {
+        assert_eq!(safe_return_to("/api/keys", "not a url"), None);
+        assert_eq!(safe_return_to("/api/keys", "file:///srv"), None);
+    }
+
+    #[test]
+    fn percent_decoding_leaves_stray_percent_signs_alone() {
+        assert_eq!(percent_decode(b"%41%zz%4"), b"A%zz%4".to_vec());
+        assert_eq!(percent_decode(b"%2f%2F"), b"//".to_vec());
+    }
+
+    #[test]
+    fn only_state_shaped_values_are_looked_up() {
+        assert!(is_state_shaped(&crypto::random_token(24)));
+        for bad in ["", "a\0b", "a b", "a.b", &"a".repeat(MAX_STATE_LEN + 1)] {
+            assert!(!is_state_shaped(bad), "{bad:?}");
+        }
+    }
 }

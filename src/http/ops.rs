@@ -1,13 +1,14 @@
 //! Operating the service: `/healthz` and `/readyz` (no authentication, no internals), `/metrics`
 //! (Prometheus text; operator token), and the account-actor view `GET /api/admin/actors` with its
-//! small self-refreshing page `GET /admin/actors`.
+//! small self-refreshing page `GET /admin/actors`, which has its own sign-in ([`signin`]).
 
-use actix_web::{HttpRequest, HttpResponse, http::header, middleware::from_fn, web};
-use secrecy::ExposeSecret;
+mod signin;
+
+use actix_web::{HttpRequest, HttpResponse, middleware::from_fn, web};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::auth::{Operator, require_operator};
+use super::auth::{Operator, bearer_token, is_operator_token, require_operator};
 use crate::{
     AppState,
     actors::{
@@ -15,7 +16,6 @@ use crate::{
         collector::{CollectorStatus, GetCollectorStatus},
         scheduler::{GetStatus, SchedulerStatus},
     },
-    crypto,
     error::ApiError,
 };
 
@@ -33,6 +33,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .route(web::get().to(actors)),
         )
         .service(web::resource("/admin/actors").route(web::get().to(actors_page)));
+    signin::configure(cfg);
 }
 
 /// The process is alive and serving.
@@ -88,8 +89,6 @@ async fn metrics(state: web::Data<AppState>, _operator: Operator) -> HttpRespons
 struct ActorsQuery {
     platform: Option<String>,
     state: Option<String>,
-    /// The page only: the operator token, for browsers that cannot send a header.
-    token: Option<String>,
 }
 
 /// The actor view, serialized in one pass (no intermediate JSON tree: it may hold 10,000
@@ -157,24 +156,36 @@ fn escape_html(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// The same view as a page that refreshes itself every 5 s. Takes the operator token as a
-/// bearer header or `?token=` (a browser address bar cannot send headers).
+/// Who may open the page.
+enum PageAccess {
+    Granted,
+    /// A browser without credentials: show it the sign-in form.
+    SignIn,
+    Refused,
+}
+
+/// The bearer header when one is sent (a wrong one is refused, cookie or not), else the page's
+/// cookie. Never a token in the address: it would land in the history and in logs.
+fn page_access(req: &HttpRequest, state: &AppState) -> PageAccess {
+    match bearer_token(req.headers()) {
+        Some(token) if is_operator_token(token, state) => PageAccess::Granted,
+        Some(_) => PageAccess::Refused,
+        None if signin::has_operator_cookie(req, state) => PageAccess::Granted,
+        None if signin::wants_html(req) => PageAccess::SignIn,
+        None => PageAccess::Refused,
+    }
+}
+
+/// The same view as a page that refreshes itself every 5 s, for the operator's browser.
 async fn actors_page(
     state: web::Data<AppState>,
     req: HttpRequest,
     query: web::Query<ActorsQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let presented = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .or(query.token.as_deref())
-        .unwrap_or("");
-    if presented.is_empty()
-        || !crypto::constant_time_eq(presented, state.operator_token.expose_secret())
-    {
-        return Err(ApiError::unauthorized("Operator token required"));
+    match page_access(&req, &state) {
+        PageAccess::Granted => {}
+        PageAccess::SignIn => return Ok(signin::to_login()),
+        PageAccess::Refused => return Err(ApiError::unauthorized("Operator token required")),
     }
     let view = serde_json::to_value(view(&state, &query).await?).map_err(ApiError::internal)?;
     let mut rows = String::new();
@@ -218,10 +229,11 @@ async fn actors_page(
          <table><tr><th>platform</th><th>name</th><th>account</th><th>state</th><th>queue</th>\
          <th>in flight (ms)</th><th>limiter</th><th>token</th><th>published</th><th>failed</th><th>last error</th></tr>\n\
          {rows}</table><h2>Scheduler</h2><pre>{scheduler}</pre><h2>Collector</h2><pre>{collector}</pre>\
+         <form method=post action=/admin/logout><button type=submit>Sign out</button></form>\
          </body></html>",
         count = view["count"],
     );
-    Ok(HttpResponse::Ok()
-        .content_type("text/html; charset=utf-8")
-        .body(html))
+    let mut response = HttpResponse::Ok();
+    signin::page_headers(&mut response);
+    Ok(response.body(html))
 }

@@ -338,3 +338,185 @@ async fn sign_in_is_unavailable_when_not_configured() {
     assert_eq!(status, 503);
     assert_eq!(body["error"], "ServiceUnavailable");
 }
+
+/// Signs in with `return_to` set to `encoded` (already percent-encoded, as it goes in the query)
+/// and returns where the callback sends the browser. The sign-in itself must succeed.
+async fn landing_after_sign_in(app: &TestApp, encoded: &str) -> String {
+    let client = Client::builder().redirect(Policy::none()).build().unwrap();
+    let login = client
+        .get(app.url(&format!(
+            "/auth/login?login_hint=land@example.com&return_to={encoded}"
+        )))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(login.status(), 302, "{encoded}");
+    let authorize = login.headers()[header::LOCATION].to_str().unwrap();
+    let idp = client.get(authorize).send().await.unwrap();
+    assert_eq!(idp.status(), 302, "{encoded}");
+    let callback = idp.headers()[header::LOCATION].to_str().unwrap();
+    let path = &callback[callback.find("/auth/callback").unwrap()..];
+    let response = client.get(app.url(path)).send().await.unwrap();
+    assert_eq!(response.status(), 303, "{encoded}");
+    let cookie = response.headers()[header::SET_COOKIE].to_str().unwrap();
+    assert!(
+        cookie.starts_with("service_session="),
+        "{encoded}: signed in"
+    );
+    response.headers()[header::LOCATION]
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+/// `return_to` values (percent-encoded for the query) that must not leave the default landing.
+const HOSTILE_RETURN_TO: &[&str] = &[
+    // The reported one: a tab, which browsers drop, making `//evil.example`.
+    "%2F%09%2Fevil.example",
+    "%2F%0A%2Fevil.example",
+    "%2F%0D%2Fevil.example",
+    "%2F%00%2Fevil.example",
+    "%2F%0D%0ASet-Cookie%3A%20x%3Dy",
+    "%2F%5Cevil.example",
+    "%2F%5C%5Cevil.example",
+    "%2F%2Fevil.example",
+    "%2F%2F%2Fevil.example",
+    "https%3A%2F%2Fevil.example%2F",
+    "evil.example",
+    // Encoded once more: the service receives `%09`, `%5C`, `/%2F`, `%2F%2F`, …
+    "%2F%2509%2Fevil.example",
+    "%2F%250A%2Fevil.example",
+    "%2F%250D%2Fevil.example",
+    "%2F%2500%2Fevil.example",
+    "%2F%255Cevil.example",
+    "%2F%252F%2Fevil.example",
+    "%2F%252F%252Fevil.example",
+    "%252F%252Fevil.example",
+    // And once more again.
+    "%2F%252509%2Fevil.example",
+    "%2F%25252F%2Fevil.example",
+];
+
+#[actix_web::test]
+async fn after_sign_in_only_a_same_site_path_is_followed() {
+    let app = TestApp::spawn().await;
+    // A good path is kept, with its query.
+    assert_eq!(
+        landing_after_sign_in(&app, "%2Fapi%2Fkeys%3Fpage%3D2%26sort%3Dname").await,
+        "/api/keys?page=2&sort=name"
+    );
+    assert_eq!(landing_after_sign_in(&app, "").await, "/auth/me");
+    for hostile in HOSTILE_RETURN_TO {
+        assert_eq!(
+            landing_after_sign_in(&app, hostile).await,
+            "/auth/me",
+            "return_to={hostile}"
+        );
+    }
+}
+
+#[actix_web::test]
+async fn no_input_to_the_sign_in_routes_gets_a_5xx() {
+    let app = TestApp::spawn().await;
+    // A sign-in state the service really issued, for a callback with a bad code.
+    let login = app
+        .http
+        .get(app.url("/auth/login?login_hint=odd@example.com"))
+        .send()
+        .await
+        .unwrap();
+    let authorize = url::Url::parse(login.headers()[header::LOCATION].to_str().unwrap()).unwrap();
+    let issued = authorize
+        .query_pairs()
+        .find(|(k, _)| k == "state")
+        .unwrap()
+        .1
+        .to_string();
+
+    let mut paths: Vec<(String, u16)> = HOSTILE_RETURN_TO
+        .iter()
+        .map(|hostile| (format!("/auth/login?return_to={hostile}"), 302))
+        .collect();
+    let long = "a".repeat(4000);
+    paths.extend([
+        (format!("/auth/login?return_to=%2F{long}"), 302),
+        ("/auth/login?login_hint=%00%0A%0D%5C".into(), 302),
+        ("/auth/login?return_to=%2Fa&return_to=%2Fb".into(), 400),
+        ("/auth/login?return_to=%FF%FE".into(), 302),
+        ("/auth/callback".into(), 400),
+        ("/auth/callback?code=".into(), 400),
+        ("/auth/callback?code=x&state=".into(), 400),
+        ("/auth/callback?code=x&state=%00".into(), 400),
+        ("/auth/callback?code=x&state=a%0Ab".into(), 400),
+        ("/auth/callback?code=x&state=%FF%FE".into(), 400),
+        ("/auth/callback?code=x&state=%27%3B--".into(), 400),
+        (format!("/auth/callback?code=x&state={long}"), 400),
+        ("/auth/callback?code=a&code=b&state=x".into(), 400),
+        ("/auth/callback?code=x&state=a&state=b".into(), 400),
+        ("/auth/callback?error=access_denied".into(), 401),
+        ("/auth/callback?error=a&error=b".into(), 400),
+        (
+            "/auth/callback?error=%00&error_description=%0D%0A".into(),
+            401,
+        ),
+        ("/auth/callback?error=&code=x&state=y".into(), 401),
+        (
+            format!("/auth/callback?code=not-a-code&state={issued}"),
+            401,
+        ),
+        ("/auth/me".into(), 401),
+    ]);
+    for (path, expected) in paths {
+        let response = app.http.get(app.url(&path)).send().await.unwrap();
+        let status = response.status().as_u16();
+        if status >= 400 {
+            let (_, body) = status_and_json(response).await;
+            assert_eq!(body["success"], false, "{path}: {body}");
+            assert!(body["error"].is_string(), "{path}: {body}");
+        }
+        assert_eq!(status, expected, "{path}");
+    }
+
+    // Cookies no session ever had, on sign-out and on `me`.
+    for cookie in [
+        "service_session=",
+        "service_session=.",
+        "service_session=%00.%00",
+        "service_session=a.b.c",
+        "service_session=\"quoted\"",
+        "service_session",
+        "=;;=",
+    ] {
+        let response = app
+            .http
+            .post(app.url("/auth/logout"))
+            .header(header::COOKIE, cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "logout with {cookie}");
+        let response = app
+            .http
+            .get(app.url("/auth/me"))
+            .header(header::COOKIE, cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 401, "me with {cookie}");
+    }
+    // Wrong methods answer in catalogue form too.
+    for (method, path) in [
+        (reqwest::Method::POST, "/auth/login"),
+        (reqwest::Method::POST, "/auth/callback"),
+        (reqwest::Method::GET, "/auth/logout"),
+        (reqwest::Method::PUT, "/auth/logout"),
+    ] {
+        let response = app
+            .http
+            .request(method.clone(), app.url(path))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 405, "{method} {path}");
+    }
+}

@@ -17,6 +17,24 @@ async fn operator_get(app: &TestApp, path: &str) -> reqwest::Response {
         .unwrap()
 }
 
+/// A browser (cookie jar, no redirects followed) signed in to the operator page through its form.
+pub async fn operator_browser(app: &TestApp) -> reqwest::Client {
+    let browser = reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let response = browser
+        .post(app.url("/admin/login"))
+        .form(&[("token", OPERATOR_TOKEN)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 303);
+    assert_eq!(response.headers()["location"], "/admin/actors");
+    browser
+}
+
 #[actix_web::test]
 async fn health_checks_need_no_authentication_and_leak_nothing() {
     let app = TestApp::spawn_with(|config| config.collector.enabled = true).await;
@@ -136,13 +154,9 @@ async fn the_actor_view_shows_a_busy_actor_and_its_queue() {
         (400, "InvalidRequest")
     );
 
-    // The page shows the same, with the token in the address.
-    let page = app
-        .http
-        .get(app.url(&format!("/admin/actors?token={OPERATOR_TOKEN}")))
-        .send()
-        .await
-        .unwrap();
+    // The page shows the same, to an operator signed in through its form.
+    let browser = operator_browser(&app).await;
+    let page = browser.get(app.url("/admin/actors")).send().await.unwrap();
     assert_eq!(page.status(), 200);
     assert!(
         page.headers()["content-type"]
@@ -155,7 +169,8 @@ async fn the_actor_view_shows_a_busy_actor_and_its_queue() {
     assert!(html.contains(&publisher.account.id.to_string()));
     let page = app
         .http
-        .get(app.url("/admin/actors?token=wrong"))
+        .get(app.url("/admin/actors"))
+        .bearer_auth("wrong")
         .send()
         .await
         .unwrap();
