@@ -8,6 +8,7 @@
 //! exactly one place ([`PlatformError::into_api_error`]).
 
 pub mod facebook;
+pub mod ids;
 pub mod instagram;
 pub mod meta;
 pub mod threads;
@@ -46,6 +47,14 @@ pub struct AccountCredentials {
     pub external_id: String,
     pub display_name: String,
     pub access_token: SecretString,
+}
+
+impl AccountCredentials {
+    /// The account's Graph id (facebook page, instagram user, threads user), checked before it
+    /// goes into a path: a stored id that is not one names no platform object.
+    pub fn graph_id(&self) -> Result<ids::GraphId, PlatformError> {
+        ids::GraphId::parse(&self.external_id).map_err(ids::InvalidId::not_found)
+    }
 }
 
 /// What a successful publish produced.
@@ -100,6 +109,10 @@ pub enum PlatformError {
     /// Any other refusal; the platform's message goes to `details`.
     #[error("platform refused: {0}")]
     Rejected(String),
+    /// The platform has no such object (Graph code 100 subcode 33 on a read, an empty
+    /// `videos.list` or `video/query`), or the id cannot name one (see [`ids`]).
+    #[error("no such object on the platform: {0}")]
+    NotFound(String),
 }
 
 impl PlatformError {
@@ -174,6 +187,9 @@ impl PlatformError {
             .with_details(msg),
             PlatformError::Transient(msg) | PlatformError::Rejected(msg) => {
                 ApiError::publishing_failed(msg)
+            }
+            PlatformError::NotFound(msg) => {
+                ApiError::not_found("The platform has no such object").with_details(msg)
             }
         }
     }
