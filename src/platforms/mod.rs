@@ -317,14 +317,21 @@ pub async fn publish(
     ctx: &PlatformContext<'_>,
     plan: &PublishPlan,
 ) -> Result<Published, PlatformError> {
-    match plan {
+    let result = match plan {
         PublishPlan::Facebook(post) => facebook::publish(ctx, post).await,
         PublishPlan::Instagram(post) => instagram::publish(ctx, post).await,
         PublishPlan::Threads(post) => threads::publish(ctx, post).await,
         PublishPlan::Tiktok(post) => tiktok::publish(ctx, post).await,
         PublishPlan::Youtube(post) => youtube::publish(ctx, post).await,
         PublishPlan::X(post) => x::publish(ctx, post).await,
-    }
+    };
+    // A publish names no object the client could have got wrong: "no such object" here (a
+    // container the platform lost, a stored account id that names nothing) is the publish
+    // failing, as any other refusal is, not a 404 for the request.
+    result.map_err(|error| match error {
+        PlatformError::NotFound(message) => PlatformError::Rejected(message),
+        other => other,
+    })
 }
 
 /// Sends a platform call in a `platform_call` span (platform, method, path — never the query,
