@@ -329,6 +329,9 @@ impl ApiError {
                 Some("Missing account_id parameter")
             }
             ErrorCode::AccountNotFound | ErrorCode::InvalidAccountId => Some("Account not found"),
+            // The platform has no such post, or the id cannot name one (the one object a
+            // performance read names besides the account).
+            ErrorCode::NotFound => Some("Post not found"),
             ErrorCode::InternalServerError
             | ErrorCode::PublishingFailed
             | ErrorCode::VideoProcessingFailed
@@ -477,6 +480,11 @@ mod tests {
                 ApiError::internal("boom"),
                 500,
                 "Failed to fetch performance data",
+            ),
+            (
+                ApiError::not_found("The platform has no such object").with_details("x"),
+                404,
+                "Post not found",
             ),
         ];
         for (error, status, text) in cases {

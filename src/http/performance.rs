@@ -16,7 +16,8 @@ use crate::{
     AppState,
     actors::account::{InsightsOutput, InsightsWork},
     error::{ApiError, ErrorCode},
-    insights::{self, AccountSummary, InsightsQuery, catalogue},
+    insights::{self, AccountSummary, InsightsQuery, PostId, catalogue},
+    platforms::PlatformError,
     publish::plan::Platform,
 };
 
@@ -94,13 +95,12 @@ async fn post(
     query: web::Query<PerformanceQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let post_id = path.into_inner();
-    run(&state, &caller, &query, |_| {
-        if post_id.is_empty() || post_id.len() > 128 {
-            return Err(ApiError::invalid_request("post_id is not a valid post id"));
-        }
-        Ok(InsightsQuery::Post {
-            post_id: post_id.clone(),
-        })
+    // Checked against the platform's id grammar here, before the limiter or the platform sees
+    // it: a value that names no post (`..%2F..`, `1?x`, an overlong one) is refused untouched.
+    run(&state, &caller, &query, |summary| {
+        let post_id =
+            PostId::parse(summary.platform, &post_id).map_err(PlatformError::into_api_error)?;
+        Ok(InsightsQuery::Post { post_id })
     })
     .await
 }
@@ -125,11 +125,18 @@ async fn run(
             return Err(not_available(&summary));
         }
         let query = build(&summary)?;
-        match state
+        let names_a_post = matches!(query, InsightsQuery::Post { .. });
+        let output = state
             .supervisor
             .read_insights(&account, &summary, InsightsWork::Query(query))
-            .await?
-        {
+            .await
+            .map_err(|error| match error.code {
+                // Only a post read names an object besides the account: the platform not
+                // knowing the account's own page/user/channel means the account is gone there.
+                ErrorCode::NotFound if !names_a_post => ApiError::account_not_found(),
+                _ => error,
+            })?;
+        match output {
             InsightsOutput::Body(body) => Ok(body),
             InsightsOutput::Daily(_) => Err(ApiError::internal(
                 "the account actor answered a query with daily metrics",

@@ -7,10 +7,17 @@ use chrono::{Duration, NaiveDate};
 use serde_json::{Value, json};
 
 use super::{
-    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, day_window, each_metric, meta_day,
-    meta_value, values_on, with_failures,
+    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId, day_window, each_metric,
+    meta_day, meta_value, values_on, with_failures,
 };
-use crate::platforms::{PlatformError, meta::Graph};
+use crate::{
+    platforms::{
+        PlatformError,
+        ids::{ApiPath, FacebookPostId},
+        meta::Graph,
+    },
+    publish::plan::Platform,
+};
 
 /// Page metrics (spec §2.8; `page_media_view` replaces `page_impressions`).
 pub const PAGE_METRICS: [&str; 3] = [
@@ -89,7 +96,10 @@ pub async fn query(
             (body, failures)
         }
         InsightsQuery::Post { post_id } => {
-            let (post, failures) = each_post(ctx, post_id).await?;
+            let PostId::Facebook(id) = post_id else {
+                return Err(post_id.mismatch(Platform::Facebook));
+            };
+            let (post, failures) = each_post(ctx, id).await?;
             let mut body = head;
             body["post"] = post;
             (body, failures)
@@ -107,7 +117,7 @@ async fn page_series(
     until: NaiveDate,
 ) -> Result<(Vec<(String, Vec<(NaiveDate, u64)>)>, Vec<MetricFailure>), PlatformError> {
     let graph = graph(ctx);
-    let path = format!("{}/insights", ctx.credentials.external_id);
+    let path = ApiPath::id(&ctx.credentials.graph_id()?).then("insights");
     let since = since.to_string();
     let until = (until + Duration::days(1)).to_string();
     each_metric(&PAGE_METRICS, |metrics| {
@@ -195,7 +205,7 @@ async fn list_posts(
     extra: &[(&str, &str)],
 ) -> Result<(Vec<Value>, Vec<MetricFailure>), PlatformError> {
     let graph = graph(ctx);
-    let path = format!("{}/posts", ctx.credentials.external_id);
+    let path = ApiPath::id(&ctx.credentials.graph_id()?).then("posts");
     let fields = expanded_fields();
     let mut params = vec![("fields", fields.as_str())];
     params.extend_from_slice(extra);
@@ -224,14 +234,15 @@ async fn list_posts(
 
 async fn each_post(
     ctx: &InsightsContext<'_>,
-    post_id: &str,
+    post_id: &FacebookPostId,
 ) -> Result<(Value, Vec<MetricFailure>), PlatformError> {
     let graph = graph(ctx);
+    let path = ApiPath::id(post_id);
     let fields = expanded_fields();
-    match graph.get(post_id, &[("fields", fields.as_str())]).await {
+    match graph.get(&path, &[("fields", fields.as_str())]).await {
         Ok(raw) => Ok((post_item(&raw), Vec::new())),
         Err(PlatformError::Rejected(error)) => {
-            let raw = graph.get(post_id, &[("fields", POST_FIELDS)]).await?;
+            let raw = graph.get(&path, &[("fields", POST_FIELDS)]).await?;
             let failures = vec![MetricFailure {
                 metric: POST_METRICS.join(","),
                 error,

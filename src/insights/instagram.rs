@@ -6,10 +6,17 @@ use chrono::{Duration, NaiveDate};
 use serde_json::{Value, json};
 
 use super::{
-    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, day_window, each_metric,
+    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId, day_window, each_metric,
     facebook::series_of, meta_value, unix_day, values_on, with_failures,
 };
-use crate::platforms::{PlatformError, meta::Graph};
+use crate::{
+    platforms::{
+        PlatformError,
+        ids::{ApiPath, GraphId, InvalidId},
+        meta::Graph,
+    },
+    publish::plan::Platform,
+};
 
 /// Account metrics (spec §2.8).
 pub const ACCOUNT_METRICS: [&str; 4] =
@@ -116,10 +123,16 @@ pub async fn query(
             failures
         }
         InsightsQuery::Post { post_id } => {
+            let PostId::Instagram(id) = post_id else {
+                return Err(post_id.mismatch(Platform::Instagram));
+            };
             let raw = graph(ctx)
-                .get(post_id, &[("fields", "id,media_type,media_product_type")])
+                .get(
+                    &ApiPath::id(id),
+                    &[("fields", "id,media_type,media_product_type")],
+                )
                 .await?;
-            let (metrics, failures) = media_metrics(ctx, post_id, &media_type(&raw)).await?;
+            let (metrics, failures) = media_metrics(ctx, id, &media_type(&raw)).await?;
             body["data"] =
                 json!({"platform": "instagram", "data_type": "media", "metrics": metrics});
             failures
@@ -135,7 +148,7 @@ async fn account_series(
     until: NaiveDate,
 ) -> Result<(Vec<(String, Vec<(NaiveDate, u64)>)>, Vec<MetricFailure>), PlatformError> {
     let graph = graph(ctx);
-    let path = format!("{}/insights", ctx.credentials.external_id);
+    let path = ApiPath::id(&ctx.credentials.graph_id()?).then("insights");
     let since = unix_day(since).to_string();
     let until = unix_day(until + Duration::days(1)).to_string();
     each_metric(&ACCOUNT_METRICS, |metrics| {
@@ -162,11 +175,11 @@ async fn account_series(
 /// One media's lifetime metrics for its type.
 async fn media_metrics(
     ctx: &InsightsContext<'_>,
-    media_id: &str,
+    media_id: &GraphId,
     media_type: &str,
 ) -> Result<(serde_json::Map<String, Value>, Vec<MetricFailure>), PlatformError> {
     let graph = graph(ctx);
-    let path = format!("{media_id}/insights");
+    let path = ApiPath::id(media_id).then("insights");
     let (items, failures) = each_metric(metrics_for(media_type), |metrics| {
         let (graph, path) = (&graph, &path);
         async move {
@@ -196,23 +209,24 @@ async fn list_media(
     ctx: &InsightsContext<'_>,
     extra: &[(&str, &str)],
 ) -> Result<(Vec<Value>, Vec<MetricFailure>), PlatformError> {
-    let path = format!("{}/media", ctx.credentials.external_id);
+    let path = ApiPath::id(&ctx.credentials.graph_id()?).then("media");
     let mut params = vec![("fields", MEDIA_FIELDS)];
     params.extend_from_slice(extra);
     let body = graph(ctx).get(&path, &params).await?;
     let mut media = Vec::new();
     let mut failures: Vec<MetricFailure> = Vec::new();
     for raw in body["data"].as_array().into_iter().flatten() {
-        let id = raw["id"].as_str().unwrap_or_default();
+        let id = GraphId::parse(raw["id"].as_str().unwrap_or_default())
+            .map_err(InvalidId::unexpected)?;
         let kind = media_type(raw);
-        let (metrics, failed) = media_metrics(ctx, id, &kind).await?;
+        let (metrics, failed) = media_metrics(ctx, &id, &kind).await?;
         for failure in failed {
             if !failures.iter().any(|f| f.metric == failure.metric) {
                 failures.push(failure);
             }
         }
         media.push(json!({
-            "media_id": id,
+            "media_id": id.as_str(),
             "caption": raw["caption"].as_str().unwrap_or_default(),
             "media_type": kind,
             "permalink": raw["permalink"],

@@ -26,7 +26,10 @@ use uuid::Uuid;
 
 use crate::{
     config::PlatformsConfig,
-    platforms::{AccountCredentials, PlatformError},
+    platforms::{
+        AccountCredentials, PlatformError,
+        ids::{FacebookPostId, GraphId, InvalidId, TiktokVideoId, YoutubeVideoId},
+    },
     publish::plan::Platform,
 };
 
@@ -63,7 +66,55 @@ pub enum InsightsQuery {
     /// `GET /api/performance/posts`: the most recent posts, newest first.
     Posts { limit: u32 },
     /// `GET /api/performance/post/{post_id}`.
-    Post { post_id: String },
+    Post { post_id: PostId },
+}
+
+/// The post of a `post/{post_id}` query, checked against its platform's id grammar before
+/// anything is asked of the platform.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PostId {
+    Facebook(FacebookPostId),
+    Instagram(GraphId),
+    Threads(GraphId),
+    Youtube(YoutubeVideoId),
+    Tiktok(TiktokVideoId),
+}
+
+impl PostId {
+    /// `raw` as a post id of `platform`; anything else names no post there ([`PlatformError::NotFound`]).
+    pub fn parse(platform: Platform, raw: &str) -> Result<Self, PlatformError> {
+        let parsed = match platform {
+            Platform::Facebook => FacebookPostId::parse(raw).map(Self::Facebook),
+            Platform::Instagram => GraphId::parse(raw).map(Self::Instagram),
+            Platform::Threads => GraphId::parse(raw).map(Self::Threads),
+            Platform::Youtube => YoutubeVideoId::parse(raw).map(Self::Youtube),
+            Platform::Tiktok => TiktokVideoId::parse(raw).map(Self::Tiktok),
+            Platform::X => {
+                return Err(PlatformError::NotFound("x has no performance reads".into()));
+            }
+        };
+        parsed.map_err(InvalidId::not_found)
+    }
+
+    /// The id as the platform writes it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Facebook(id) => id.as_str(),
+            Self::Instagram(id) | Self::Threads(id) => id.as_str(),
+            Self::Youtube(id) => id.as_str(),
+            Self::Tiktok(id) => id.as_str(),
+        }
+    }
+
+    /// The error for a post id of another platform than the account's (the HTTP layer parses
+    /// with the account's platform, so this is a slip, and still names no post).
+    pub(crate) fn mismatch(&self, platform: Platform) -> PlatformError {
+        PlatformError::NotFound(format!(
+            "{:?} is not a {} post id",
+            self.as_str(),
+            platform.as_str()
+        ))
+    }
 }
 
 /// A metric the platform would not give, and why. Listed in responses as `failed_metrics`.

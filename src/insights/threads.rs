@@ -8,10 +8,17 @@ use chrono::{Duration, NaiveDate};
 use serde_json::{Value, json};
 
 use super::{
-    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, day_window, each_metric,
+    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId, day_window, each_metric,
     meta_value, unix_day, with_failures,
 };
-use crate::platforms::{PlatformError, meta::Graph};
+use crate::{
+    platforms::{
+        PlatformError,
+        ids::{ApiPath, GraphId, InvalidId},
+        meta::Graph,
+    },
+    publish::plan::Platform,
+};
 
 /// Account metrics (spec §2.8).
 pub const ACCOUNT_METRICS: [&str; 6] = [
@@ -79,8 +86,11 @@ pub async fn query(
             failures
         }
         InsightsQuery::Post { post_id } => {
+            let PostId::Threads(id) = post_id else {
+                return Err(post_id.mismatch(Platform::Threads));
+            };
             let raw = graph(ctx)
-                .get(post_id, &[("fields", THREAD_FIELDS)])
+                .get(&ApiPath::id(id), &[("fields", THREAD_FIELDS)])
                 .await?;
             let (thread, failures) = thread_item(ctx, &raw).await?;
             data["thread"] = thread;
@@ -107,7 +117,7 @@ async fn account_raw(
     until: NaiveDate,
 ) -> Result<(Vec<Value>, Vec<MetricFailure>), PlatformError> {
     let graph = graph(ctx);
-    let path = format!("{}/threads_insights", ctx.credentials.external_id);
+    let path = ApiPath::id(&ctx.credentials.graph_id()?).then("threads_insights");
     let since = unix_day(since).to_string();
     let until = unix_day(until + Duration::days(1)).to_string();
     each_metric(&ACCOUNT_METRICS, |metrics| {
@@ -134,9 +144,10 @@ async fn thread_item(
     ctx: &InsightsContext<'_>,
     raw: &Value,
 ) -> Result<(Value, Vec<MetricFailure>), PlatformError> {
-    let id = raw["id"].as_str().unwrap_or_default().to_string();
+    let id =
+        GraphId::parse(raw["id"].as_str().unwrap_or_default()).map_err(InvalidId::unexpected)?;
     let graph = graph(ctx);
-    let path = format!("{id}/insights");
+    let path = ApiPath::id(&id).then("insights");
     let (items, failures) = each_metric(&THREAD_METRICS, |metrics| {
         let (graph, path) = (&graph, &path);
         async move {
@@ -153,7 +164,7 @@ async fn thread_item(
     }
     Ok((
         json!({
-            "id": id,
+            "id": id.as_str(),
             "text": raw["text"].as_str().unwrap_or_default(),
             "timestamp": raw["timestamp"],
             "media_type": raw["media_type"],
@@ -169,7 +180,7 @@ async fn list_threads(
     ctx: &InsightsContext<'_>,
     extra: &[(&str, &str)],
 ) -> Result<(Vec<Value>, Vec<MetricFailure>), PlatformError> {
-    let path = format!("{}/threads", ctx.credentials.external_id);
+    let path = ApiPath::id(&ctx.credentials.graph_id()?).then("threads");
     let mut params = vec![("fields", THREAD_FIELDS)];
     params.extend_from_slice(extra);
     let body = graph(ctx).get(&path, &params).await?;

@@ -10,10 +10,14 @@ use reqwest::Method;
 use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
-use super::{DailyMetrics, InsightsContext, InsightsQuery, with_failures};
-use crate::platforms::{
-    PlatformError, SendTraced,
-    tiktok::{classify, unexpected},
+use super::{DailyMetrics, InsightsContext, InsightsQuery, PostId, with_failures};
+use crate::{
+    platforms::{
+        PlatformError, SendTraced,
+        ids::ApiPath,
+        tiktok::{classify, unexpected},
+    },
+    publish::plan::Platform,
 };
 
 /// Account metrics.
@@ -32,14 +36,14 @@ const PAGE: u32 = 20;
 async fn call(
     ctx: &InsightsContext<'_>,
     method: Method,
-    path: &str,
+    path: &'static str,
     fields: &str,
     body: Option<Value>,
 ) -> Result<Value, PlatformError> {
-    let url = format!("{}{path}", ctx.config.tiktok_url.trim_end_matches('/'));
+    let url = ApiPath::fixed(path).on(&ctx.config.tiktok_url)?;
     let mut request = ctx
         .http
-        .request(method, &url)
+        .request(method, url)
         .query(&[("fields", fields)])
         .bearer_auth(ctx.credentials.access_token.expose_secret())
         .timeout(std::time::Duration::from_secs(
@@ -170,7 +174,10 @@ pub async fn query(
             data["videos"] = Value::Array(items);
         }
         InsightsQuery::Post { post_id } => {
-            let body = json!({"filters": {"video_ids": [post_id]}});
+            let PostId::Tiktok(id) = post_id else {
+                return Err(post_id.mismatch(Platform::Tiktok));
+            };
+            let body = json!({"filters": {"video_ids": [id.as_str()]}});
             let found = call(
                 ctx,
                 Method::POST,
@@ -179,9 +186,10 @@ pub async fn query(
                 Some(body),
             )
             .await?;
+            // TikTok answers an id it has no video for (or not this user's) with no video.
             let Some(raw) = found["videos"].as_array().and_then(|v| v.first()).cloned() else {
-                return Err(PlatformError::Rejected(format!(
-                    "video {post_id} was not found on this account"
+                return Err(PlatformError::NotFound(format!(
+                    "tiktok has no video {id} on this account"
                 )));
             };
             data["video"] = video_item(&raw);

@@ -10,9 +10,16 @@ use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
 use super::{
-    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, each_metric, with_failures,
+    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId, each_metric, with_failures,
 };
-use crate::platforms::{PlatformError, SendTraced, youtube::classify};
+use crate::{
+    platforms::{
+        PlatformError, SendTraced,
+        ids::{ApiPath, InvalidId, YoutubeVideoId},
+        youtube::classify,
+    },
+    publish::plan::Platform,
+};
 
 /// Channel metrics (spec §2.8).
 pub const CHANNEL_METRICS: [&str; 8] = [
@@ -37,7 +44,7 @@ pub const VIDEO_METRICS: [&str; 6] = [
 
 async fn get(
     ctx: &InsightsContext<'_>,
-    url: &str,
+    url: url::Url,
     params: &[(&str, &str)],
 ) -> Result<Value, PlatformError> {
     let response = ctx
@@ -61,18 +68,17 @@ async fn get(
     })
 }
 
-fn data_url(ctx: &InsightsContext<'_>, resource: &str) -> String {
-    format!(
-        "{}/youtube/v3/{resource}",
-        ctx.config.youtube_url.trim_end_matches('/')
-    )
+fn data_url(ctx: &InsightsContext<'_>, resource: &'static str) -> Result<url::Url, PlatformError> {
+    ApiPath::fixed("youtube/v3")
+        .then(resource)
+        .on(&ctx.config.youtube_url)
 }
 
 /// The authorized channel: its id and uploads playlist.
 async fn channel(ctx: &InsightsContext<'_>) -> Result<(String, String), PlatformError> {
     let body = get(
         ctx,
-        &data_url(ctx, "channels"),
+        data_url(ctx, "channels")?,
         &[("part", "id,contentDetails"), ("mine", "true")],
     )
     .await?;
@@ -95,10 +101,7 @@ async fn report(
     dimension: Option<&str>,
     videos: &[String],
 ) -> Result<(Vec<(String, BTreeMap<String, Value>)>, Vec<MetricFailure>), PlatformError> {
-    let url = format!(
-        "{}/v2/reports",
-        ctx.config.youtube_analytics_url.trim_end_matches('/')
-    );
+    let url = ApiPath::fixed("v2/reports").on(&ctx.config.youtube_analytics_url)?;
     let (start, end) = (start.to_string(), end.to_string());
     let filter = (!videos.is_empty()).then(|| format!("video=={}", videos.join(",")));
     let (tables, failures) = each_metric(metrics, |metrics| {
@@ -116,7 +119,7 @@ async fn report(
             if let Some(filter) = filter {
                 params.push(("filters", filter.as_str()));
             }
-            Ok(vec![get(ctx, url, &params).await?])
+            Ok(vec![get(ctx, url.clone(), &params).await?])
         }
     })
     .await?;
@@ -187,14 +190,19 @@ async fn uploads(
         if let Some(token) = &page_token {
             params.push(("pageToken", token.as_str()));
         }
-        let body = get(ctx, &data_url(ctx, "playlistItems"), &params).await?;
+        let body = get(ctx, data_url(ctx, "playlistItems")?, &params).await?;
         for item in body["items"].as_array().into_iter().flatten() {
             let snippet = &item["snippet"];
-            videos.push((
+            // The ids go into the report's `filters=video==a,b`: a `,` or `;` in one would
+            // change the filter.
+            let video_id = YoutubeVideoId::parse(
                 item["contentDetails"]["videoId"]
                     .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
+                    .unwrap_or_default(),
+            )
+            .map_err(InvalidId::unexpected)?;
+            videos.push((
+                video_id.into(),
                 snippet["title"].as_str().unwrap_or_default().to_string(),
                 item["contentDetails"]["videoPublishedAt"]
                     .as_str()
@@ -306,21 +314,26 @@ pub async fn query(
             failures
         }
         InsightsQuery::Post { post_id } => {
+            let PostId::Youtube(id) = post_id else {
+                return Err(post_id.mismatch(Platform::Youtube));
+            };
             let body = get(
                 ctx,
-                &data_url(ctx, "videos"),
-                &[("part", "snippet"), ("id", post_id)],
+                data_url(ctx, "videos")?,
+                &[("part", "snippet"), ("id", id.as_str())],
             )
             .await?;
+            // `videos.list` answers an id it has no video for with an empty `items`, not an
+            // error.
             let item = &body["items"][0];
             if item.is_null() {
-                return Err(PlatformError::Rejected(format!(
-                    "video {post_id} was not found on this channel"
+                return Err(PlatformError::NotFound(format!(
+                    "youtube has no video {id} on this channel"
                 )));
             }
             let snippet = &item["snippet"];
             let video = (
-                post_id.clone(),
+                id.to_string(),
                 snippet["title"].as_str().unwrap_or_default().to_string(),
                 snippet["publishedAt"]
                     .as_str()
@@ -332,7 +345,7 @@ pub async fn query(
                     .to_string(),
             );
             let (metrics, failures) = video_metrics(ctx, std::slice::from_ref(&video)).await?;
-            data["video"] = video_item(&video, metrics.get(post_id));
+            data["video"] = video_item(&video, metrics.get(id.as_str()));
             failures
         }
     };

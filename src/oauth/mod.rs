@@ -13,7 +13,10 @@ use serde_json::Value;
 
 use crate::{
     config::{OAuthConfig, PlatformsConfig},
-    platforms::{PlatformError, SendTraced},
+    platforms::{
+        PlatformError, SendTraced,
+        ids::{ApiPath, GraphId, InvalidId},
+    },
     publish::plan::Platform,
 };
 
@@ -361,10 +364,12 @@ pub async fn complete(
                         data_access_expires_at: Some(now + Duration::days(DATA_ACCESS_DAYS)),
                     });
                 } else if let Some(ig) = text(&page["instagram_business_account"]["id"]) {
+                    // The id Meta handed back becomes a path: checked, and one segment.
+                    let ig_id = GraphId::parse(&ig).map_err(InvalidId::unexpected)?;
                     let user = call(
                         ctx,
                         "meta",
-                        http.get(format!("{}/{ig}", graph_base(p)))
+                        http.get(ApiPath::id(&ig_id).on(&graph_base(p))?)
                             .query(&[("fields", "id,username,name")])
                             .bearer_auth(&user_token),
                     )

@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 
 use super::{
     PlatformContext, PlatformError, Published,
-    meta::{Graph, id_of},
+    ids::{ApiPath, GraphId},
+    meta::{Graph, graph_id_of, id_of},
     poll_pause, processing_deadline,
 };
 use crate::publish::plan::FacebookPost;
@@ -21,20 +22,20 @@ pub async fn publish(
     post: &FacebookPost,
 ) -> Result<Published, PlatformError> {
     let graph = Graph::facebook(ctx);
-    let page = ctx.account.external_id.as_str();
+    let page = ctx.account.graph_id()?;
+    let feed = ApiPath::id(&page).then("feed");
+    let photos = ApiPath::id(&page).then("photos");
     match post {
         FacebookPost::Text { message } => {
             ctx.steps.before_final().await?;
-            let body = graph
-                .post(&format!("{page}/feed"), &[("message", message)])
-                .await?;
+            let body = graph.post(&feed, &[("message", message)]).await?;
             Ok(Published::single(id_of(&body)?))
         }
         FacebookPost::Photo { image, caption } => {
             ctx.steps.before_final().await?;
             let body = graph
                 .post(
-                    &format!("{page}/photos"),
+                    &photos,
                     &[
                         ("url", image.url.as_str()),
                         ("message", caption),
@@ -54,12 +55,12 @@ pub async fn publish(
                 // Unpublished photos are invisible until attached; they are safe to redo.
                 let body = graph
                     .post(
-                        &format!("{page}/photos"),
+                        &photos,
                         &[("url", image.url.as_str()), ("published", "false")],
                     )
                     .await?;
-                let id = id_of(&body)?;
-                ctx.steps.record("photo", &id).await?;
+                let id = graph_id_of(&body)?;
+                ctx.steps.record("photo", id.as_str()).await?;
                 photo_ids.push(id);
             }
             let attached: Vec<(String, String)> = photo_ids
@@ -68,14 +69,14 @@ pub async fn publish(
                 .map(|(i, id)| {
                     (
                         format!("attached_media[{i}]"),
-                        json!({ "media_fbid": id }).to_string(),
+                        json!({ "media_fbid": id.as_str() }).to_string(),
                     )
                 })
                 .collect();
             let mut params: Vec<(&str, &str)> = vec![("message", message.as_str())];
             params.extend(attached.iter().map(|(k, v)| (k.as_str(), v.as_str())));
             ctx.steps.before_final().await?;
-            let body = graph.post(&format!("{page}/feed"), &params).await?;
+            let body = graph.post(&feed, &params).await?;
             Ok(Published::single(id_of(&body)?))
         }
         FacebookPost::Video { video, description } => {
@@ -83,15 +84,15 @@ pub async fn publish(
             ctx.steps.before_final().await?;
             let body = graph
                 .post(
-                    &format!("{page}/videos"),
+                    &ApiPath::id(&page).then("videos"),
                     &[
                         ("file_url", video.url.as_str()),
                         ("description", description),
                     ],
                 )
                 .await?;
-            let video_id = id_of(&body)?;
-            ctx.steps.record("video", &video_id).await?;
+            let video_id = graph_id_of(&body)?;
+            ctx.steps.record("video", video_id.as_str()).await?;
             wait_video(ctx, &graph, &video_id).await?;
             Ok(Published::single(video_id))
         }
@@ -103,11 +104,14 @@ pub async fn publish(
 async fn wait_video(
     ctx: &PlatformContext<'_>,
     graph: &Graph<'_>,
-    video_id: &str,
+    video_id: &GraphId,
 ) -> Result<(), PlatformError> {
     let deadline = processing_deadline(ctx.config);
     loop {
-        match graph.get(video_id, &[("fields", "status")]).await {
+        match graph
+            .get(&ApiPath::id(video_id), &[("fields", "status")])
+            .await
+        {
             Ok(body) => {
                 let status = &body["status"];
                 match status["video_status"].as_str().unwrap_or_default() {

@@ -12,7 +12,10 @@
 
 use super::{
     PlatformContext, PlatformError, Published,
-    meta::{ContainerEnd, Graph, carousel_error, container_failure, id_of, wait_container},
+    ids::{ApiPath, GraphId},
+    meta::{
+        ContainerEnd, Graph, carousel_error, container_failure, graph_id_of, id_of, wait_container,
+    },
 };
 use crate::publish::plan::{InstagramPost, MediaKind, MediaRef};
 
@@ -21,8 +24,8 @@ pub async fn publish(
     post: &InstagramPost,
 ) -> Result<Published, PlatformError> {
     let graph = Graph::facebook(ctx);
-    let user = ctx.account.external_id.as_str();
-    let media_path = format!("{user}/media");
+    let user = ctx.account.graph_id()?;
+    let media_path = ApiPath::id(&user).then("media");
     let container = match post {
         InstagramPost::Image { image, caption } => {
             let body = graph
@@ -31,8 +34,8 @@ pub async fn publish(
                     &[("image_url", image.url.as_str()), ("caption", caption)],
                 )
                 .await?;
-            let id = id_of(&body)?;
-            ctx.steps.record("container", &id).await?;
+            let id = graph_id_of(&body)?;
+            ctx.steps.record("container", id.as_str()).await?;
             wait(ctx, &graph, &id).await?;
             id
         }
@@ -51,8 +54,8 @@ pub async fn publish(
                 params.push(("cover_url", cover.as_str()));
             }
             let body = graph.post(&media_path, &params).await?;
-            let id = id_of(&body)?;
-            ctx.steps.record("container", &id).await?;
+            let id = graph_id_of(&body)?;
+            ctx.steps.record("container", id.as_str()).await?;
             wait(ctx, &graph, &id).await?;
             id
         }
@@ -62,11 +65,11 @@ pub async fn publish(
                 .map_err(carousel_error)?
         }
     };
-    check_quota(&graph, user).await?;
+    check_quota(&graph, &user).await?;
     ctx.steps.before_final().await?;
     let body = graph
         .post(
-            &format!("{user}/media_publish"),
+            &ApiPath::id(&user).then("media_publish"),
             &[("creation_id", container.as_str())],
         )
         .await?;
@@ -77,10 +80,10 @@ pub async fn publish(
 async fn carousel(
     ctx: &PlatformContext<'_>,
     graph: &Graph<'_>,
-    media_path: &str,
+    media_path: &ApiPath,
     items: &[MediaRef],
     caption: &str,
-) -> Result<String, PlatformError> {
+) -> Result<GraphId, PlatformError> {
     let mut children = Vec::with_capacity(items.len());
     for item in items {
         let params: Vec<(&str, &str)> = match item.kind {
@@ -95,14 +98,18 @@ async fn carousel(
             ],
         };
         let body = graph.post(media_path, &params).await?;
-        let id = id_of(&body)?;
-        ctx.steps.record("child", &id).await?;
+        let id = graph_id_of(&body)?;
+        ctx.steps.record("child", id.as_str()).await?;
         children.push(id);
     }
     for child in &children {
         wait(ctx, graph, child).await?;
     }
-    let joined = children.join(",");
+    let joined = children
+        .iter()
+        .map(GraphId::as_str)
+        .collect::<Vec<_>>()
+        .join(",");
     let body = graph
         .post(
             media_path,
@@ -113,18 +120,22 @@ async fn carousel(
             ],
         )
         .await?;
-    let id = id_of(&body)?;
-    ctx.steps.record("container", &id).await?;
+    let id = graph_id_of(&body)?;
+    ctx.steps.record("container", id.as_str()).await?;
     wait(ctx, graph, &id).await?;
     Ok(id)
 }
 
-async fn wait(ctx: &PlatformContext<'_>, graph: &Graph<'_>, id: &str) -> Result<(), PlatformError> {
+async fn wait(
+    ctx: &PlatformContext<'_>,
+    graph: &Graph<'_>,
+    id: &GraphId,
+) -> Result<(), PlatformError> {
     match wait_container(graph, id, "status_code", "status").await? {
         ContainerEnd::Finished => Ok(()),
         end => Err(container_failure(
             end,
-            id,
+            id.as_str(),
             ctx.config.processing_timeout_secs,
         )),
     }
@@ -132,10 +143,10 @@ async fn wait(ctx: &PlatformContext<'_>, graph: &Graph<'_>, id: &str) -> Result<
 
 /// Fails fast with `RateLimited` when the 24 h publishing quota is used up. The check is
 /// advisory: when the endpoint cannot be read, publishing goes ahead and the platform decides.
-async fn check_quota(graph: &Graph<'_>, user: &str) -> Result<(), PlatformError> {
+async fn check_quota(graph: &Graph<'_>, user: &GraphId) -> Result<(), PlatformError> {
     let body = match graph
         .get(
-            &format!("{user}/content_publishing_limit"),
+            &ApiPath::id(user).then("content_publishing_limit"),
             &[("fields", "quota_usage,config")],
         )
         .await

@@ -8,7 +8,11 @@ use reqwest::{Method, header::HeaderMap};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 
-use super::{PlatformContext, PlatformError, poll_pause, processing_deadline};
+use super::{
+    PlatformContext, PlatformError,
+    ids::{ApiPath, GraphId, InvalidId},
+    poll_pause, processing_deadline,
+};
 use crate::config::PlatformsConfig;
 
 /// Retry-after when a rate-limited answer does not say how long to wait (Meta sends no
@@ -67,25 +71,33 @@ impl<'a> Graph<'a> {
     }
 
     /// `POST {base}/{path}` with form parameters.
-    pub async fn post(&self, path: &str, params: &[(&str, &str)]) -> Result<Value, PlatformError> {
+    pub async fn post(
+        &self,
+        path: &ApiPath,
+        params: &[(&str, &str)],
+    ) -> Result<Value, PlatformError> {
         self.call(Method::POST, path, params).await
     }
 
     /// `GET {base}/{path}?params`.
-    pub async fn get(&self, path: &str, params: &[(&str, &str)]) -> Result<Value, PlatformError> {
+    pub async fn get(
+        &self,
+        path: &ApiPath,
+        params: &[(&str, &str)],
+    ) -> Result<Value, PlatformError> {
         self.call(Method::GET, path, params).await
     }
 
     async fn call(
         &self,
         method: Method,
-        path: &str,
+        path: &ApiPath,
         params: &[(&str, &str)],
     ) -> Result<Value, PlatformError> {
-        let url = format!("{}/{}", self.base, path.trim_start_matches('/'));
+        let url = path.on(&self.base)?;
         let request = self
             .http
-            .request(method.clone(), &url)
+            .request(method.clone(), url)
             .bearer_auth(self.token.expose_secret())
             .timeout(self.timeout);
         let request = if method == Method::GET {
@@ -102,7 +114,9 @@ impl<'a> Graph<'a> {
         let body: Option<Value> = serde_json::from_str(&text).ok();
         match body {
             Some(body) if (200..300).contains(&status) && body.get("error").is_none() => Ok(body),
-            Some(body) if body.get("error").is_some() => Err(classify(status, &body, &headers)),
+            Some(body) if body.get("error").is_some() => {
+                Err(classify_call(&method, status, &body, &headers))
+            }
             _ => Err(non_json_failure(status, &text)),
         }
     }
@@ -127,6 +141,33 @@ pub fn id_of(body: &Value) -> Result<String, PlatformError> {
         _ => Err(PlatformError::Rejected(format!(
             "the platform answered without an id: {body}"
         ))),
+    }
+}
+
+/// The id of a Graph answer that we go on to use in a path (a container, a photo, a video).
+pub fn graph_id_of(body: &Value) -> Result<GraphId, PlatformError> {
+    GraphId::parse(&id_of(body)?).map_err(InvalidId::unexpected)
+}
+
+/// [`classify`] for a call made with `method`: on a read, code 100 with subcode 33 ("Unsupported
+/// get request. Object with ID '…' does not exist, cannot be loaded due to missing permissions,
+/// or does not support this operation", the same on graph.facebook.com, for instagram and on
+/// graph.threads.net) is the platform saying there is no such object. On a write the same code
+/// is a refusal of the operation, classified as before.
+pub fn classify_call(
+    method: &Method,
+    status: u16,
+    body: &Value,
+    headers: &HeaderMap,
+) -> PlatformError {
+    let error = &body["error"];
+    let no_such_object =
+        error["code"].as_i64() == Some(100) && error["error_subcode"].as_i64() == Some(33);
+    match classify(status, body, headers) {
+        PlatformError::Rejected(message) if *method == Method::GET && no_such_object => {
+            PlatformError::NotFound(message)
+        }
+        other => other,
     }
 }
 
@@ -223,14 +264,17 @@ pub enum ContainerEnd {
 /// where the failure reason is (`status` / `error_message`).
 pub async fn wait_container(
     graph: &Graph<'_>,
-    id: &str,
+    id: &GraphId,
     status_field: &str,
     detail_field: &str,
 ) -> Result<ContainerEnd, PlatformError> {
     let deadline = processing_deadline(graph.config);
     let fields = format!("id,{status_field},{detail_field}");
     loop {
-        match graph.get(id, &[("fields", fields.as_str())]).await {
+        match graph
+            .get(&ApiPath::id(id), &[("fields", fields.as_str())])
+            .await
+        {
             Ok(body) => match body[status_field].as_str().unwrap_or_default() {
                 "FINISHED" => return Ok(ContainerEnd::Finished),
                 state @ ("ERROR" | "EXPIRED") => {
@@ -319,6 +363,7 @@ mod tests {
             PlatformError::MediaFetch(_) => "media",
             PlatformError::Transient(_) => "transient",
             PlatformError::Rejected(_) => "rejected",
+            PlatformError::NotFound(_) => "not found",
         }
     }
 
@@ -452,6 +497,53 @@ mod tests {
                 "code {code} subcode {subcode:?}: {got:?}"
             );
         }
+    }
+
+    #[test]
+    fn no_such_object_is_not_found_on_reads_only() {
+        let none = HeaderMap::new();
+        let facebook = err(
+            100,
+            Some(33),
+            "Unsupported get request. Object with ID '1_2' does not exist, cannot be loaded due to missing permissions, or does not support this operation. Please read the Graph API documentation at https://developers.facebook.com/docs/graph-api",
+        );
+        let mut threads = err(
+            100,
+            Some(33),
+            "Unsupported get request. Object with ID '1234567' does not exist, cannot be loaded due to missing permissions, or does not support this operation",
+        );
+        threads["error"]["type"] = json!("THApiException");
+        for body in [&facebook, &threads] {
+            assert_eq!(
+                kind(&classify_call(&Method::GET, 400, body, &none)),
+                "not found"
+            );
+            // A write to an object that does not exist is a refusal of the write.
+            assert_eq!(
+                kind(&classify_call(&Method::POST, 400, body, &none)),
+                "rejected"
+            );
+        }
+        // Other code-100 errors (an invalid metric) stay refusals, so the per-metric fallback
+        // still runs; other classes keep theirs.
+        let metric = err(
+            100,
+            None,
+            "(#100) The value must be a valid insights metric",
+        );
+        assert_eq!(
+            kind(&classify_call(&Method::GET, 400, &metric, &none)),
+            "rejected"
+        );
+        let token = err(190, Some(33), "Error validating access token");
+        assert_eq!(
+            kind(&classify_call(&Method::GET, 400, &token, &none)),
+            "invalid"
+        );
+        assert_eq!(
+            kind(&classify_call(&Method::GET, 500, &facebook, &none)),
+            "transient"
+        );
     }
 
     #[test]

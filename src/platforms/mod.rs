@@ -8,6 +8,7 @@
 //! exactly one place ([`PlatformError::into_api_error`]).
 
 pub mod facebook;
+pub mod ids;
 pub mod instagram;
 pub mod meta;
 pub mod threads;
@@ -46,6 +47,14 @@ pub struct AccountCredentials {
     pub external_id: String,
     pub display_name: String,
     pub access_token: SecretString,
+}
+
+impl AccountCredentials {
+    /// The account's Graph id (facebook page, instagram user, threads user), checked before it
+    /// goes into a path: a stored id that is not one names no platform object.
+    pub fn graph_id(&self) -> Result<ids::GraphId, PlatformError> {
+        ids::GraphId::parse(&self.external_id).map_err(ids::InvalidId::not_found)
+    }
 }
 
 /// What a successful publish produced.
@@ -100,6 +109,10 @@ pub enum PlatformError {
     /// Any other refusal; the platform's message goes to `details`.
     #[error("platform refused: {0}")]
     Rejected(String),
+    /// The platform has no such object (Graph code 100 subcode 33 on a read, an empty
+    /// `videos.list` or `video/query`), or the id cannot name one (see [`ids`]).
+    #[error("no such object on the platform: {0}")]
+    NotFound(String),
 }
 
 impl PlatformError {
@@ -174,6 +187,9 @@ impl PlatformError {
             .with_details(msg),
             PlatformError::Transient(msg) | PlatformError::Rejected(msg) => {
                 ApiError::publishing_failed(msg)
+            }
+            PlatformError::NotFound(msg) => {
+                ApiError::not_found("The platform has no such object").with_details(msg)
             }
         }
     }
@@ -301,14 +317,21 @@ pub async fn publish(
     ctx: &PlatformContext<'_>,
     plan: &PublishPlan,
 ) -> Result<Published, PlatformError> {
-    match plan {
+    let result = match plan {
         PublishPlan::Facebook(post) => facebook::publish(ctx, post).await,
         PublishPlan::Instagram(post) => instagram::publish(ctx, post).await,
         PublishPlan::Threads(post) => threads::publish(ctx, post).await,
         PublishPlan::Tiktok(post) => tiktok::publish(ctx, post).await,
         PublishPlan::Youtube(post) => youtube::publish(ctx, post).await,
         PublishPlan::X(post) => x::publish(ctx, post).await,
-    }
+    };
+    // A publish names no object the client could have got wrong: "no such object" here (a
+    // container the platform lost, a stored account id that names nothing) is the publish
+    // failing, as any other refusal is, not a 404 for the request.
+    result.map_err(|error| match error {
+        PlatformError::NotFound(message) => PlatformError::Rejected(message),
+        other => other,
+    })
 }
 
 /// Sends a platform call in a `platform_call` span (platform, method, path — never the query,

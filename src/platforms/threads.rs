@@ -12,7 +12,8 @@
 
 use super::{
     PlatformContext, PlatformError, Published,
-    meta::{ContainerEnd, Graph, carousel_error, container_failure, id_of, wait_container},
+    ids::{ApiPath, GraphId},
+    meta::{ContainerEnd, Graph, carousel_error, container_failure, graph_id_of, wait_container},
 };
 use crate::publish::plan::{MediaKind, MediaRef, ThreadsPost};
 
@@ -70,7 +71,7 @@ async fn create(
     text: Option<&str>,
     media: Option<&MediaRef>,
     reply_to: Option<&str>,
-) -> Result<String, PlatformError> {
+) -> Result<GraphId, PlatformError> {
     let mut params: Vec<(&str, &str)> = match media {
         None => vec![("media_type", "TEXT")],
         Some(m) if m.kind == MediaKind::Image => {
@@ -85,10 +86,13 @@ async fn create(
         params.push(("reply_to_id", parent));
     }
     let body = graph
-        .post(&format!("{}/threads", ctx.account.external_id), &params)
+        .post(
+            &ApiPath::id(&ctx.account.graph_id()?).then("threads"),
+            &params,
+        )
         .await?;
-    let id = id_of(&body)?;
-    ctx.steps.record("container", &id).await?;
+    let id = graph_id_of(&body)?;
+    ctx.steps.record("container", id.as_str()).await?;
     wait(ctx, graph, &id).await?;
     Ok(id)
 }
@@ -99,7 +103,8 @@ async fn carousel(
     graph: &Graph<'_>,
     items: &[MediaRef],
     text: Option<&str>,
-) -> Result<String, PlatformError> {
+) -> Result<GraphId, PlatformError> {
+    let threads = ApiPath::id(&ctx.account.graph_id()?).then("threads");
     let mut children = Vec::with_capacity(items.len());
     for item in items {
         let params: Vec<(&str, &str)> = match item.kind {
@@ -114,37 +119,41 @@ async fn carousel(
                 ("is_carousel_item", "true"),
             ],
         };
-        let body = graph
-            .post(&format!("{}/threads", ctx.account.external_id), &params)
-            .await?;
-        let id = id_of(&body)?;
-        ctx.steps.record("child", &id).await?;
+        let body = graph.post(&threads, &params).await?;
+        let id = graph_id_of(&body)?;
+        ctx.steps.record("child", id.as_str()).await?;
         children.push(id);
     }
     // The docs require every child to be FINISHED before the parent is created.
     for child in &children {
         wait(ctx, graph, child).await?;
     }
-    let joined = children.join(",");
+    let joined = children
+        .iter()
+        .map(GraphId::as_str)
+        .collect::<Vec<_>>()
+        .join(",");
     let mut params = vec![("media_type", "CAROUSEL"), ("children", joined.as_str())];
     if let Some(text) = text.filter(|t| !t.is_empty()) {
         params.push(("text", text));
     }
-    let body = graph
-        .post(&format!("{}/threads", ctx.account.external_id), &params)
-        .await?;
-    let id = id_of(&body)?;
-    ctx.steps.record("container", &id).await?;
+    let body = graph.post(&threads, &params).await?;
+    let id = graph_id_of(&body)?;
+    ctx.steps.record("container", id.as_str()).await?;
     wait(ctx, graph, &id).await?;
     Ok(id)
 }
 
-async fn wait(ctx: &PlatformContext<'_>, graph: &Graph<'_>, id: &str) -> Result<(), PlatformError> {
+async fn wait(
+    ctx: &PlatformContext<'_>,
+    graph: &Graph<'_>,
+    id: &GraphId,
+) -> Result<(), PlatformError> {
     match wait_container(graph, id, "status", "error_message").await? {
         ContainerEnd::Finished => Ok(()),
         end => Err(container_failure(
             end,
-            id,
+            id.as_str(),
             ctx.config.processing_timeout_secs,
         )),
     }
@@ -155,7 +164,7 @@ async fn wait(ctx: &PlatformContext<'_>, graph: &Graph<'_>, id: &str) -> Result<
 async fn publish_container(
     ctx: &PlatformContext<'_>,
     graph: &Graph<'_>,
-    container: &str,
+    container: &GraphId,
     first: bool,
 ) -> Result<String, PlatformError> {
     if first {
@@ -163,11 +172,12 @@ async fn publish_container(
     }
     let body = graph
         .post(
-            &format!("{}/threads_publish", ctx.account.external_id),
-            &[("creation_id", container)],
+            &ApiPath::id(&ctx.account.graph_id()?).then("threads_publish"),
+            &[("creation_id", container.as_str())],
         )
         .await?;
-    let id = id_of(&body)?;
-    ctx.steps.record("post", &id).await?;
-    Ok(id)
+    // The published id is the next reply's `reply_to_id`.
+    let id = graph_id_of(&body)?;
+    ctx.steps.record("post", id.as_str()).await?;
+    Ok(id.into())
 }

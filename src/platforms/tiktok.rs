@@ -17,7 +17,8 @@ use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
 use super::{
-    PlatformContext, PlatformError, Published, SendTraced, poll_pause, processing_deadline,
+    PlatformContext, PlatformError, Published, SendTraced, ids::ApiPath, poll_pause,
+    processing_deadline,
 };
 use crate::publish::{
     media::ChunkReader,
@@ -288,14 +289,11 @@ impl Api<'_, '_> {
     }
 
     /// A POST to a v2 endpoint; the `data` of a response whose `error.code` is `ok`.
-    async fn call(&self, path: &str, body: Option<&Value>) -> Result<Value, PlatformError> {
+    async fn call(&self, path: &'static str, body: Option<&Value>) -> Result<Value, PlatformError> {
         let ctx = self.ctx;
         let mut request = ctx
             .http
-            .post(format!(
-                "{}{path}",
-                ctx.config.tiktok_url.trim_end_matches('/')
-            ))
+            .post(ApiPath::fixed(path).on(&ctx.config.tiktok_url)?)
             .bearer_auth(ctx.account.access_token.expose_secret())
             .timeout(Duration::from_secs(ctx.config.call_timeout_secs));
         if let Some(body) = body {

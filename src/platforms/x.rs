@@ -12,7 +12,11 @@ use reqwest::{Method, RequestBuilder, StatusCode, header::HeaderMap};
 use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
-use super::{PlatformContext, PlatformError, Published, processing_deadline};
+use super::{
+    PlatformContext, PlatformError, Published,
+    ids::{ApiPath, InvalidId, XId},
+    processing_deadline,
+};
 use crate::publish::plan::{MediaRef, XMedia, XPost};
 
 /// Largest append we send: X documents chunks of at most 5 MB (v1.1), and one chunk is held in
@@ -79,14 +83,15 @@ impl<'a> Client<'a> {
         }
     }
 
-    fn request(&self, method: Method, path: &str) -> RequestBuilder {
-        self.ctx
+    fn request(&self, method: Method, path: &ApiPath) -> Result<RequestBuilder, PlatformError> {
+        Ok(self
+            .ctx
             .http
-            .request(method, format!("{}{path}", self.base))
+            .request(method, path.on(&self.base)?)
             .bearer_auth(self.ctx.account.access_token.expose_secret())
             .timeout(Duration::from_secs(
                 self.ctx.config.call_timeout_secs.max(1),
-            ))
+            )))
     }
 
     /// Sends a call; a 2xx gives its JSON body, anything else a classified error.
@@ -115,7 +120,10 @@ impl<'a> Client<'a> {
 
     async fn create_tweet(&self, body: &Value) -> Result<String, PlatformError> {
         let (_, response) = self
-            .send(self.request(Method::POST, "/2/tweets").json(body))
+            .send(
+                self.request(Method::POST, &ApiPath::fixed("2/tweets"))?
+                    .json(body),
+            )
             .await?;
         response["data"]["id"]
             .as_str()
@@ -146,7 +154,7 @@ impl<'a> Client<'a> {
 
         let (_, init) = self
             .send(
-                self.request(Method::POST, "/2/media/upload/initialize")
+                self.request(Method::POST, &ApiPath::fixed("2/media/upload/initialize"))?
                     .json(&json!({
                         "media_type": media_type,
                         "total_bytes": total,
@@ -154,13 +162,12 @@ impl<'a> Client<'a> {
                     })),
             )
             .await?;
-        let id = init["data"]["id"]
-            .as_str()
-            .map(str::to_string)
-            .ok_or_else(|| {
-                PlatformError::Rejected(format!("x initialize gave no media id: {init}"))
-            })?;
-        ctx.steps.record("media", &id).await?;
+        let id = init["data"]["id"].as_str().ok_or_else(|| {
+            PlatformError::Rejected(format!("x initialize gave no media id: {init}"))
+        })?;
+        // The media id goes into the append and finalize paths.
+        let id = XId::parse(id).map_err(InvalidId::unexpected)?;
+        ctx.steps.record("media", id.as_str()).await?;
 
         // Large files need bigger chunks to stay within 1000 segments.
         let chunk = ctx
@@ -173,19 +180,30 @@ impl<'a> Client<'a> {
         while let Some(bytes) = reader.next_chunk().await? {
             let (content_type, body) = multipart_segment(segment, &bytes);
             self.send(
-                self.request(Method::POST, &format!("/2/media/upload/{id}/append"))
-                    .header(reqwest::header::CONTENT_TYPE, content_type)
-                    .body(body),
+                self.request(
+                    Method::POST,
+                    &ApiPath::fixed("2/media/upload").then_id(&id).then("append"),
+                )?
+                .header(reqwest::header::CONTENT_TYPE, content_type)
+                .body(body),
             )
             .await?;
             segment += 1;
         }
 
         let (_, finalized) = self
-            .send(self.request(Method::POST, &format!("/2/media/upload/{id}/finalize")))
+            .send(
+                self.request(
+                    Method::POST,
+                    &ApiPath::fixed("2/media/upload")
+                        .then_id(&id)
+                        .then("finalize"),
+                )?,
+            )
             .await?;
-        self.await_processing(&id, &finalized["data"]).await?;
-        Ok(id)
+        self.await_processing(id.as_str(), &finalized["data"])
+            .await?;
+        Ok(id.into())
     }
 
     /// Polls `STATUS` while `processing_info` is pending or in progress, waiting what X asks
@@ -222,7 +240,7 @@ impl<'a> Client<'a> {
             tokio::time::sleep_until((now + pause).min(deadline)).await;
             let (_, status) = self
                 .send(
-                    self.request(Method::GET, "/2/media/upload")
+                    self.request(Method::GET, &ApiPath::fixed("2/media/upload"))?
                         .query(&[("command", "STATUS"), ("media_id", id)]),
                 )
                 .await?;

@@ -14,7 +14,9 @@ use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
 use super::{
-    PlatformContext, PlatformError, Published, SendTraced, poll_pause, processing_deadline,
+    PlatformContext, PlatformError, Published, SendTraced,
+    ids::{ApiPath, InvalidId, YoutubeVideoId},
+    poll_pause, processing_deadline,
 };
 use crate::publish::plan::{MediaRef, YoutubePost};
 
@@ -71,11 +73,8 @@ struct Api<'c, 'a> {
 }
 
 impl Api<'_, '_> {
-    fn url(&self, path: &str) -> String {
-        format!(
-            "{}{path}",
-            self.ctx.config.youtube_url.trim_end_matches('/')
-        )
+    fn url(&self, path: &'static str) -> Result<url::Url, PlatformError> {
+        ApiPath::fixed(path).on(&self.ctx.config.youtube_url)
     }
 
     fn token(&self) -> &str {
@@ -100,7 +99,7 @@ impl Api<'_, '_> {
         let response = self
             .ctx
             .http
-            .post(self.url("/upload/youtube/v3/videos"))
+            .post(self.url("/upload/youtube/v3/videos")?)
             .query(&[("uploadType", "resumable"), ("part", "snippet,status")])
             .bearer_auth(self.token())
             .header(header::CONTENT_TYPE, "application/json; charset=UTF-8")
@@ -230,11 +229,16 @@ impl Api<'_, '_> {
     }
 
     async fn video_status(&self, video_id: &str) -> Result<Option<Value>, PlatformError> {
+        // The id YouTube handed back goes into `id=`, where a `,` would list other videos.
+        let checked = YoutubeVideoId::parse(video_id).map_err(InvalidId::unexpected)?;
         let response = self
             .ctx
             .http
-            .get(self.url("/youtube/v3/videos"))
-            .query(&[("part", "status,processingDetails"), ("id", video_id)])
+            .get(self.url("/youtube/v3/videos")?)
+            .query(&[
+                ("part", "status,processingDetails"),
+                ("id", checked.as_str()),
+            ])
             .bearer_auth(self.token())
             .timeout(self.call_timeout())
             .send_traced("youtube")
@@ -256,6 +260,7 @@ impl Api<'_, '_> {
         video_id: &str,
         thumbnail: &MediaRef,
     ) -> Result<(), PlatformError> {
+        let video_id = YoutubeVideoId::parse(video_id).map_err(InvalidId::unexpected)?;
         let download = self.ctx.media.open_for_upload(&thumbnail.url).await?;
         if download
             .content_length
@@ -281,8 +286,8 @@ impl Api<'_, '_> {
         let response = self
             .ctx
             .http
-            .post(self.url("/upload/youtube/v3/thumbnails/set"))
-            .query(&[("videoId", video_id), ("uploadType", "media")])
+            .post(self.url("/upload/youtube/v3/thumbnails/set")?)
+            .query(&[("videoId", video_id.as_str()), ("uploadType", "media")])
             .bearer_auth(self.token())
             .header(header::CONTENT_TYPE, content_type)
             .timeout(self.call_timeout())

@@ -98,19 +98,29 @@ impl MetaError {
         Self::new(100, format!("(#100) {message}"))
     }
 
-    /// What the Graph answers for ids the token cannot see or that do not exist.
-    pub(crate) fn unsupported(method: &Method, id: &str) -> Self {
+    /// What each Meta host answers for ids the token cannot see or that do not exist: code 100,
+    /// subcode 33, HTTP 400. graph.facebook.com says `GraphMethodException` and points to the
+    /// docs; instagram media and users say `IGApiException`, graph.threads.net
+    /// `THApiException`, both without the pointer (as reported by client libraries, e.g.
+    /// restfb issue #1502).
+    pub(crate) fn unsupported(platform: &str, method: &Method, id: &str) -> Self {
         let verb = if method == Method::GET { "get" } else { "post" };
-        Self::new(
-            100,
-            format!(
-                "Unsupported {verb} request. Object with ID '{id}' does not exist, cannot be loaded \
-                 due to missing permissions, or does not support this operation. Please read the \
-                 Graph API documentation at https://developers.facebook.com/docs/graph-api"
+        let message = format!(
+            "Unsupported {verb} request. Object with ID '{id}' does not exist, cannot be loaded \
+             due to missing permissions, or does not support this operation"
+        );
+        let (message, kind) = match platform {
+            "threads" => (message, "THApiException"),
+            "instagram" => (message, "IGApiException"),
+            _ => (
+                format!(
+                    "{message}. Please read the Graph API documentation at \
+                     https://developers.facebook.com/docs/graph-api"
+                ),
+                "GraphMethodException",
             ),
-        )
-        .subcode(33)
-        .kind("GraphMethodException")
+        };
+        Self::new(100, message).subcode(33).kind(kind)
     }
 
     pub(crate) fn unknown_path(path: &str) -> Self {
@@ -632,12 +642,12 @@ async fn serve(
                 }]}),
             )),
             (_, _, Some(edge)) => Err(MetaError::unknown_path(&format!("/{edge}"))),
-            _ => Err(MetaError::unsupported(&method, &node)),
+            _ => Err(MetaError::unsupported(&account.platform, &method, &node)),
         };
     }
 
     if method != Method::GET || edge.is_some() {
-        return Err(MetaError::unsupported(&method, &node));
+        return Err(MetaError::unsupported(&account.platform, &method, &node));
     }
     if let Some(object) = state
         .object(&node)
@@ -651,7 +661,7 @@ async fn serve(
     {
         return Ok(ok(&account, published_fields(&item, &params)?));
     }
-    Err(MetaError::unsupported(&method, &node))
+    Err(MetaError::unsupported(&account.platform, &method, &node))
 }
 
 fn get_object(
@@ -1231,7 +1241,7 @@ fn ig_publish(
     let container = state
         .object(creation_id)
         .filter(|o| o.kind == "ig_container" && o.owner == account.external_id)
-        .ok_or_else(|| MetaError::unsupported(&Method::POST, creation_id))?;
+        .ok_or_else(|| MetaError::unsupported(&account.platform, &Method::POST, creation_id))?;
     if container.data["is_carousel_item"] == json!(true) {
         return Err(MetaError::param(
             "A carousel item container cannot be published on its own.",

@@ -203,6 +203,12 @@ fn seeded_id(account: &SimAccount, index: u8) -> String {
             let tag = value(ext, "video", "", None, 0xFFFF_FFFF);
             format!("sd{tag:08x}{index}")
         }
+        // TikTok video ids are 19-digit 64-bit numbers starting with 7.
+        "tiktok" => {
+            let tag = value(ext, "video", "", None, 1_000_000_000_000_000);
+            format!("7{tag:015}{index:03}")
+        }
+        // Graph ids (instagram, threads media): decimal.
         _ => format!("{ext}9{index:02}"),
     }
 }
@@ -249,4 +255,38 @@ pub fn metric_list(raw: Option<&str>) -> Vec<String> {
         .map(|m| m.trim().to_string())
         .filter(|m| !m.is_empty())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::time::Duration;
+
+    use super::*;
+    use crate::platforms::ids::{FacebookPostId, GraphId, TiktokVideoId, YoutubeVideoId};
+
+    #[test]
+    fn seeded_ids_fit_the_platforms_grammars() {
+        let state = SimState::new(Duration::from_millis(1));
+        for platform in ["facebook", "instagram", "threads", "youtube", "tiktok"] {
+            let account = state.create_account(platform, "seeded", None);
+            assert!(GraphId::parse(&account.external_id).is_ok(), "{platform}");
+            let posts = posts(&state, &account);
+            assert_eq!(posts.len(), 6, "{platform}");
+            for post in posts {
+                let fits = match platform {
+                    "facebook" => FacebookPostId::parse(&post.id).is_ok(),
+                    "youtube" => YoutubeVideoId::parse(&post.id).is_ok(),
+                    "tiktok" => {
+                        TiktokVideoId::parse(&post.id).is_ok()
+                            && post.id.len() == 19
+                            && post.id.starts_with('7')
+                    }
+                    _ => GraphId::parse(&post.id).is_ok(),
+                };
+                assert!(fits, "{platform}: {}", post.id);
+            }
+        }
+    }
 }

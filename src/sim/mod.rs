@@ -29,7 +29,11 @@ pub mod youtube;
 
 use std::{net::TcpListener, time::Duration};
 
-use actix_web::{App, HttpServer, dev::ServerHandle, web};
+use actix_web::{
+    App, HttpServer,
+    dev::{ServerHandle, Service},
+    web,
+};
 
 /// What the simulator is started with.
 #[derive(Debug, Clone)]
@@ -83,7 +87,12 @@ impl Simulator {
         let idp_for_server = idp.clone();
         let state_for_server = state.clone();
         let server = HttpServer::new(move || {
+            let counted = state_for_server.clone();
             App::new()
+                .wrap_fn(move |req, srv| {
+                    counted.note_received();
+                    srv.call(req)
+                })
                 .app_data(idp_for_server.clone())
                 .app_data(state_for_server.clone())
                 .app_data(web::PayloadConfig::new(256 * 1024 * 1024))

@@ -131,6 +131,8 @@ pub struct SimState {
     faults: DashMap<(String, String), FaultSpec>,
     published: Mutex<Vec<PublishedItem>>,
     requests: DashMap<(String, String), u64>,
+    /// Every HTTP request received, on any mount, with a token or not.
+    received: AtomicU64,
     next_id: AtomicU64,
     /// Containers, upload sessions and the like, by id.
     pub objects: DashMap<String, SimObject>,
@@ -148,6 +150,7 @@ impl SimState {
             faults: DashMap::new(),
             published: Mutex::new(Vec::new()),
             requests: DashMap::new(),
+            received: AtomicU64::new(0),
             next_id: AtomicU64::new(1),
             objects: DashMap::new(),
             processing_delay,
@@ -399,6 +402,19 @@ impl SimState {
             .iter()
             .find(|i| i.id == id)
             .cloned()
+    }
+
+    /// Counts one received HTTP request (the simulator's outermost middleware calls this).
+    pub fn note_received(&self) {
+        self.received.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Every HTTP request the simulator has received, on any mount (platform APIs, the
+    /// identity provider, the media host, control endpoints), whoever sent it: what proves a
+    /// request was answered without calling out at all, wherever a crafted path would have
+    /// led.
+    pub fn received_count(&self) -> u64 {
+        self.received.load(Ordering::Relaxed)
     }
 
     /// Calls admitted or refused for an account (every call that carried its token).

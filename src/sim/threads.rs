@@ -102,12 +102,12 @@ async fn serve(
                 }]}),
             )),
             (_, Some(edge)) => Err(MetaError::unknown_path(&format!("/{edge}"))),
-            _ => Err(MetaError::unsupported(&method, &node)),
+            _ => Err(MetaError::unsupported("threads", &method, &node)),
         };
     }
 
     if method != Method::GET || edge.is_some() {
-        return Err(MetaError::unsupported(&method, &node));
+        return Err(MetaError::unsupported("threads", &method, &node));
     }
     if state
         .object(&node)
@@ -156,7 +156,7 @@ async fn serve(
             select_fields(all, &params.fields(), &["id"], "ThreadsMedia")?,
         ));
     }
-    Err(MetaError::unsupported(&method, &node))
+    Err(MetaError::unsupported("threads", &method, &node))
 }
 
 /// `POST /{user}/threads`.
@@ -266,7 +266,7 @@ fn publish(
     let container = state
         .object(creation_id)
         .filter(|o| o.kind == "threads_container" && o.owner == account.external_id)
-        .ok_or_else(|| MetaError::unsupported(&Method::POST, creation_id))?;
+        .ok_or_else(|| MetaError::unsupported("threads", &Method::POST, creation_id))?;
     if container.data["is_carousel_item"] == json!(true) {
         return Err(MetaError::param(
             "A carousel item container cannot be published on its own.",
