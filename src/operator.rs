@@ -87,6 +87,19 @@ pub async fn add_account(
             format!("platform must be one of {}", PLATFORMS.join(", ")),
         ));
     }
+    for (name, value) in [
+        ("external_id", Some(&manual.external_id)),
+        ("name", Some(&manual.name)),
+        ("username", manual.username.as_ref()),
+        ("account_type", manual.account_type.as_ref()),
+        ("profile_picture_url", manual.profile_picture_url.as_ref()),
+        ("access_token", Some(&manual.access_token)),
+        ("refresh_token", manual.refresh_token.as_ref()),
+    ] {
+        if let Some(value) = value {
+            crate::http::reject_nul(name, value)?;
+        }
+    }
     if store.find_user(manual.user_id).await?.is_none() {
         return Err(ApiError::not_found("User not found"));
     }

@@ -40,6 +40,7 @@ async fn find_users(
         .into_inner()
         .email
         .ok_or_else(|| ApiError::missing_parameter("email"))?;
+    super::reject_nul("email", &email)?;
     let users = state.store.find_users_by_email(&email).await?;
     let users: Vec<_> = users.iter().map(views::user).collect();
     Ok(HttpResponse::Ok().json(json!({"success": true, "users": users})))

@@ -56,6 +56,7 @@ async fn create_key(
         .name
         .ok_or_else(|| ApiError::missing_parameter("name"))?;
     let name = name.trim();
+    super::reject_nul("name", name)?;
     if name.is_empty() {
         return Err(ApiError::invalid_request("name must not be empty"));
     }

@@ -99,11 +99,27 @@ fn required_string<'a>(value: Option<&'a Value>, name: &str) -> Result<&'a str, 
     }
 }
 
+/// Whether any key or string in `value` holds a NUL character (the body is stored as it came, and
+/// PostgreSQL's `jsonb` refuses `\u0000`). serde_json's recursion limit bounds the depth.
+fn has_nul(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(items) => items.iter().any(has_nul),
+        Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || has_nul(v)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
+    }
+}
+
 /// Step 1: the body's shape.
 pub fn parse_request(body: &Value) -> Result<PostRequest, ApiError> {
     if !body.is_object() {
         return Err(ApiError::invalid_request(
             "The request body must be a JSON object",
+        ));
+    }
+    if has_nul(body) {
+        return Err(ApiError::invalid_request(
+            "The request body must not contain NUL characters (\\u0000)",
         ));
     }
     let post = object(body.get("post"), "post")?;
@@ -756,6 +772,16 @@ mod tests {
         assert_eq!(code_of(parse_request(&b)), "InvalidRequest");
         b = body("x", json!(42), json!([]));
         assert_eq!(code_of(parse_request(&b)), "InvalidTextFormat");
+        // NUL anywhere, unknown fields and keys included (the body is stored as it came).
+        for nul in [
+            json!({"extra": "a\u{0}b"}),
+            json!({"a\u{0}": 1}),
+            json!([["\u{0}"]]),
+        ] {
+            b = body("x", json!("hi"), json!([]));
+            b["post"]["content"]["extra"] = nul;
+            assert_eq!(code_of(parse_request(&b)), "InvalidRequest", "{b}");
+        }
         b = body("x", json!(["ok", 1]), json!([]));
         assert_eq!(code_of(parse_request(&b)), "InvalidTextFormat");
         b = body("x", json!("hi"), json!(5));

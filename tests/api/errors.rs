@@ -130,3 +130,42 @@ async fn health_reports_the_database() {
     assert_eq!(status, 200);
     assert_eq!(body, json!({"status": "ok", "database": "ok"}));
 }
+
+#[actix_web::test]
+async fn text_with_a_nul_character_is_refused_on_every_backend() {
+    // PostgreSQL cannot store U+0000 (a failed query, a 500); SQLite could. Both refuse it alike.
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let mut body = publisher.body(json!({"text": "fine", "scheduledAt": "2099-01-01T00:00:00Z"}));
+    body["post"]["extra"] = json!({"note": "a\u{0}b"});
+    let (status, body) = app.post(&publisher.key, &body).await;
+    assert_eq!(
+        (status, body),
+        (
+            400,
+            error_body(
+                "InvalidRequest",
+                "The request body must not contain NUL characters (\\u0000)"
+            )
+        )
+    );
+
+    let dashboard = app.sign_in("nul@example.com").await;
+    let response = dashboard
+        .client
+        .post(app.url("/api/keys"))
+        .json(&json!({"name": "key\u{0}"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        status_and_json(response).await,
+        (
+            400,
+            error_body(
+                "InvalidRequest",
+                "name must not contain NUL characters (\\u0000)"
+            )
+        )
+    );
+}

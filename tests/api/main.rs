@@ -21,6 +21,7 @@ mod cross_site;
 mod demo;
 mod errors;
 mod history;
+mod hostile;
 mod ids;
 mod keys;
 mod media;
