@@ -69,6 +69,9 @@ pub enum ErrorCode {
     InvalidOAuthState,
     /// The platform refused the connection (denied, bad code, no eligible account).
     ConnectionFailed,
+    /// The client did not send its request body within `server.request_body_timeout_secs`
+    /// (`Timeout` is 504: a deadline of ours, not the client's).
+    RequestTimeout,
 }
 
 impl ErrorCode {
@@ -111,6 +114,7 @@ impl ErrorCode {
             Self::UsageLimitExceeded => "UsageLimitExceeded",
             Self::InvalidOAuthState => "InvalidOAuthState",
             Self::ConnectionFailed => "ConnectionFailed",
+            Self::RequestTimeout => "RequestTimeout",
         }
     }
 
@@ -150,6 +154,7 @@ impl ErrorCode {
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::InvalidOAuthState | Self::ConnectionFailed => StatusCode::BAD_REQUEST,
+            Self::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
         }
     }
 }

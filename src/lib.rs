@@ -41,6 +41,7 @@ use actix_web::{
     App, HttpMessage, HttpServer,
     body::MessageBody,
     dev::{Server, ServerHandle, ServiceRequest, ServiceResponse},
+    http::KeepAlive,
     middleware::{Next, from_fn},
     web,
 };
@@ -133,6 +134,7 @@ impl Application {
     /// listener (`server.bind`; port 0 picks a free port).
     pub async fn build(config: Config, options: BuildOptions) -> Result<Self, StartupError> {
         config.check_secrets()?;
+        let limits = config.server.limits()?;
         let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
         let store = Store::connect(
             &config.database.url,
@@ -239,8 +241,19 @@ impl Application {
                 .configure(http::configure)
                 .default_service(web::to(http::not_found))
                 .wrap(http::json_error_handlers())
+                // Inside `trace_request`, so a 408 carries the request id and is counted.
+                .wrap(from_fn(http::body_deadline::body_deadline))
                 .wrap(from_fn(trace_request))
         })
+        // What a slow or idle client may hold (the body deadline is `body_deadline`'s).
+        .client_request_timeout(limits.request_head)
+        .client_disconnect_timeout(limits.client_disconnect)
+        .keep_alive(
+            limits
+                .keep_alive
+                .map_or(KeepAlive::Disabled, KeepAlive::Timeout),
+        )
+        .max_connections(limits.max_connections)
         .listen(listener)
         .map_err(|e| StartupError::Bind(config.server.bind.clone(), e))?
         .disable_signals();

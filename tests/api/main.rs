@@ -20,6 +20,7 @@ mod crash;
 mod demo;
 mod errors;
 mod history;
+mod hostile;
 mod keys;
 mod media;
 mod ops;
