@@ -19,6 +19,7 @@ pub mod demo;
 pub mod error;
 pub mod http;
 pub mod insights;
+pub mod logging;
 pub mod metrics;
 pub mod oauth;
 pub mod oidc;

@@ -26,9 +26,7 @@ fn init_tracing() {
     TRACING.call_once(|| {
         if std::env::var("TEST_LOG").is_ok() {
             tracing_subscriber::fmt()
-                .with_env_filter(
-                    std::env::var("TEST_LOG_FILTER").unwrap_or("debug,sqlx=warn".into()),
-                )
+                .with_env_filter("debug,sqlx=warn")
                 .with_test_writer()
                 .init();
         }

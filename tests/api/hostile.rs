@@ -272,3 +272,270 @@ async fn punctual_bodies_keep_their_connection_alive() {
     let closed = tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut rest)).await;
     assert!(closed.is_ok() && rest.is_empty(), "closed after the second");
 }
+
+/// How a case must be answered.
+enum Expect {
+    /// By our code: this status, in catalogue form with this code, with a request id.
+    Catalogue(u16, &'static str),
+    /// By actix-http before our code runs: this status, an empty body (README lists these).
+    Actix(u16),
+    /// actix-http drops the connection at once; our answer, if it was ready first, is all the
+    /// client may get.
+    Dropped,
+    /// Nothing to check on the client's side (it went away).
+    Nothing,
+}
+
+#[actix_web::test]
+async fn malformed_requests_to_the_real_binary_are_answered_and_never_logged_as_errors() {
+    use std::process::{Command, Stdio};
+
+    use social_service::{crypto::TokenCipher, store::Store};
+
+    let dir = tempfile::tempdir().unwrap();
+    let db_url = format!("sqlite://{}/hostile.db?mode=rwc", dir.path().display());
+    let store = Store::connect(&db_url, 2, None).await.unwrap();
+    store.migrate().await.unwrap();
+    let now = chrono::Utc::now();
+    let user = store
+        .upsert_oidc_user("iss", "hostile", Some("hostile@example.com"), None, now)
+        .await
+        .unwrap();
+    let api_key = social_service::crypto::generate_api_key();
+    store
+        .insert_api_key(user.id, "hostile", &api_key, now)
+        .await
+        .unwrap();
+    let log_path = dir.path().join("service.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    // The default log level: no RUST_LOG.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_service"))
+        .arg("serve")
+        .env_remove("DATABASE_URL")
+        .env_remove("RUST_LOG")
+        .env("SERVICE__SERVER__BIND", "127.0.0.1:0")
+        .env("SERVICE__SERVER__REQUEST_HEAD_TIMEOUT_MS", "1000")
+        .env("SERVICE__SERVER__REQUEST_BODY_TIMEOUT_SECS", "1")
+        .env("SERVICE__SERVER__CLIENT_DISCONNECT_TIMEOUT_MS", "500")
+        .env("SERVICE__DATABASE__URL", &db_url)
+        .env("SERVICE__SECRETS__SESSION_KEY", "s".repeat(40))
+        .env(
+            "SERVICE__SECRETS__TOKEN_ENCRYPTION_KEY",
+            TokenCipher::generate_key(),
+        )
+        .env("SERVICE__SECRETS__OPERATOR_TOKEN", "operator-token-hostile")
+        // Sign-in configured (nowhere: it is not used), so that startup has nothing to warn about.
+        .env("SERVICE__AUTH__ISSUER", "http://127.0.0.1:9")
+        .env("SERVICE__SCHEDULER__ENABLED", "false")
+        .env("SERVICE__COLLECTOR__ENABLED", "false")
+        .env("SERVICE__LOGGING__FORMAT", "json")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let addr = loop {
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        if let Some(line) = text.lines().find(|l| l.contains("listening")) {
+            let event: Value = serde_json::from_str(line).unwrap();
+            break event["fields"]["address"].as_str().unwrap().to_string();
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("service did not start: {text}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+
+    let key = format!("service-api-key: {}", api_key.full);
+    let post = |headers: &str, body: &str| {
+        format!("POST /v2/posts HTTP/1.1\r\nHost: x\r\n{key}\r\nContent-Type: application/json\r\n{headers}\r\n{body}")
+            .into_bytes()
+    };
+    // actix-http refuses heads over 128 KiB (a constant of its decoder).
+    let big = "a".repeat(200 * 1024);
+    let over_limit = format!("{{\"post\":\"{}\"}}", "a".repeat(1024 * 1024 + 10));
+    let mut cases: Vec<(&str, Vec<u8>, Expect)> = vec![
+        (
+            "Transfer-Encoding other than chunked",
+            post("Transfer-Encoding: gzip\r\n", ""),
+            Expect::Actix(400),
+        ),
+        (
+            "both Content-Length and Transfer-Encoding",
+            post("Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", "0\r\n\r\n"),
+            Expect::Actix(400),
+        ),
+        (
+            "two different Content-Lengths",
+            post("Content-Length: 5\r\nContent-Length: 6\r\n", "{}"),
+            Expect::Actix(400),
+        ),
+        (
+            "non-numeric Content-Length",
+            post("Content-Length: abc\r\n", "{}"),
+            Expect::Actix(400),
+        ),
+        (
+            "invalid chunk size",
+            post("Transfer-Encoding: chunked\r\n", "zz\r\n{}\r\n0\r\n\r\n"),
+            Expect::Dropped,
+        ),
+        (
+            "oversized header",
+            format!("GET /health HTTP/1.1\r\nHost: x\r\nX-Big: {big}\r\n\r\n").into_bytes(),
+            Expect::Actix(431),
+        ),
+        (
+            "oversized query",
+            format!("GET /health?q={big} HTTP/1.1\r\nHost: x\r\n\r\n").into_bytes(),
+            Expect::Actix(431),
+        ),
+        (
+            "too many headers",
+            format!(
+                "GET /health HTTP/1.1\r\nHost: x\r\n{}\r\n",
+                (0..200).map(|i| format!("X-H{i}: {i}\r\n")).collect::<String>()
+            )
+            .into_bytes(),
+            Expect::Actix(431),
+        ),
+        (
+            "non-UTF-8 API key and request id",
+            b"GET /v2/accounts HTTP/1.1\r\nHost: x\r\nservice-api-key: \xff\xfe\r\nX-Request-Id: \xe9t\xe9\r\n\r\n"
+                .to_vec(),
+            Expect::Catalogue(401, "InvalidApiKey"),
+        ),
+        (
+            "control character in a header value",
+            b"GET /health HTTP/1.1\r\nHost: x\r\nX-A: a\x01b\r\n\r\n".to_vec(),
+            Expect::Actix(400),
+        ),
+        (
+            "bad method token",
+            b"G(T /health HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+            Expect::Actix(400),
+        ),
+        (
+            "unknown method",
+            b"BREW /health HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+            Expect::Catalogue(405, "MethodNotAllowed"),
+        ),
+        (
+            "HTTP/0.9 request line",
+            b"GET /health\r\n\r\n".to_vec(),
+            Expect::Actix(400),
+        ),
+        (
+            "unknown HTTP version",
+            b"GET /health HTTP/3.7\r\nHost: x\r\n\r\n".to_vec(),
+            Expect::Actix(400),
+        ),
+        (
+            "declared body over the limit",
+            post("Content-Length: 2000000\r\n", "{\"post\":"),
+            Expect::Catalogue(413, "PayloadTooLarge"),
+        ),
+        (
+            "chunked body over the limit",
+            post(
+                "Transfer-Encoding: chunked\r\n",
+                &format!("{:x}\r\n{over_limit}\r\n0\r\n\r\n", over_limit.len()),
+            ),
+            Expect::Catalogue(413, "PayloadTooLarge"),
+        ),
+        (
+            "stalled body",
+            post("Content-Length: 200\r\n", "{\"post\":"),
+            Expect::Catalogue(408, "RequestTimeout"),
+        ),
+        (
+            "stalled head",
+            b"GET /health HTTP/1.1\r\nHost: x\r\n".to_vec(),
+            Expect::Actix(408),
+        ),
+    ];
+    // A client that goes away in the middle of a body, and one that resets the connection.
+    cases.push((
+        "client gone mid-body",
+        post("Content-Length: 200\r\n", "{\"po"),
+        Expect::Nothing,
+    ));
+
+    let mut failures = Vec::new();
+    for (what, request, expect) in &cases {
+        if matches!(expect, Expect::Nothing) {
+            let mut stream = TcpStream::connect(&addr).await.unwrap();
+            stream.write_all(request).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            // SO_LINGER 0: the close is a reset, the rudest way to leave.
+            stream.set_linger(Some(Duration::ZERO)).unwrap();
+            drop(stream);
+            continue;
+        }
+        let exchange = exchange(&addr, request, Duration::from_secs(30)).await;
+        if !exchange.closed {
+            failures.push(format!("{what}: connection held"));
+            continue;
+        }
+        if matches!(expect, Expect::Dropped) {
+            if !exchange.raw.is_empty() && exchange.response().json()["success"] != false {
+                failures.push(format!(
+                    "{what}: {:?}",
+                    String::from_utf8_lossy(&exchange.raw)
+                ));
+            }
+            continue;
+        }
+        if !String::from_utf8_lossy(&exchange.raw).contains("\r\n\r\n") {
+            failures.push(format!("{what}: no answer"));
+            continue;
+        }
+        let response = exchange.response();
+        match expect {
+            Expect::Catalogue(status, code) => {
+                let body = response.json();
+                if response.status != *status
+                    || body["success"] != false
+                    || body["error"] != *code
+                    || !body["message"].is_string()
+                    || response.header("x-request-id").is_none()
+                {
+                    failures.push(format!(
+                        "{what}: expected {status} {code} in catalogue form, got {} {:?} {body}",
+                        response.status, response.headers
+                    ));
+                }
+            }
+            Expect::Actix(status) => {
+                if response.status != *status || !response.body.is_empty() {
+                    failures.push(format!(
+                        "{what}: expected actix's empty {status}, got {} {:?}",
+                        response.status,
+                        String::from_utf8_lossy(&exchange.raw)
+                    ));
+                }
+            }
+            Expect::Dropped | Expect::Nothing => {}
+        }
+    }
+    // The service still serves, and has logged what it logs.
+    let health = reqwest::get(format!("http://{addr}/health")).await.unwrap();
+    assert_eq!(health.status(), 200);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let _ = child.kill();
+    let _ = child.wait();
+    let logs = std::fs::read_to_string(&log_path).unwrap();
+    let loud: Vec<&str> = logs
+        .lines()
+        .filter(|line| {
+            let event: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+            event["level"] == "ERROR" || event["level"] == "WARN"
+        })
+        .collect();
+    assert!(
+        failures.is_empty() && loud.is_empty(),
+        "{failures:#?}\nclient mistakes logged as errors or warnings:\n{}",
+        loud.join("\n")
+    );
+}
