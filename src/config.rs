@@ -697,3 +697,40 @@ mod shipped_file_tests {
         assert_eq!(json(&from_file), json(&Config::default()));
     }
 }
+
+#[cfg(test)]
+mod limit_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn zero_deadlines_are_refused_and_zero_keep_alive_turns_it_off() {
+        for (key, adjust) in [
+            (
+                "server.request_head_timeout_ms",
+                (|s: &mut ServerConfig| s.request_head_timeout_ms = 0) as fn(&mut ServerConfig),
+            ),
+            ("server.request_body_timeout_secs", |s| {
+                s.request_body_timeout_secs = 0
+            }),
+            ("server.max_connections", |s| s.max_connections = 0),
+        ] {
+            let mut server = ServerConfig::default();
+            adjust(&mut server);
+            assert!(
+                matches!(server.limits(), Err(ConfigError::Invalid(k, _)) if k == key),
+                "{key}"
+            );
+        }
+        let server = ServerConfig {
+            keep_alive_secs: 0,
+            ..ServerConfig::default()
+        };
+        assert_eq!(server.limits().unwrap().keep_alive, None);
+        assert_eq!(
+            ServerConfig::default().limits().unwrap().request_body,
+            Duration::from_secs(30)
+        );
+    }
+}

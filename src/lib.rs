@@ -375,6 +375,32 @@ fn request_id(req: &ServiceRequest) -> String {
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
 }
 
+/// An error reaching `trace_request` unanswered (actix turns it into the response): its own
+/// response, plus the request id.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+struct WithRequestId {
+    error: actix_web::Error,
+    request_id: String,
+}
+
+impl actix_web::ResponseError for WithRequestId {
+    fn status_code(&self) -> actix_web::http::StatusCode {
+        self.error.as_response_error().status_code()
+    }
+
+    fn error_response(&self) -> actix_web::HttpResponse {
+        let mut response = self.error.error_response();
+        if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&self.request_id) {
+            response.headers_mut().insert(
+                actix_web::http::header::HeaderName::from_static("x-request-id"),
+                value,
+            );
+        }
+        response
+    }
+}
+
 /// A span per request with its request id (echoed as `X-Request-Id`), request counts and
 /// latencies by route pattern; failures are logged with their status.
 async fn trace_request(
@@ -402,7 +428,12 @@ async fn trace_request(
         Ok(res) => res.map_into_boxed_body(),
         Err(err) => {
             tracing::debug!(error = %err, elapsed_ms, "request refused");
-            return Err(err);
+            // actix renders it after we are gone; it still carries the request id.
+            return Err(WithRequestId {
+                error: err,
+                request_id,
+            }
+            .into());
         }
     };
     let status = response.status().as_u16();

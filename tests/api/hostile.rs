@@ -372,6 +372,11 @@ async fn malformed_requests_to_the_real_binary_are_answered_and_never_logged_as_
             Expect::Actix(400),
         ),
         (
+            "HTTP/1.1 without Host",
+            b"GET /health HTTP/1.1\r\n\r\n".to_vec(),
+            Expect::Actix(400),
+        ),
+        (
             "non-numeric Content-Length",
             post("Content-Length: abc\r\n", "{}"),
             Expect::Actix(400),
@@ -469,7 +474,7 @@ async fn malformed_requests_to_the_real_binary_are_answered_and_never_logged_as_
             stream.write_all(request).await.unwrap();
             tokio::time::sleep(Duration::from_millis(100)).await;
             // SO_LINGER 0: the close is a reset, the rudest way to leave.
-            stream.set_linger(Some(Duration::ZERO)).unwrap();
+            stream.set_zero_linger().unwrap();
             drop(stream);
             continue;
         }
