@@ -5,7 +5,7 @@
 //! (e.g. `SERVICE__SERVER__BIND=127.0.0.1:0`). Secrets are held in `SecretString`, which never
 //! prints its value.
 
-use std::path::Path;
+use std::{path::Path, time::Duration};
 
 use figment::{
     Figment,
@@ -57,6 +57,23 @@ pub struct ServerConfig {
     pub public_url: String,
     /// HTTP worker threads; 0 means one per core.
     pub workers: usize,
+    /// How long a client has, from its first byte, to send the head (request line and headers)
+    /// of a connection's first request; past it actix answers `408` and closes.
+    pub request_head_timeout_ms: u64,
+    /// How long a client has to send a whole request body, counted from when its head was
+    /// read; past it the request gets `408 RequestTimeout` and the connection is closed. Not the
+    /// publish time limits of spec §8 (`publishing.*_timeout_secs`), which start once the body
+    /// is in.
+    pub request_body_timeout_secs: u64,
+    /// How long an idle keep-alive connection stays open between requests; 0 disables
+    /// keep-alive (one request per connection).
+    pub keep_alive_secs: u64,
+    /// Once a connection is being closed (a refused or timed-out request), how long we still
+    /// read and discard what the client sends so it sees our answer, then drop it.
+    pub client_disconnect_timeout_ms: u64,
+    /// Open connections per worker thread; beyond it new connections wait in the listen
+    /// backlog until one closes.
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
@@ -65,8 +82,55 @@ impl Default for ServerConfig {
             bind: "127.0.0.1:8080".into(),
             public_url: String::new(),
             workers: 0,
+            request_head_timeout_ms: 5_000,
+            request_body_timeout_secs: 30,
+            keep_alive_secs: 5,
+            client_disconnect_timeout_ms: 1_000,
+            max_connections: 25_000,
         }
     }
+}
+
+impl ServerConfig {
+    /// The connection limits, checked: a zero head or body deadline would switch the deadline
+    /// off (actix reads 0 as "no timeout"), and zero connections would serve nobody.
+    pub fn limits(&self) -> Result<ConnectionLimits, ConfigError> {
+        let positive = |key: &'static str, value: u64| {
+            if value == 0 {
+                Err(ConfigError::Invalid(key, "must be at least 1".into()))
+            } else {
+                Ok(value)
+            }
+        };
+        let head = positive(
+            "server.request_head_timeout_ms",
+            self.request_head_timeout_ms,
+        )?;
+        let body = positive(
+            "server.request_body_timeout_secs",
+            self.request_body_timeout_secs,
+        )?;
+        let max_connections = positive("server.max_connections", self.max_connections as u64)?;
+        Ok(ConnectionLimits {
+            request_head: Duration::from_millis(head),
+            request_body: Duration::from_secs(body),
+            keep_alive: (self.keep_alive_secs > 0)
+                .then(|| Duration::from_secs(self.keep_alive_secs)),
+            client_disconnect: Duration::from_millis(self.client_disconnect_timeout_ms),
+            max_connections: max_connections as usize,
+        })
+    }
+}
+
+/// What a client may hold: [`ServerConfig`]'s limits as durations, checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    pub request_head: Duration,
+    pub request_body: Duration,
+    /// `None`: keep-alive is off.
+    pub keep_alive: Option<Duration>,
+    pub client_disconnect: Duration,
+    pub max_connections: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -631,5 +695,42 @@ mod shipped_file_tests {
             })
         };
         assert_eq!(json(&from_file), json(&Config::default()));
+    }
+}
+
+#[cfg(test)]
+mod limit_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn zero_deadlines_are_refused_and_zero_keep_alive_turns_it_off() {
+        for (key, adjust) in [
+            (
+                "server.request_head_timeout_ms",
+                (|s: &mut ServerConfig| s.request_head_timeout_ms = 0) as fn(&mut ServerConfig),
+            ),
+            ("server.request_body_timeout_secs", |s| {
+                s.request_body_timeout_secs = 0
+            }),
+            ("server.max_connections", |s| s.max_connections = 0),
+        ] {
+            let mut server = ServerConfig::default();
+            adjust(&mut server);
+            assert!(
+                matches!(server.limits(), Err(ConfigError::Invalid(k, _)) if k == key),
+                "{key}"
+            );
+        }
+        let server = ServerConfig {
+            keep_alive_secs: 0,
+            ..ServerConfig::default()
+        };
+        assert_eq!(server.limits().unwrap().keep_alive, None);
+        assert_eq!(
+            ServerConfig::default().limits().unwrap().request_body,
+            Duration::from_secs(30)
+        );
     }
 }

@@ -72,6 +72,9 @@ pub enum ErrorCode {
     /// A state-changing request carrying a cookie came from another site (`Origin` or
     /// `Sec-Fetch-Site`): refused as a possible cross-site request forgery.
     CrossSiteRequest,
+    /// The client did not send its request body within `server.request_body_timeout_secs`
+    /// (`Timeout` is 504: a deadline of ours, not the client's).
+    RequestTimeout,
 }
 
 impl ErrorCode {
@@ -115,6 +118,7 @@ impl ErrorCode {
             Self::InvalidOAuthState => "InvalidOAuthState",
             Self::ConnectionFailed => "ConnectionFailed",
             Self::CrossSiteRequest => "CrossSiteRequest",
+            Self::RequestTimeout => "RequestTimeout",
         }
     }
 
@@ -154,6 +158,7 @@ impl ErrorCode {
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::InvalidOAuthState | Self::ConnectionFailed => StatusCode::BAD_REQUEST,
+            Self::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
         }
     }
 }

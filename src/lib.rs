@@ -19,6 +19,7 @@ pub mod demo;
 pub mod error;
 pub mod http;
 pub mod insights;
+pub mod logging;
 pub mod metrics;
 pub mod oauth;
 pub mod oidc;
@@ -41,6 +42,7 @@ use actix_web::{
     App, HttpMessage, HttpServer,
     body::MessageBody,
     dev::{Server, ServerHandle, ServiceRequest, ServiceResponse},
+    http::KeepAlive,
     middleware::{Next, from_fn},
     web,
 };
@@ -157,6 +159,7 @@ impl Application {
     /// listener (`server.bind`; port 0 picks a free port).
     pub async fn build(config: Config, options: BuildOptions) -> Result<Self, StartupError> {
         config.check_secrets()?;
+        let limits = config.server.limits()?;
         let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
         let store = Store::connect(
             &config.database.url,
@@ -258,8 +261,19 @@ impl Application {
                 .configure(http::configure)
                 .default_service(web::to(http::not_found))
                 .wrap(http::json_error_handlers())
+                // Inside `trace_request`, so a 408 carries the request id and is counted.
+                .wrap(from_fn(http::body_deadline::body_deadline))
                 .wrap(from_fn(trace_request))
         })
+        // What a slow or idle client may hold (the body deadline is `body_deadline`'s).
+        .client_request_timeout(limits.request_head)
+        .client_disconnect_timeout(limits.client_disconnect)
+        .keep_alive(
+            limits
+                .keep_alive
+                .map_or(KeepAlive::Disabled, KeepAlive::Timeout),
+        )
+        .max_connections(limits.max_connections)
         .listen(listener)
         .map_err(|e| StartupError::Bind(config.server.bind.clone(), e))?
         .disable_signals();
@@ -387,6 +401,32 @@ fn request_id(req: &ServiceRequest) -> String {
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
 }
 
+/// An error reaching `trace_request` unanswered (actix turns it into the response): its own
+/// response, plus the request id.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+struct WithRequestId {
+    error: actix_web::Error,
+    request_id: String,
+}
+
+impl actix_web::ResponseError for WithRequestId {
+    fn status_code(&self) -> actix_web::http::StatusCode {
+        self.error.as_response_error().status_code()
+    }
+
+    fn error_response(&self) -> actix_web::HttpResponse {
+        let mut response = self.error.error_response();
+        if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&self.request_id) {
+            response.headers_mut().insert(
+                actix_web::http::header::HeaderName::from_static("x-request-id"),
+                value,
+            );
+        }
+        response
+    }
+}
+
 /// A span per request with its request id (echoed as `X-Request-Id`), request counts and
 /// latencies by route pattern; failures are logged with their status.
 async fn trace_request(
@@ -414,7 +454,12 @@ async fn trace_request(
         Ok(res) => res.map_into_boxed_body(),
         Err(err) => {
             tracing::debug!(error = %err, elapsed_ms, "request refused");
-            return Err(err);
+            // actix renders it after we are gone; it still carries the request id.
+            return Err(WithRequestId {
+                error: err,
+                request_id,
+            }
+            .into());
         }
     };
     let status = response.status().as_u16();

@@ -8,11 +8,13 @@ use social_service::{
     Application, BuildOptions,
     config::Config,
     crypto::{self, TokenCipher},
-    demo, operator,
+    demo,
+    logging::{self, DemoteClientErrors},
+    operator,
     sim::{SimConfig, Simulator},
     store::Store,
 };
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::{EnvFilter, layer::SubscriberExt, util::SubscriberInitExt};
 
 #[derive(Parser)]
 #[command(name = "service", version, about = "Social publishing service")]
@@ -90,20 +92,25 @@ fn main() -> ExitCode {
         }
     };
     let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,actix_server=warn"));
+        .unwrap_or_else(|_| EnvFilter::new(logging::DEFAULT_FILTER));
     let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(filter);
+    // Malformed requests are the client's mistake: actix-http's errors about them become debug.
     if config.logging.format == "json" {
         // One JSON object per line, with the current span (request id) on every event.
         builder
             .json()
             .with_current_span(true)
             .with_span_list(false)
+            .finish()
+            .with(DemoteClientErrors)
             .init();
     } else {
         builder
             .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+            .finish()
+            .with(DemoteClientErrors)
             .init();
     }
     let system = actix_rt::System::new();

@@ -7,6 +7,7 @@
 pub mod accounts;
 pub mod admin;
 pub mod auth;
+pub mod body_deadline;
 pub mod connect;
 pub mod cron;
 pub mod history;
@@ -84,6 +85,9 @@ fn json_error(err: JsonPayloadError) -> ApiError {
         JsonPayloadError::OverflowKnownLength { .. } | JsonPayloadError::Overflow { .. } => {
             ApiError::new(ErrorCode::PayloadTooLarge, "Request body is too large")
         }
+        JsonPayloadError::Payload(err) if body_deadline::is_deadline_error(&err) => {
+            body_deadline::body_timeout_error()
+        }
         JsonPayloadError::ContentType => {
             ApiError::invalid_request("Content-Type must be application/json")
         }
@@ -151,9 +155,8 @@ fn catalogue_error_for_status(status: StatusCode, req: &HttpRequest) -> ApiError
         StatusCode::SERVICE_UNAVAILABLE => {
             ApiError::service_unavailable("Service temporarily unavailable")
         }
-        StatusCode::GATEWAY_TIMEOUT | StatusCode::REQUEST_TIMEOUT => {
-            ApiError::new(ErrorCode::Timeout, "The request timed out")
-        }
+        StatusCode::GATEWAY_TIMEOUT => ApiError::new(ErrorCode::Timeout, "The request timed out"),
+        StatusCode::REQUEST_TIMEOUT => body_deadline::body_timeout_error(),
         s if s.is_client_error() => ApiError::invalid_request("Invalid request"),
         _ => ApiError::new(
             ErrorCode::InternalServerError,

@@ -400,6 +400,9 @@ struct Case {
     raw: bool,
     /// Redirects to the service and the simulator are followed (a whole sign-in).
     follow: bool,
+    /// A head actix-http refuses before our code runs (README, "Slow clients and malformed
+    /// requests"): an empty `400` is the documented answer.
+    unparsable_head: bool,
 }
 
 impl Case {
@@ -1116,6 +1119,7 @@ impl Gen<'_> {
             headers: self.auth_headers(route.auth),
             body: None,
             raw: false,
+            unparsable_head: false,
             follow: false,
         }
     }
@@ -1241,6 +1245,7 @@ impl Gen<'_> {
             headers: self.auth_headers(auth),
             body: None,
             raw: false,
+            unparsable_head: false,
             follow: false,
         }
     }
@@ -1507,30 +1512,45 @@ impl Gen<'_> {
             1 => case.target = format!("/./{}/./", path.trim_start_matches('/')),
             2 => case.target = "/v2/../v2/posts".into(),
             3 => case.target = format!("{path}/%"),
-            4 => case.target = format!("{path}/\u{e9}t\u{e9}"),
+            4 => {
+                case.target = format!("{path}/\u{e9}t\u{e9}");
+                case.unparsable_head = true;
+            }
             5 => case.target = format!("http://evil.example{path}"),
             6 => {
                 case.method = "OPTIONS".into();
                 case.target = "*".into();
             }
-            7 => case.target = format!("{path}?q=a b"),
-            8 => case
-                .headers
-                .push(("x-\u{e9}".into(), b"non-ascii header name".to_vec())),
+            7 => {
+                case.target = format!("{path}?q=a b");
+                case.unparsable_head = true;
+            }
+            8 => {
+                case.headers
+                    .push(("x-\u{e9}".into(), b"non-ascii header name".to_vec()));
+                case.unparsable_head = true;
+            }
             9 => {
                 case.headers.push(("host".into(), b"a.example".to_vec()));
                 case.headers.push(("host".into(), b"b.example".to_vec()));
+                case.unparsable_head = true;
             }
-            10 => case
-                .headers
-                .push(("content-length".into(), b"abc".to_vec())),
+            10 => {
+                case.headers
+                    .push(("content-length".into(), b"abc".to_vec()));
+                case.unparsable_head = true;
+            }
             11 => {
                 case.headers
                     .push(("transfer-encoding".into(), b"gzip, chunked".to_vec()));
                 case.headers.push(("content-length".into(), b"4".to_vec()));
                 case.body = Some(b"0\r\n\r\n".to_vec());
+                case.unparsable_head = true;
             }
-            12 => case.headers.push(("x-folded".into(), b"a\r\n b".to_vec())),
+            12 => {
+                case.headers.push(("x-folded".into(), b"a\r\n b".to_vec()));
+                case.unparsable_head = true;
+            }
             _ => case.target = format!("{path}#fragment"),
         }
         if case.body.is_none()
@@ -1774,6 +1794,11 @@ fn judge(case: &Case, reply: &Reply) -> Option<&'static str> {
     }
     if (300..400).contains(&status) {
         return (!reply.has_location).then_some("redirect without Location");
+    }
+    if case.unparsable_head {
+        // actix-http answers these before any code of ours runs: exactly an empty 400.
+        return (status != 400 || !reply.body.is_empty())
+            .then_some("unparsable head not answered with actix-http's empty 400");
     }
     if !reply.content_type.starts_with("application/json") {
         return Some("error without a JSON content type");

@@ -30,4 +30,5 @@ mod ops;
 mod performance;
 mod publish;
 mod scheduled;
+mod slow_clients;
 mod usage;
