@@ -69,6 +69,9 @@ pub enum ErrorCode {
     InvalidOAuthState,
     /// The platform refused the connection (denied, bad code, no eligible account).
     ConnectionFailed,
+    /// `POST /v2/posts`: the platform was still processing the post at our deadline; the service
+    /// keeps checking and records `published` or `failed` in the history (202, not a failure).
+    PublishUnconfirmed,
 }
 
 impl ErrorCode {
@@ -111,6 +114,7 @@ impl ErrorCode {
             Self::UsageLimitExceeded => "UsageLimitExceeded",
             Self::InvalidOAuthState => "InvalidOAuthState",
             Self::ConnectionFailed => "ConnectionFailed",
+            Self::PublishUnconfirmed => "PublishUnconfirmed",
         }
     }
 
@@ -150,6 +154,9 @@ impl ErrorCode {
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::InvalidOAuthState | Self::ConnectionFailed => StatusCode::BAD_REQUEST,
+            // Accepted: the post is on its way and its outcome lands in the history. Not a 5xx
+            // (nothing failed) and not a 200 (nothing is confirmed).
+            Self::PublishUnconfirmed => StatusCode::ACCEPTED,
         }
     }
 }
@@ -159,6 +166,9 @@ impl fmt::Display for ErrorCode {
         f.write_str(self.as_str())
     }
 }
+
+/// What a client (and the history) is told about a publish still processing on the platform.
+pub const PUBLISH_UNCONFIRMED_MESSAGE: &str = "The post is still processing on the platform; the service keeps checking and records published or failed in the publishing history; do not retry";
 
 /// Values for the `X-RateLimit-*` headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -213,6 +223,8 @@ pub struct ApiError {
     pub rate_limit: Option<RateLimitHeaders>,
     /// Boxed: rare, and keeps every `Result<_, ApiError>` small.
     pub quota: Option<Box<QuotaExceeded>>,
+    /// The history row a client should look at (`post_submission_id` in the body).
+    pub submission_id: Option<uuid::Uuid>,
     form: BodyForm,
 }
 
@@ -226,8 +238,17 @@ impl ApiError {
             retry_after: None,
             rate_limit: None,
             quota: None,
+            submission_id: None,
             form: BodyForm::Standard,
         }
+    }
+
+    /// The platform was still processing the post at our deadline: it may yet go out, so the
+    /// client must not retry; the outcome lands in the history under `submission_id`.
+    pub fn publish_unconfirmed(submission_id: uuid::Uuid) -> Self {
+        let mut error = Self::new(ErrorCode::PublishUnconfirmed, PUBLISH_UNCONFIRMED_MESSAGE);
+        error.submission_id = Some(submission_id);
+        error
     }
 
     /// An unexpected failure: the cause is logged, the client gets a generic message.
@@ -359,6 +380,9 @@ impl ApiError {
                 if let Some(details) = &self.details {
                     body["details"] = json!(details);
                 }
+                if let Some(id) = self.submission_id {
+                    body["post_submission_id"] = json!(id);
+                }
                 body
             }
         }
@@ -472,6 +496,18 @@ mod tests {
             assert_eq!(error.status_code().as_u16(), status, "{text}");
             assert_eq!(error.body(), json!({"success": false, "error": text}));
         }
+    }
+
+    #[test]
+    fn publish_unconfirmed_is_accepted_and_names_the_submission() {
+        let id = uuid::Uuid::new_v4();
+        let error = ApiError::publish_unconfirmed(id);
+        assert_eq!(error.status_code(), StatusCode::ACCEPTED);
+        assert_eq!(
+            error.body(),
+            json!({"success": false, "error": "PublishUnconfirmed",
+                   "message": PUBLISH_UNCONFIRMED_MESSAGE, "post_submission_id": id})
+        );
     }
 
     #[test]

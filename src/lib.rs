@@ -226,6 +226,9 @@ impl Application {
             let scheduler = SchedulerActor::new(state.clone(), state.instance_id.clone()).start();
             let _ = state.scheduler.set(scheduler);
         }
+        // Publishes the platform was still processing at our deadline are checked until they
+        // end, on every instance (immediate ones too, so not tied to `scheduler.enabled`).
+        actors::reconciler::ReconcilerActor::new(state.clone()).start();
         TokenKeeper::new(state.clone()).start();
         if config.collector.enabled {
             let collector = CollectorActor::new(state.clone(), state.collection_schedule).start();

@@ -11,8 +11,11 @@
 //! quota fails fast instead of at the final call.
 
 use super::{
-    PlatformContext, PlatformError, Published,
-    meta::{ContainerEnd, Graph, carousel_error, container_failure, id_of, wait_container},
+    Pending, PlatformContext, PlatformError, Published,
+    meta::{
+        ContainerEnd, Graph, abandon, carousel_error, container_failure, id_of, read_container,
+        wait_container,
+    },
 };
 use crate::publish::plan::{InstagramPost, MediaKind, MediaRef};
 
@@ -62,15 +65,47 @@ pub async fn publish(
                 .map_err(carousel_error)?
         }
     };
-    check_quota(&graph, user).await?;
+    publish_container(ctx, &graph, user, &container).await
+}
+
+/// The quota check, then ★ `media_publish` of a FINISHED container.
+async fn publish_container(
+    ctx: &PlatformContext<'_>,
+    graph: &Graph<'_>,
+    user: &str,
+    container: &str,
+) -> Result<Published, PlatformError> {
+    check_quota(graph, user).await?;
     ctx.steps.before_final().await?;
     let body = graph
         .post(
             &format!("{user}/media_publish"),
-            &[("creation_id", container.as_str())],
+            &[("creation_id", container)],
         )
         .await?;
     Ok(Published::single(id_of(&body)?))
+}
+
+/// One look at a container left processing at our deadline; once FINISHED, the rest of the
+/// publish (quota check, ★ `media_publish`).
+pub async fn resume(
+    ctx: &PlatformContext<'_>,
+    container: &str,
+) -> Result<Option<Published>, PlatformError> {
+    let graph = Graph::facebook(ctx);
+    match read_container(&graph, container, "status_code", "status").await? {
+        None => Ok(None),
+        Some(ContainerEnd::Finished) => {
+            publish_container(ctx, &graph, &ctx.account.external_id, container)
+                .await
+                .map(Some)
+        }
+        Some(end) => Err(container_failure(
+            end,
+            container,
+            ctx.config.processing_timeout_secs,
+        )),
+    }
 }
 
 /// Children, then the CAROUSEL parent; returns the parent's id once FINISHED.
@@ -99,8 +134,12 @@ async fn carousel(
         ctx.steps.record("child", &id).await?;
         children.push(id);
     }
+    // A child still processing at the deadline cannot be carried on (the parent does not exist
+    // yet): the carousel fails, and nothing was published.
     for child in &children {
-        wait(ctx, graph, child).await?;
+        wait(ctx, graph, child)
+            .await
+            .map_err(|e| abandon(e, ctx.config.processing_timeout_secs))?;
     }
     let joined = children.join(",");
     let body = graph
@@ -119,9 +158,16 @@ async fn carousel(
     Ok(id)
 }
 
+/// Waits for a container; one still in progress at the deadline is
+/// [`PlatformError::StillProcessing`] (a continuation publishes it once FINISHED).
 async fn wait(ctx: &PlatformContext<'_>, graph: &Graph<'_>, id: &str) -> Result<(), PlatformError> {
     match wait_container(graph, id, "status_code", "status").await? {
         ContainerEnd::Finished => Ok(()),
+        ContainerEnd::TimedOut => Err(PlatformError::StillProcessing(Box::new(
+            Pending::InstagramContainer {
+                container_id: id.to_string(),
+            },
+        ))),
         end => Err(container_failure(
             end,
             id,
