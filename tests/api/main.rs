@@ -26,4 +26,5 @@ mod ops;
 mod performance;
 mod publish;
 mod scheduled;
+mod unconfirmed;
 mod usage;
