@@ -223,8 +223,9 @@ pub struct ApiError {
     pub rate_limit: Option<RateLimitHeaders>,
     /// Boxed: rare, and keeps every `Result<_, ApiError>` small.
     pub quota: Option<Box<QuotaExceeded>>,
-    /// The history row a client should look at (`post_submission_id` in the body).
-    pub submission_id: Option<uuid::Uuid>,
+    /// The history row a client should look at (`post_submission_id` in the body). Boxed like
+    /// `quota`: rare, and it keeps `ApiError` small.
+    pub submission_id: Option<Box<uuid::Uuid>>,
     form: BodyForm,
 }
 
@@ -247,7 +248,7 @@ impl ApiError {
     /// client must not retry; the outcome lands in the history under `submission_id`.
     pub fn publish_unconfirmed(submission_id: uuid::Uuid) -> Self {
         let mut error = Self::new(ErrorCode::PublishUnconfirmed, PUBLISH_UNCONFIRMED_MESSAGE);
-        error.submission_id = Some(submission_id);
+        error.submission_id = Some(Box::new(submission_id));
         error
     }
 
@@ -380,7 +381,7 @@ impl ApiError {
                 if let Some(details) = &self.details {
                     body["details"] = json!(details);
                 }
-                if let Some(id) = self.submission_id {
+                if let Some(id) = &self.submission_id {
                     body["post_submission_id"] = json!(id);
                 }
                 body

@@ -778,10 +778,9 @@ impl Handler<CheckUnconfirmed> for AccountActor {
             && let Err(refused) = self.limiter.admit_units(1)
         {
             self.back_off(refused.retry_after);
-            self.deps.metrics.inc(
-                "limiter_rejections_total",
-                &[("platform", self.platform)],
-            );
+            self.deps
+                .metrics
+                .inc("limiter_rejections_total", &[("platform", self.platform)]);
             self.post_health();
             return Err(refused);
         }

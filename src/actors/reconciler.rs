@@ -63,32 +63,34 @@ impl ReconcilerActor {
         }
         self.busy = true;
         let state = self.state.clone();
-        ctx.spawn(in_runtime(pass(state)).into_actor(self).map(
-            |result, actor, _ctx| {
-                actor.busy = false;
-                actor.status.passes += 1;
-                match result {
-                    Ok(outcomes) => {
-                        for outcome in outcomes {
-                            let counter = match outcome {
-                                CheckOutcome::Published => &mut actor.status.published,
-                                CheckOutcome::Failed => &mut actor.status.failed,
-                                CheckOutcome::StillProcessing => {
-                                    &mut actor.status.still_processing
-                                }
-                                CheckOutcome::Unconfirmed => &mut actor.status.gave_up,
-                                CheckOutcome::Lost => continue,
-                            };
-                            *counter += 1;
+        ctx.spawn(
+            in_runtime(pass(state))
+                .into_actor(self)
+                .map(|result, actor, _ctx| {
+                    actor.busy = false;
+                    actor.status.passes += 1;
+                    match result {
+                        Ok(outcomes) => {
+                            for outcome in outcomes {
+                                let counter = match outcome {
+                                    CheckOutcome::Published => &mut actor.status.published,
+                                    CheckOutcome::Failed => &mut actor.status.failed,
+                                    CheckOutcome::StillProcessing => {
+                                        &mut actor.status.still_processing
+                                    }
+                                    CheckOutcome::Unconfirmed => &mut actor.status.gave_up,
+                                    CheckOutcome::Lost => continue,
+                                };
+                                *counter += 1;
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "reconciler: cannot read due checks");
+                            actor.status.last_error = Some(format!("database: {e}"));
                         }
                     }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "reconciler: cannot read due checks");
-                        actor.status.last_error = Some(format!("database: {e}"));
-                    }
-                }
-            },
-        ));
+                }),
+        );
     }
 }
 
@@ -103,7 +105,10 @@ impl Actor for ReconcilerActor {
                 .unconfirmed_check_interval_ms
                 .max(10),
         );
-        tracing::info!(interval_ms = interval.as_millis() as u64, "reconciler started");
+        tracing::info!(
+            interval_ms = interval.as_millis() as u64,
+            "reconciler started"
+        );
         // At start too: checks left by a previous run of this instance are due already.
         self.tick(ctx);
         ctx.run_interval(interval, |actor, ctx| actor.tick(ctx));

@@ -449,9 +449,7 @@ pub async fn resume(
 ) -> Result<Option<Published>, PlatformError> {
     match pending {
         Pending::FacebookVideo { video_id } => facebook::resume(ctx, video_id).await,
-        Pending::InstagramContainer { container_id } => {
-            instagram::resume(ctx, container_id).await
-        }
+        Pending::InstagramContainer { container_id } => instagram::resume(ctx, container_id).await,
         Pending::ThreadsContainer { container_id } => threads::resume(ctx, container_id).await,
         Pending::TiktokPublish { publish_id } => tiktok::resume(ctx, publish_id).await,
         Pending::YoutubeVideo {

@@ -17,8 +17,7 @@ use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
 use super::{
-    Pending, PlatformContext, PlatformError, Published, SendTraced, poll_pause,
-    processing_deadline,
+    Pending, PlatformContext, PlatformError, Published, SendTraced, poll_pause, processing_deadline,
 };
 use crate::publish::{
     media::ChunkReader,

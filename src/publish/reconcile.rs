@@ -288,8 +288,9 @@ async fn resolve(
     let store = &deps.store;
     let written = match &resolution {
         Resolution::Later => {
-            let interval =
-                chrono::Duration::milliseconds(deps.publishing.unconfirmed_check_interval_ms as i64);
+            let interval = chrono::Duration::milliseconds(
+                deps.publishing.unconfirmed_check_interval_ms as i64,
+            );
             store.release_check(row.id, claimant, now + interval).await
         }
         Resolution::Published(published) => {
@@ -423,18 +424,45 @@ mod tests {
     #[test]
     fn failures_are_judged_by_who_made_the_final_call() {
         let steps = StepRecorder::in_memory();
-        let later = |e: PlatformError, ours: bool| matches!(judge(&e, ours, &steps), Resolution::Later);
-        let is_failed =
-            |e: PlatformError, ours: bool| matches!(judge(&e, ours, &steps), Resolution::Failed { .. });
+        let later =
+            |e: PlatformError, ours: bool| matches!(judge(&e, ours, &steps), Resolution::Later);
+        let is_failed = |e: PlatformError, ours: bool| {
+            matches!(judge(&e, ours, &steps), Resolution::Failed { .. })
+        };
         let unconfirmed = |e: PlatformError, ours: bool| {
             matches!(judge(&e, ours, &steps), Resolution::Unconfirmed { .. })
         };
         assert!(later(PlatformError::Transient("503".into()), false));
         assert!(later(PlatformError::TokenInvalid("revoked".into()), true));
-        assert!(is_failed(PlatformError::ProcessingFailed("error".into()), false));
+        assert!(is_failed(
+            PlatformError::ProcessingFailed("error".into()),
+            false
+        ));
         assert!(is_failed(PlatformError::MediaFetch("404".into()), true));
         // After the platform's final call, an unexplained refusal leaves the outcome unknown.
         assert!(unconfirmed(PlatformError::Rejected("gone".into()), false));
         assert!(is_failed(PlatformError::Rejected("gone".into()), true));
+    }
+
+    #[actix_web::test]
+    async fn a_failed_final_call_of_our_own_is_failed_only_when_the_platform_said_no() {
+        let steps = StepRecorder::in_memory();
+        steps.before_final().await.unwrap();
+        // No definite answer: it may be out.
+        assert!(matches!(
+            judge(&PlatformError::Transient("timed out".into()), true, &steps),
+            Resolution::Unconfirmed { .. }
+        ));
+        // A refusal: nothing went out.
+        assert!(matches!(
+            judge(&PlatformError::Rejected("duplicate".into()), true, &steps),
+            Resolution::Failed { .. }
+        ));
+        // Part of a thread already out: out.
+        steps.record("post", "1").await.unwrap();
+        assert!(matches!(
+            judge(&PlatformError::Rejected("duplicate".into()), true, &steps),
+            Resolution::Unconfirmed { .. }
+        ));
     }
 }

@@ -17,8 +17,8 @@ use crate::{
     crypto::TokenCipher,
     error::{ApiError, ErrorCode, PUBLISH_UNCONFIRMED_MESSAGE},
     platforms::{
-        self, AccountCredentials, ClaimFence, Pending, PlatformContext, PlatformError,
-        Published, StepRecorder,
+        self, AccountCredentials, ClaimFence, Pending, PlatformContext, PlatformError, Published,
+        StepRecorder,
     },
     publish::media::MediaFetcher,
     store::{NewSubmission, Store},

@@ -221,7 +221,10 @@ impl Store {
                 post_submission::Column::NextCheckAt,
                 Expr::value(next_check_at),
             )
-            .col_expr(post_submission::Column::CheckUntil, Expr::value(check_until))
+            .col_expr(
+                post_submission::Column::CheckUntil,
+                Expr::value(check_until),
+            )
             .col_expr(post_submission::Column::UpdatedAt, Expr::value(now))
             .filter(post_submission::Column::Id.eq(id))
             .filter(post_submission::Column::Status.eq("publishing"))
@@ -267,7 +270,10 @@ impl Store {
         lease_until: DateTime<Utc>,
     ) -> Result<bool, DbErr> {
         let result = post_submission::Entity::update_many()
-            .col_expr(post_submission::Column::CheckClaimedBy, Expr::value(claimant))
+            .col_expr(
+                post_submission::Column::CheckClaimedBy,
+                Expr::value(claimant),
+            )
             .col_expr(
                 post_submission::Column::CheckLeaseUntil,
                 Expr::value(lease_until),

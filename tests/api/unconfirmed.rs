@@ -55,7 +55,10 @@ async fn publish_stuck(app: &TestApp, publisher: &Publisher, content: Value) -> 
     let item = history_item(app, publisher, &id).await;
     assert_eq!(item["status"], "unconfirmed", "{item}");
     assert_eq!(item["error"]["code"], "PublishUnconfirmed", "{item}");
-    assert_eq!(item["error"]["message"], PUBLISH_UNCONFIRMED_MESSAGE, "{item}");
+    assert_eq!(
+        item["error"]["message"], PUBLISH_UNCONFIRMED_MESSAGE,
+        "{item}"
+    );
     assert_eq!(item["post_id"], Value::Null, "{item}");
     id
 }
@@ -126,7 +129,11 @@ async fn stuck_then_finishing(platform: &str) {
     assert!(item.get("error").is_none(), "{platform}: {item}");
     assert!(item["published_at"].is_string(), "{platform}: {item}");
     let items = app.published(&publisher.sim);
-    assert_eq!(items.len(), 1, "{platform}: published exactly once: {items:?}");
+    assert_eq!(
+        items.len(),
+        1,
+        "{platform}: published exactly once: {items:?}"
+    );
     assert_eq!(item["post_id"], items[0].id, "{platform}: {item}");
 }
 
@@ -175,7 +182,10 @@ async fn stuck_then_failing_is_failed_with_the_platforms_words() {
         set_processing(&app, &publisher, Processing::Fail);
         let item = wait_history(&app, &publisher, &id, &["published", "failed"]).await;
         assert_eq!(item["status"], "failed", "{platform}: {item}");
-        assert_eq!(item["error"]["code"], "VideoProcessingFailed", "{platform}: {item}");
+        assert_eq!(
+            item["error"]["code"], "VideoProcessingFailed",
+            "{platform}: {item}"
+        );
         let message = item["error"]["message"].as_str().unwrap_or_default();
         assert!(message.contains(words), "{platform}: {message}");
         assert_eq!(item["post_id"], Value::Null, "{platform}: {item}");
