@@ -234,7 +234,8 @@ pub struct PlatformsConfig {
     pub x_url: String,
     /// Pause between status polls of asynchronous processing (containers, uploads).
     pub poll_interval_ms: u64,
-    /// Give up on processing that has not finished after this long (`VideoProcessingFailed`).
+    /// Stop waiting for processing after this long: the publish is then `unconfirmed` (202
+    /// `PublishUnconfirmed`) and checked in the background (`publishing.unconfirmed_check_*`).
     pub processing_timeout_secs: u64,
     /// Timeout of one HTTP call to a platform (uploads excluded).
     pub call_timeout_secs: u64,
@@ -313,6 +314,12 @@ pub struct PublishingConfig {
     /// `host:port` pairs media URLs may use even though they resolve to a loopback or private
     /// address (and may stay on plain http). Empty in production.
     pub media_allow_hosts: Vec<String>,
+    /// A publish the platform was still processing at `platforms.processing_timeout_secs` is
+    /// `unconfirmed` and checked again this often (through its account's limiter) until the
+    /// platform says published or failed.
+    pub unconfirmed_check_interval_ms: u64,
+    /// After this long the service stops checking; the post stays `unconfirmed`, saying so.
+    pub unconfirmed_check_horizon_secs: u64,
 }
 
 impl Default for PublishingConfig {
@@ -334,6 +341,9 @@ impl Default for PublishingConfig {
             x_monthly_posts: 60,
             max_media_bytes: 100 * 1024 * 1024,
             media_allow_hosts: Vec::new(),
+            unconfirmed_check_interval_ms: 30_000,
+            // Instagram and Threads containers expire unpublished after 24 h.
+            unconfirmed_check_horizon_secs: 86_400,
         }
     }
 }

@@ -75,6 +75,9 @@ pub enum ErrorCode {
     /// The client did not send its request body within `server.request_body_timeout_secs`
     /// (`Timeout` is 504: a deadline of ours, not the client's).
     RequestTimeout,
+    /// `POST /v2/posts`: the platform was still processing the post at our deadline; the service
+    /// keeps checking and records `published` or `failed` in the history (202, not a failure).
+    PublishUnconfirmed,
 }
 
 impl ErrorCode {
@@ -119,6 +122,7 @@ impl ErrorCode {
             Self::ConnectionFailed => "ConnectionFailed",
             Self::CrossSiteRequest => "CrossSiteRequest",
             Self::RequestTimeout => "RequestTimeout",
+            Self::PublishUnconfirmed => "PublishUnconfirmed",
         }
     }
 
@@ -159,6 +163,9 @@ impl ErrorCode {
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::InvalidOAuthState | Self::ConnectionFailed => StatusCode::BAD_REQUEST,
             Self::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
+            // Accepted: the post is on its way and its outcome lands in the history. Not a 5xx
+            // (nothing failed) and not a 200 (nothing is confirmed).
+            Self::PublishUnconfirmed => StatusCode::ACCEPTED,
         }
     }
 }
@@ -168,6 +175,9 @@ impl fmt::Display for ErrorCode {
         f.write_str(self.as_str())
     }
 }
+
+/// What a client (and the history) is told about a publish still processing on the platform.
+pub const PUBLISH_UNCONFIRMED_MESSAGE: &str = "The post is still processing on the platform; the service keeps checking and records published or failed in the publishing history; do not retry";
 
 /// Values for the `X-RateLimit-*` headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -222,6 +232,9 @@ pub struct ApiError {
     pub rate_limit: Option<RateLimitHeaders>,
     /// Boxed: rare, and keeps every `Result<_, ApiError>` small.
     pub quota: Option<Box<QuotaExceeded>>,
+    /// The history row a client should look at (`post_submission_id` in the body). Boxed like
+    /// `quota`: rare, and it keeps `ApiError` small.
+    pub submission_id: Option<Box<uuid::Uuid>>,
     form: BodyForm,
 }
 
@@ -235,8 +248,17 @@ impl ApiError {
             retry_after: None,
             rate_limit: None,
             quota: None,
+            submission_id: None,
             form: BodyForm::Standard,
         }
+    }
+
+    /// The platform was still processing the post at our deadline: it may yet go out, so the
+    /// client must not retry; the outcome lands in the history under `submission_id`.
+    pub fn publish_unconfirmed(submission_id: uuid::Uuid) -> Self {
+        let mut error = Self::new(ErrorCode::PublishUnconfirmed, PUBLISH_UNCONFIRMED_MESSAGE);
+        error.submission_id = Some(Box::new(submission_id));
+        error
     }
 
     /// An unexpected failure: the cause is logged, the client gets a generic message.
@@ -379,6 +401,9 @@ impl ApiError {
                 if let Some(details) = &self.details {
                     body["details"] = json!(details);
                 }
+                if let Some(id) = &self.submission_id {
+                    body["post_submission_id"] = json!(id);
+                }
                 body
             }
         }
@@ -497,6 +522,18 @@ mod tests {
             assert_eq!(error.status_code().as_u16(), status, "{text}");
             assert_eq!(error.body(), json!({"success": false, "error": text}));
         }
+    }
+
+    #[test]
+    fn publish_unconfirmed_is_accepted_and_names_the_submission() {
+        let id = uuid::Uuid::new_v4();
+        let error = ApiError::publish_unconfirmed(id);
+        assert_eq!(error.status_code(), StatusCode::ACCEPTED);
+        assert_eq!(
+            error.body(),
+            json!({"success": false, "error": "PublishUnconfirmed",
+                   "message": PUBLISH_UNCONFIRMED_MESSAGE, "post_submission_id": id})
+        );
     }
 
     #[test]

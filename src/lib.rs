@@ -138,7 +138,8 @@ pub struct Application {
 }
 
 /// Starts the actors that work on their own and call platforms: the scheduler (due posts), the
-/// token keeper (refreshes) and the collector (daily snapshots, with a catch-up at start).
+/// reconciler (publishes still processing), the token keeper (refreshes) and the collector
+/// (daily snapshots, with a catch-up at start).
 fn start_background(state: &web::Data<AppState>, once: &std::sync::Once) {
     once.call_once(|| {
         let config = &state.config;
@@ -146,6 +147,9 @@ fn start_background(state: &web::Data<AppState>, once: &std::sync::Once) {
             let scheduler = SchedulerActor::new(state.clone(), state.instance_id.clone()).start();
             let _ = state.scheduler.set(scheduler);
         }
+        // Publishes the platform was still processing at our deadline are checked until they
+        // end, on every instance (immediate ones too, so not tied to `scheduler.enabled`).
+        actors::reconciler::ReconcilerActor::new(state.clone()).start();
         TokenKeeper::new(state.clone()).start();
         if config.collector.enabled {
             let collector = CollectorActor::new(state.clone(), state.collection_schedule).start();

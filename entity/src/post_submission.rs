@@ -29,6 +29,16 @@ pub struct Model {
     pub created_at: DateTimeUtc,
     pub published_at: Option<DateTimeUtc>,
     pub updated_at: DateTimeUtc,
+    /// A publish the platform was still processing at our deadline: what is left to do
+    /// (`publish::reconcile::Reconcile`). Kept once resolved, as a record.
+    pub reconcile: Option<Json>,
+    /// When an `unconfirmed` submission is next checked; null once it is resolved.
+    pub next_check_at: Option<DateTimeUtc>,
+    /// When the service stops checking (it then stays `unconfirmed`, saying so).
+    pub check_until: Option<DateTimeUtc>,
+    /// The instance checking it now, and until when its claim holds.
+    pub check_claimed_by: Option<String>,
+    pub check_lease_until: Option<DateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -30,6 +30,7 @@ use crate::{
     platforms::{AccountCredentials, PlatformError},
     publish::{
         plan::Platform,
+        reconcile::{CheckOutcome, CheckReport, CheckSpec, run_check},
         run::{JobResult, JobSpec, PublishDeps, run_job},
     },
 };
@@ -297,6 +298,10 @@ impl AccountActor {
             Ok(_) => {
                 self.published += 1;
                 ("published", "")
+            }
+            // Not a failure: the reconciler checks it until the platform says.
+            Err(error) if error.code == ErrorCode::PublishUnconfirmed => {
+                ("unconfirmed", error.code.as_str())
             }
             Err(error) => {
                 self.failed += 1;
@@ -735,6 +740,84 @@ impl Handler<ReadInsights> for AccountActor {
                     let result = result.map_err(|error| actor.absorb_platform_error(error));
                     actor.post_health();
                     let _ = reply.send(result);
+                }),
+        );
+        Ok(receiver)
+    }
+}
+
+/// Checks once a publish the platform was still processing at our deadline (the reconciler
+/// sends it, holding the submission's check claim). Answers at once with the receiver of the
+/// report, or the refusal (token dead, limiter empty). The platform calls run in a spawned
+/// future beside any publish in flight: a status read needs no ordering, and a continuation's
+/// final call was admitted (and counted) with its publish.
+pub struct CheckUnconfirmed {
+    pub spec: CheckSpec,
+}
+
+impl Message for CheckUnconfirmed {
+    type Result = Result<oneshot::Receiver<CheckReport>, ApiError>;
+}
+
+impl Handler<CheckUnconfirmed> for AccountActor {
+    type Result = Result<oneshot::Receiver<CheckReport>, ApiError>;
+
+    fn handle(&mut self, msg: CheckUnconfirmed, ctx: &mut Self::Context) -> Self::Result {
+        let _span = tracing::debug_span!("account_actor", account = %self.seat.account_id, message = "check").entered();
+        self.last_activity = Instant::now();
+        if let Some((code, reason)) = &self.token_failure {
+            return Err(ApiError::new(
+                *code,
+                "The platform access token of this account is no longer valid; reconnect the account",
+            )
+            .with_details(reason.clone()));
+        }
+        // One status read. TikTok's limiter models its limit on publish inits, which a status
+        // read is not (as for insights reads).
+        if self.platform != Platform::Tiktok.as_str()
+            && let Err(refused) = self.limiter.admit_units(1)
+        {
+            self.back_off(refused.retry_after);
+            self.deps
+                .metrics
+                .inc("limiter_rejections_total", &[("platform", self.platform)]);
+            self.post_health();
+            return Err(refused);
+        }
+        if self.refresh_is_due() {
+            self.start_refresh(ctx);
+        }
+        let deps = self.deps.clone();
+        let credentials = self.credentials.clone();
+        let submission_id = msg.spec.submission.id;
+        let work = std::panic::AssertUnwindSafe(run_check(deps, credentials, msg.spec))
+            .catch_unwind()
+            .map(move |result| {
+                result.unwrap_or_else(|_| {
+                    tracing::error!(submission = %submission_id, "publish check panicked");
+                    // The claim lapses and another check is made.
+                    CheckReport {
+                        outcome: CheckOutcome::Lost,
+                        error: None,
+                    }
+                })
+            });
+        let (reply, receiver) = oneshot::channel();
+        ctx.spawn(
+            in_runtime(work)
+                .into_actor(self)
+                .map(move |mut report, actor, _ctx| {
+                    actor.last_activity = Instant::now();
+                    match report.outcome {
+                        CheckOutcome::Published => actor.published += 1,
+                        CheckOutcome::Failed => actor.failed += 1,
+                        _ => {}
+                    }
+                    if let Some(error) = report.error.take() {
+                        actor.absorb_platform_error(error);
+                    }
+                    actor.post_health();
+                    let _ = reply.send(report);
                 }),
         );
         Ok(receiver)

@@ -10,6 +10,8 @@
 //! - A claim whose lease has passed belongs to a process that died: the post is settled from the
 //!   steps its attempt recorded — retried if the irreversible call was never made, otherwise
 //!   `failed` with an error saying the outcome is unconfirmed.
+//! - An attempt the platform was still processing at our deadline is neither retried nor failed:
+//!   the post stays `publishing` while the reconciler checks the attempt, and ends with it.
 //! - On shutdown it stops claiming and lets in-flight publishes finish (bounded by the caller).
 //!
 //! All database work runs in futures spawned on the actor's context, never in a handler.
@@ -32,7 +34,7 @@ use crate::{
     config::SchedulerConfig,
     error::{ApiError, ErrorCode},
     platforms::ClaimFence,
-    publish::{service, validate},
+    publish::{reconcile, service, validate},
     usage::Plan,
 };
 
@@ -74,6 +76,9 @@ enum Ended {
     Published,
     Failed,
     Retried,
+    /// The platform was still processing it at our deadline: the post stays `publishing` and
+    /// ends with its attempt, which the reconciler checks until the platform says.
+    Checking,
     /// Someone else settled it (lost the claim); nothing to count.
     Lost,
 }
@@ -212,6 +217,7 @@ impl SchedulerActor {
                             actor.status.retried += 1;
                             count("retried");
                         }
+                        Ok(Ended::Checking) => count("unconfirmed"),
                         Ok(Ended::Lost) => {}
                         Err(e) => {
                             // The outcome could not be written; the lease runs out and the post
@@ -455,6 +461,12 @@ async fn dispatch_post(
                 },
             );
         }
+        // Neither retried nor failed: it may yet be published. Its lease lapses, and settlement
+        // leaves it to the reconciler while the attempt is being checked.
+        Err(failure) if failure.error.code == ErrorCode::PublishUnconfirmed => {
+            tracing::info!(scheduled_post = %row.id, "scheduled post still processing on the platform; checked in the background");
+            return Ok(Ended::Checking);
+        }
         Err(failure) if failure.abandon => {
             tracing::warn!(scheduled_post = %row.id, error = %describe(&failure.error), "scheduled post left for settlement");
             false
@@ -526,6 +538,27 @@ pub async fn settle_expired_claims(state: &AppState) -> Result<u64, sea_orm::DbE
             .and_then(|s| s.steps.as_ref())
             .is_some_and(|steps| steps["final_started"] == Value::Bool(true));
         let done = match &submission {
+            // Its attempt is being checked by the reconciler, which ends the post too.
+            Some(s) if reconcile::is_being_checked(s) => continue,
+            // The reconciler resolved the attempt but did not get to the post.
+            Some(s) if s.reconcile.is_some() && s.status != "published" => {
+                let (code, error) = if s.status == "failed" {
+                    (
+                        s.error_code.clone().unwrap_or_default(),
+                        s.error_message.clone().unwrap_or_default(),
+                    )
+                } else {
+                    (
+                        "PublishingUnconfirmed".to_string(),
+                        s.error_message
+                            .clone()
+                            .unwrap_or_else(|| UNCONFIRMED_MESSAGE.to_string()),
+                    )
+                };
+                store
+                    .finish_scheduled_failed(row.id, &claimant, &code, &error, now, Some(now))
+                    .await?
+            }
             Some(s) if s.status == "published" => {
                 let post_id = s.post_id.clone().unwrap_or_default();
                 store

@@ -22,8 +22,9 @@ use uuid::Uuid;
 
 use super::{
     account::{
-        AccountActor, AccountActorInit, ActorHealth, ActorSeat, CancelQueued, GetHealth,
-        HealthBoard, InsightsOutput, InsightsWork, JobOutcome, Publish, ReadInsights, RefreshToken,
+        AccountActor, AccountActorInit, ActorHealth, ActorSeat, CancelQueued, CheckUnconfirmed,
+        GetHealth, HealthBoard, InsightsOutput, InsightsWork, JobOutcome, Publish, ReadInsights,
+        RefreshToken,
     },
     limiter::AccountLimiter,
 };
@@ -33,6 +34,7 @@ use crate::{
     platforms::AccountCredentials,
     publish::{
         plan::Platform,
+        reconcile::{CheckReport, CheckSpec},
         run::{JobSpec, PublishDeps},
     },
 };
@@ -262,6 +264,21 @@ impl Supervisor {
         receiver.await.map_err(|_| {
             ApiError::service_unavailable("The account worker stopped during the read; retry")
         })?
+    }
+
+    /// Runs one check of an unconfirmed publish on the account's actor (its limiter, its token
+    /// state) and waits for its report.
+    pub async fn check_unconfirmed(
+        &self,
+        account: &entity::account::Model,
+        spec: CheckSpec,
+    ) -> Result<CheckReport, ApiError> {
+        let receiver = self
+            .ask(account, || CheckUnconfirmed { spec: spec.clone() })
+            .await??;
+        receiver.await.map_err(|_| {
+            ApiError::service_unavailable("The account worker stopped during the check")
+        })
     }
 
     /// Removes a queued publish; false when it is not queued (unknown, started or done).

@@ -10,8 +10,8 @@
 use serde_json::{Value, json};
 
 use super::{
-    PlatformContext, PlatformError, Published,
-    ids::{ApiPath, GraphId},
+    Pending, PlatformContext, PlatformError, Published,
+    ids::{ApiPath, GraphId, InvalidId},
     meta::{Graph, graph_id_of, id_of},
     poll_pause, processing_deadline,
 };
@@ -99,8 +99,9 @@ pub async fn publish(
     }
 }
 
-/// Polls `GET /{video}?fields=status` until the video is ready (or published), failed, or the
-/// processing deadline passes.
+/// Polls `GET /{video}?fields=status` until the video is ready (or published) or failed. Still
+/// processing at the deadline is [`PlatformError::StillProcessing`]: the video exists and may
+/// yet go out, so it is not a failure.
 async fn wait_video(
     ctx: &PlatformContext<'_>,
     graph: &Graph<'_>,
@@ -108,36 +109,65 @@ async fn wait_video(
 ) -> Result<(), PlatformError> {
     let deadline = processing_deadline(ctx.config);
     loop {
-        match graph
-            .get(&ApiPath::id(video_id), &[("fields", "status")])
-            .await
-        {
-            Ok(body) => {
-                let status = &body["status"];
-                match status["video_status"].as_str().unwrap_or_default() {
-                    "ready" | "upload_complete" | "published" => return Ok(()),
-                    "error" | "expired" => {
-                        return Err(PlatformError::ProcessingFailed(format!(
-                            "video {video_id} failed processing: {}",
-                            video_errors(status)
-                        )));
-                    }
-                    _ if status["publishing_phase"]["status"] == "complete" => return Ok(()),
-                    _ => {}
-                }
+        match read_video(graph, video_id).await {
+            Ok(VideoState::Ready) => return Ok(()),
+            Ok(VideoState::Failed(message)) => {
+                return Err(PlatformError::ProcessingFailed(message));
             }
+            Ok(VideoState::Processing) => {}
             // A status read changes nothing: a passing outage only costs a poll.
-            Err(PlatformError::Transient(_)) if tokio::time::Instant::now() < deadline => {}
+            Err(PlatformError::Transient(_)) => {}
             Err(other) => return Err(other),
         }
         if tokio::time::Instant::now() >= deadline {
-            return Err(PlatformError::ProcessingFailed(format!(
-                "video {video_id} did not finish processing within {} s",
-                ctx.config.processing_timeout_secs
+            return Err(PlatformError::StillProcessing(Box::new(
+                Pending::FacebookVideo {
+                    video_id: video_id.to_string(),
+                },
             )));
         }
         poll_pause(ctx.config).await;
     }
+}
+
+/// One look at a video left processing at our deadline: `Some` once it is ready.
+pub async fn resume(
+    ctx: &PlatformContext<'_>,
+    video_id: &str,
+) -> Result<Option<Published>, PlatformError> {
+    let graph = Graph::facebook(ctx);
+    // Stored from the platform's own answer; still checked before it goes into a URL.
+    let video_id = GraphId::parse(video_id).map_err(InvalidId::not_found)?;
+    match read_video(&graph, &video_id).await? {
+        VideoState::Ready => Ok(Some(Published::single(video_id))),
+        VideoState::Failed(message) => Err(PlatformError::ProcessingFailed(message)),
+        VideoState::Processing => Ok(None),
+    }
+}
+
+/// What one status read says about a video.
+enum VideoState {
+    Ready,
+    /// Failed processing, with the platform's words.
+    Failed(String),
+    Processing,
+}
+
+/// `GET /{video}?fields=status`, read.
+async fn read_video(graph: &Graph<'_>, video_id: &GraphId) -> Result<VideoState, PlatformError> {
+    let body = graph
+        .get(&ApiPath::id(video_id), &[("fields", "status")])
+        .await?;
+    let status = &body["status"];
+    Ok(match status["video_status"].as_str().unwrap_or_default() {
+        "ready" | "upload_complete" | "published" => VideoState::Ready,
+        "error" | "expired" => VideoState::Failed(format!(
+            "video {video_id} failed processing: {}",
+            video_errors(status)
+        )),
+        _ if status["publishing_phase"]["status"] == "complete" => VideoState::Ready,
+        _ => VideoState::Processing,
+    })
 }
 
 /// The error messages of a failed video's phases.

@@ -11,10 +11,11 @@
 //! quota fails fast instead of at the final call.
 
 use super::{
-    PlatformContext, PlatformError, Published,
-    ids::{ApiPath, GraphId},
+    Pending, PlatformContext, PlatformError, Published,
+    ids::{ApiPath, GraphId, InvalidId},
     meta::{
-        ContainerEnd, Graph, carousel_error, container_failure, graph_id_of, id_of, wait_container,
+        ContainerEnd, Graph, abandon, carousel_error, container_failure, graph_id_of, id_of,
+        read_container, wait_container,
     },
 };
 use crate::publish::plan::{InstagramPost, MediaKind, MediaRef};
@@ -65,15 +66,48 @@ pub async fn publish(
                 .map_err(carousel_error)?
         }
     };
-    check_quota(&graph, &user).await?;
+    publish_container(ctx, &graph, &user, &container).await
+}
+
+/// The quota check, then ★ `media_publish` of a FINISHED container.
+async fn publish_container(
+    ctx: &PlatformContext<'_>,
+    graph: &Graph<'_>,
+    user: &GraphId,
+    container: &GraphId,
+) -> Result<Published, PlatformError> {
+    check_quota(graph, user).await?;
     ctx.steps.before_final().await?;
     let body = graph
         .post(
-            &ApiPath::id(&user).then("media_publish"),
+            &ApiPath::id(user).then("media_publish"),
             &[("creation_id", container.as_str())],
         )
         .await?;
     Ok(Published::single(id_of(&body)?))
+}
+
+/// One look at a container left processing at our deadline; once FINISHED, the rest of the
+/// publish (quota check, ★ `media_publish`).
+pub async fn resume(
+    ctx: &PlatformContext<'_>,
+    container: &str,
+) -> Result<Option<Published>, PlatformError> {
+    let graph = Graph::facebook(ctx);
+    let user = ctx.account.graph_id()?;
+    // Stored from the platform's own answer; still checked before it goes into a URL.
+    let container = GraphId::parse(container).map_err(InvalidId::not_found)?;
+    match read_container(&graph, &container, "status_code", "status").await? {
+        None => Ok(None),
+        Some(ContainerEnd::Finished) => publish_container(ctx, &graph, &user, &container)
+            .await
+            .map(Some),
+        Some(end) => Err(container_failure(
+            end,
+            container.as_str(),
+            ctx.config.processing_timeout_secs,
+        )),
+    }
 }
 
 /// Children, then the CAROUSEL parent; returns the parent's id once FINISHED.
@@ -102,8 +136,12 @@ async fn carousel(
         ctx.steps.record("child", id.as_str()).await?;
         children.push(id);
     }
+    // A child still processing at the deadline cannot be carried on (the parent does not exist
+    // yet): the carousel fails, and nothing was published.
     for child in &children {
-        wait(ctx, graph, child).await?;
+        wait(ctx, graph, child)
+            .await
+            .map_err(|e| abandon(e, ctx.config.processing_timeout_secs))?;
     }
     let joined = children
         .iter()
@@ -126,6 +164,8 @@ async fn carousel(
     Ok(id)
 }
 
+/// Waits for a container; one still in progress at the deadline is
+/// [`PlatformError::StillProcessing`] (a continuation publishes it once FINISHED).
 async fn wait(
     ctx: &PlatformContext<'_>,
     graph: &Graph<'_>,
@@ -133,6 +173,11 @@ async fn wait(
 ) -> Result<(), PlatformError> {
     match wait_container(graph, id, "status_code", "status").await? {
         ContainerEnd::Finished => Ok(()),
+        ContainerEnd::TimedOut => Err(PlatformError::StillProcessing(Box::new(
+            Pending::InstagramContainer {
+                container_id: id.to_string(),
+            },
+        ))),
         end => Err(container_failure(
             end,
             id.as_str(),

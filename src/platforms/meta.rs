@@ -269,27 +269,10 @@ pub async fn wait_container(
     detail_field: &str,
 ) -> Result<ContainerEnd, PlatformError> {
     let deadline = processing_deadline(graph.config);
-    let fields = format!("id,{status_field},{detail_field}");
     loop {
-        match graph
-            .get(&ApiPath::id(id), &[("fields", fields.as_str())])
-            .await
-        {
-            Ok(body) => match body[status_field].as_str().unwrap_or_default() {
-                "FINISHED" => return Ok(ContainerEnd::Finished),
-                state @ ("ERROR" | "EXPIRED") => {
-                    let detail = body[detail_field].as_str().unwrap_or(state);
-                    return Ok(ContainerEnd::Failed(format!(
-                        "container {id} is {state}: {detail}"
-                    )));
-                }
-                "PUBLISHED" => {
-                    return Ok(ContainerEnd::Failed(format!(
-                        "container {id} was already published"
-                    )));
-                }
-                _ => {}
-            },
+        match read_container(graph, id, status_field, detail_field).await {
+            Ok(Some(end)) => return Ok(end),
+            Ok(None) => {}
             Err(PlatformError::Transient(message)) => {
                 if tokio::time::Instant::now() >= deadline {
                     return Err(PlatformError::Transient(message));
@@ -301,6 +284,45 @@ pub async fn wait_container(
             return Ok(ContainerEnd::TimedOut);
         }
         poll_pause(graph.config).await;
+    }
+}
+
+/// One status read of a container: `None` while it is in progress.
+pub async fn read_container(
+    graph: &Graph<'_>,
+    id: &GraphId,
+    status_field: &str,
+    detail_field: &str,
+) -> Result<Option<ContainerEnd>, PlatformError> {
+    let fields = format!("id,{status_field},{detail_field}");
+    let body = graph
+        .get(&ApiPath::id(id), &[("fields", fields.as_str())])
+        .await?;
+    Ok(match body[status_field].as_str().unwrap_or_default() {
+        "FINISHED" => Some(ContainerEnd::Finished),
+        state @ ("ERROR" | "EXPIRED") => {
+            let detail = body[detail_field].as_str().unwrap_or(state);
+            Some(ContainerEnd::Failed(format!(
+                "container {id} is {state}: {detail}"
+            )))
+        }
+        "PUBLISHED" => Some(ContainerEnd::Failed(format!(
+            "container {id} was already published"
+        ))),
+        _ => None,
+    })
+}
+
+/// A container we stop waiting for where no continuation could finish the post (carousel
+/// children, the posts of a thread): nothing was published from it and nothing will be, so the
+/// wait ends as a plain processing failure rather than [`PlatformError::StillProcessing`].
+pub fn abandon(err: PlatformError, timeout_secs: u64) -> PlatformError {
+    match err {
+        PlatformError::StillProcessing(pending) => PlatformError::ProcessingFailed(format!(
+            "container {} did not finish processing within {timeout_secs} s; it was not published",
+            pending.object_id()
+        )),
+        other => other,
     }
 }
 
@@ -364,6 +386,7 @@ mod tests {
             PlatformError::Transient(_) => "transient",
             PlatformError::Rejected(_) => "rejected",
             PlatformError::NotFound(_) => "not found",
+            PlatformError::StillProcessing(_) => "still processing",
         }
     }
 

@@ -94,7 +94,8 @@ pub enum PlatformError {
     /// A permission (scope) the call needs was not granted.
     #[error("missing permission: {0}")]
     Permission(String),
-    /// Video/media processing failed on the platform, or did not finish in time.
+    /// Video/media processing failed on the platform (or, for an object we abandon before any
+    /// final call, did not finish in time: nothing was published).
     #[error("processing failed: {0}")]
     ProcessingFailed(String),
     /// A carousel (or album) container could not be created.
@@ -113,6 +114,73 @@ pub enum PlatformError {
     /// `videos.list` or `video/query`), or the id cannot name one (see [`ids`]).
     #[error("no such object on the platform: {0}")]
     NotFound(String),
+    /// The platform still reported the object in progress at our processing deadline: the post
+    /// may yet go out (or, before the final call, may yet be published by us), so this is not a
+    /// failure. What is left to do is in the [`Pending`].
+    #[error("still processing on the platform: {}", .0.object_id())]
+    StillProcessing(Box<Pending>),
+}
+
+/// A publish whose platform-side processing had not finished at our deadline, and what is left
+/// to do once it has. Stored with the history row, so any instance can carry it on.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Pending {
+    /// facebook: the video exists (the irreversible call was made); it goes out when processed.
+    FacebookVideo { video_id: String },
+    /// tiktok: the post was handed over (init or last chunk); TikTok posts it when processed.
+    TiktokPublish { publish_id: String },
+    /// youtube: the upload is complete; the thumbnail (if any) is set once processed.
+    YoutubeVideo {
+        video_id: String,
+        thumbnail: Option<PendingMedia>,
+    },
+    /// instagram: the container to `media_publish` once FINISHED (nothing published yet).
+    InstagramContainer { container_id: String },
+    /// threads: the container to `threads_publish` once FINISHED (nothing published yet).
+    ThreadsContainer { container_id: String },
+    /// x: the media still processing (the last one uploaded), every media id of the post, and
+    /// the tweets to create once it is ready (nothing published yet).
+    XMedia {
+        media_id: String,
+        media_ids: Vec<String>,
+        tweets: Vec<String>,
+    },
+}
+
+/// A media file by URL and type (what a continuation needs to fetch it again).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PendingMedia {
+    pub url: String,
+    pub content_type: String,
+}
+
+impl Pending {
+    /// The platform object still processing.
+    pub fn object_id(&self) -> &str {
+        match self {
+            Pending::FacebookVideo { video_id } | Pending::YoutubeVideo { video_id, .. } => {
+                video_id
+            }
+            Pending::TiktokPublish { publish_id } => publish_id,
+            Pending::InstagramContainer { container_id }
+            | Pending::ThreadsContainer { container_id } => container_id,
+            Pending::XMedia { media_id, .. } => media_id,
+        }
+    }
+
+    /// Whether the irreversible call was made before processing (facebook video, tiktok,
+    /// youtube: the platform publishes on its own); otherwise the continuation makes it.
+    pub fn final_call_made(&self) -> bool {
+        match self {
+            Pending::FacebookVideo { .. }
+            | Pending::TiktokPublish { .. }
+            | Pending::YoutubeVideo { .. } => true,
+            Pending::InstagramContainer { .. }
+            | Pending::ThreadsContainer { .. }
+            | Pending::XMedia { .. } => false,
+        }
+    }
 }
 
 impl PlatformError {
@@ -191,6 +259,16 @@ impl PlatformError {
             PlatformError::NotFound(msg) => {
                 ApiError::not_found("The platform has no such object").with_details(msg)
             }
+            // The caller maps a pending publish itself (it knows the submission); without one
+            // this is what the client is told.
+            PlatformError::StillProcessing(pending) => ApiError::new(
+                ErrorCode::PublishUnconfirmed,
+                crate::error::PUBLISH_UNCONFIRMED_MESSAGE,
+            )
+            .with_details(format!(
+                "{} is still processing on the platform",
+                pending.object_id()
+            )),
         }
     }
 }
@@ -202,6 +280,7 @@ pub struct StepRecorder {
     store: Option<(Store, Uuid)>,
     state: Mutex<Value>,
     fence: Option<ClaimFence>,
+    check_fence: Option<CheckFence>,
 }
 
 /// The claim a scheduled publish runs under. Before the irreversible call the claim is renewed
@@ -216,6 +295,17 @@ pub struct ClaimFence {
     pub clock: crate::clock::SharedClock,
 }
 
+/// The check claim an instance holds on an unconfirmed submission while it carries its publish
+/// on (`post_submissions.check_claimed_by`). Renewed conditionally before a final call made by
+/// the continuation, like [`ClaimFence`]: an instance whose claim was taken over (it was presumed
+/// dead) does not make the call.
+#[derive(Clone)]
+pub struct CheckFence {
+    pub claimant: String,
+    pub lease: chrono::Duration,
+    pub clock: crate::clock::SharedClock,
+}
+
 impl StepRecorder {
     /// A recorder that writes to the submission row `submission_id`.
     pub fn for_submission(store: Store, submission_id: Uuid) -> Self {
@@ -223,6 +313,26 @@ impl StepRecorder {
             store: Some((store, submission_id)),
             state: Mutex::new(json!({"steps": [], "final_started": false})),
             fence: None,
+            check_fence: None,
+        }
+    }
+
+    /// A recorder that carries on the steps already recorded on `submission_id` (a publish
+    /// continued after its processing finished), under the instance's check claim.
+    pub fn resume(
+        store: Store,
+        submission_id: Uuid,
+        recorded: Option<Value>,
+        fence: CheckFence,
+    ) -> Self {
+        let state = recorded
+            .filter(|steps| steps["steps"].is_array())
+            .unwrap_or_else(|| json!({"steps": [], "final_started": false}));
+        Self {
+            store: Some((store, submission_id)),
+            state: Mutex::new(state),
+            fence: None,
+            check_fence: Some(fence),
         }
     }
 
@@ -232,7 +342,13 @@ impl StepRecorder {
             store: None,
             state: Mutex::new(json!({"steps": [], "final_started": false})),
             fence: None,
+            check_fence: None,
         }
+    }
+
+    /// Whether the irreversible call has started (now or in an earlier run of this publish).
+    pub fn final_started(&self) -> bool {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())["final_started"] == json!(true)
     }
 
     /// Runs the recorder under a scheduled post's claim (see [`ClaimFence`]).
@@ -270,6 +386,18 @@ impl StepRecorder {
             if !held {
                 return Err(PlatformError::Rejected(
                     "this instance no longer holds the scheduled post's claim; the final publish call was not made".into(),
+                ));
+            }
+        }
+        if let (Some((store, submission_id)), Some(fence)) = (&self.store, &self.check_fence) {
+            let until = fence.clock.now() + fence.lease;
+            let held = store
+                .renew_check_claim(*submission_id, &fence.claimant, until)
+                .await
+                .map_err(|e| PlatformError::Transient(format!("cannot renew the claim: {e}")))?;
+            if !held {
+                return Err(PlatformError::Rejected(
+                    "this instance no longer holds the submission's check claim; the final publish call was not made".into(),
                 ));
             }
         }
@@ -332,6 +460,31 @@ pub async fn publish(
         PlatformError::NotFound(message) => PlatformError::Rejected(message),
         other => other,
     })
+}
+
+/// Looks once at a publish left [`PlatformError::StillProcessing`]: `Ok(None)` while the
+/// platform still processes it; once it has finished, the rest of the publish (the final call
+/// where it had not been made) and `Ok(Some(published))`; an error when processing failed or the
+/// rest of the publish did.
+pub async fn resume(
+    ctx: &PlatformContext<'_>,
+    pending: &Pending,
+) -> Result<Option<Published>, PlatformError> {
+    match pending {
+        Pending::FacebookVideo { video_id } => facebook::resume(ctx, video_id).await,
+        Pending::InstagramContainer { container_id } => instagram::resume(ctx, container_id).await,
+        Pending::ThreadsContainer { container_id } => threads::resume(ctx, container_id).await,
+        Pending::TiktokPublish { publish_id } => tiktok::resume(ctx, publish_id).await,
+        Pending::YoutubeVideo {
+            video_id,
+            thumbnail,
+        } => youtube::resume(ctx, video_id, thumbnail.as_ref()).await,
+        Pending::XMedia {
+            media_id,
+            media_ids,
+            tweets,
+        } => x::resume(ctx, media_id, media_ids, tweets).await,
+    }
 }
 
 /// Sends a platform call in a `platform_call` span (platform, method, path — never the query,

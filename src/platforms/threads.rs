@@ -11,9 +11,12 @@
 //! settled from what went out.
 
 use super::{
-    PlatformContext, PlatformError, Published,
-    ids::{ApiPath, GraphId},
-    meta::{ContainerEnd, Graph, carousel_error, container_failure, graph_id_of, wait_container},
+    Pending, PlatformContext, PlatformError, Published,
+    ids::{ApiPath, GraphId, InvalidId},
+    meta::{
+        ContainerEnd, Graph, abandon, carousel_error, container_failure, graph_id_of,
+        read_container, wait_container,
+    },
 };
 use crate::publish::plan::{MediaKind, MediaRef, ThreadsPost};
 
@@ -48,7 +51,11 @@ pub async fn publish(
             for (i, text) in texts.iter().enumerate() {
                 let media = if i == 0 { media.as_ref() } else { None };
                 let reply_to = ids.last().map(String::as_str);
-                let container = create(ctx, &graph, Some(text), media, reply_to).await?;
+                // A post of a thread still processing cannot be carried on alone (the posts
+                // after it would never follow): it fails, as before the deadline.
+                let container = create(ctx, &graph, Some(text), media, reply_to)
+                    .await
+                    .map_err(|e| abandon(e, ctx.config.processing_timeout_secs))?;
                 let id = publish_container(ctx, &graph, &container, i == 0).await?;
                 ids.push(id);
             }
@@ -124,9 +131,12 @@ async fn carousel(
         ctx.steps.record("child", id.as_str()).await?;
         children.push(id);
     }
-    // The docs require every child to be FINISHED before the parent is created.
+    // The docs require every child to be FINISHED before the parent is created. A child still
+    // processing at the deadline fails the carousel (nothing was published).
     for child in &children {
-        wait(ctx, graph, child).await?;
+        wait(ctx, graph, child)
+            .await
+            .map_err(|e| abandon(e, ctx.config.processing_timeout_secs))?;
     }
     let joined = children
         .iter()
@@ -144,6 +154,8 @@ async fn carousel(
     Ok(id)
 }
 
+/// Waits for a container; one still in progress at the deadline is
+/// [`PlatformError::StillProcessing`] (a continuation publishes it once FINISHED).
 async fn wait(
     ctx: &PlatformContext<'_>,
     graph: &Graph<'_>,
@@ -151,9 +163,35 @@ async fn wait(
 ) -> Result<(), PlatformError> {
     match wait_container(graph, id, "status", "error_message").await? {
         ContainerEnd::Finished => Ok(()),
+        ContainerEnd::TimedOut => Err(PlatformError::StillProcessing(Box::new(
+            Pending::ThreadsContainer {
+                container_id: id.to_string(),
+            },
+        ))),
         end => Err(container_failure(
             end,
             id.as_str(),
+            ctx.config.processing_timeout_secs,
+        )),
+    }
+}
+
+/// One look at a container left processing at our deadline; once FINISHED, ★ `threads_publish`.
+pub async fn resume(
+    ctx: &PlatformContext<'_>,
+    container: &str,
+) -> Result<Option<Published>, PlatformError> {
+    let graph = Graph::threads(ctx);
+    // Stored from the platform's own answer; still checked before it goes into a URL.
+    let container = GraphId::parse(container).map_err(InvalidId::not_found)?;
+    match read_container(&graph, &container, "status", "error_message").await? {
+        None => Ok(None),
+        Some(ContainerEnd::Finished) => publish_container(ctx, &graph, &container, true)
+            .await
+            .map(|id| Some(Published::single(id))),
+        Some(end) => Err(container_failure(
+            end,
+            container.as_str(),
             ctx.config.processing_timeout_secs,
         )),
     }

@@ -17,7 +17,7 @@ use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
 use super::{
-    PlatformContext, PlatformError, Published, SendTraced, ids::ApiPath, poll_pause,
+    Pending, PlatformContext, PlatformError, Published, SendTraced, ids::ApiPath, poll_pause,
     processing_deadline,
 };
 use crate::publish::{
@@ -360,65 +360,76 @@ impl Api<'_, '_> {
         })
     }
 
-    /// Polls `status/fetch` until the publish settles or the processing deadline passes.
+    /// Polls `status/fetch` until the publish settles. Still processing at the deadline is
+    /// [`PlatformError::StillProcessing`]: TikTok has the post and may yet publish it.
     async fn wait_for_outcome(&self, publish_id: &str) -> Result<Published, PlatformError> {
         let config = self.ctx.config;
         let deadline = processing_deadline(config);
-        let body = json!({"publish_id": publish_id});
         loop {
-            let last = match self
-                .call("/v2/post/publish/status/fetch/", Some(&body))
-                .await
-            {
-                Ok(data) => {
-                    let status = data["status"].as_str().unwrap_or_default();
-                    match status {
-                        "PUBLISH_COMPLETE" => {
-                            // The public id can lag behind, and SELF_ONLY posts never get one.
-                            let post_id = data["publicaly_available_post_id"]
-                                .as_array()
-                                .and_then(|ids| ids.first())
-                                .and_then(|id| match id {
-                                    Value::String(s) => Some(s.clone()),
-                                    Value::Number(n) => Some(n.to_string()),
-                                    _ => None,
-                                })
-                                .unwrap_or_else(|| publish_id.to_string());
-                            return Ok(Published::single(post_id));
-                        }
-                        "SEND_TO_USER_INBOX" => return Ok(Published::single(publish_id)),
-                        "FAILED" => {
-                            let reason = data["fail_reason"]
-                                .as_str()
-                                .filter(|r| !r.is_empty())
-                                .unwrap_or("unknown")
-                                .to_string();
-                            return Err(if reason.ends_with("_pull_failed") {
-                                PlatformError::MediaFetch(format!(
-                                    "TikTok could not download the media ({reason})"
-                                ))
-                            } else {
-                                PlatformError::ProcessingFailed(format!(
-                                    "TikTok failed the post: {reason}"
-                                ))
-                            });
-                        }
-                        other => format!("status {other}"),
-                    }
-                }
+            match self.read_status(publish_id).await {
+                Ok(Some(published)) => return Ok(published),
+                Ok(None) => {}
                 // The post is already on its way: a hiccup while asking is not its failure.
-                Err(e) if e.is_transient() => e.to_string(),
+                Err(e) if e.is_transient() => {}
                 Err(e) => return Err(e),
-            };
+            }
             if tokio::time::Instant::now() >= deadline {
-                return Err(PlatformError::ProcessingFailed(format!(
-                    "TikTok did not finish within {}s ({last}); publish_id {publish_id}",
-                    config.processing_timeout_secs
+                return Err(PlatformError::StillProcessing(Box::new(
+                    Pending::TiktokPublish {
+                        publish_id: publish_id.to_string(),
+                    },
                 )));
             }
             poll_pause(config).await;
         }
     }
+
+    /// One `status/fetch`: `Some` once the publish settled, `None` while TikTok processes it.
+    async fn read_status(&self, publish_id: &str) -> Result<Option<Published>, PlatformError> {
+        let body = json!({"publish_id": publish_id});
+        let data = self
+            .call("/v2/post/publish/status/fetch/", Some(&body))
+            .await?;
+        match data["status"].as_str().unwrap_or_default() {
+            "PUBLISH_COMPLETE" => {
+                // The public id can lag behind, and SELF_ONLY posts never get one.
+                let post_id = data["publicaly_available_post_id"]
+                    .as_array()
+                    .and_then(|ids| ids.first())
+                    .and_then(|id| match id {
+                        Value::String(s) => Some(s.clone()),
+                        Value::Number(n) => Some(n.to_string()),
+                        _ => None,
+                    })
+                    .unwrap_or_else(|| publish_id.to_string());
+                Ok(Some(Published::single(post_id)))
+            }
+            "SEND_TO_USER_INBOX" => Ok(Some(Published::single(publish_id))),
+            "FAILED" => {
+                let reason = data["fail_reason"]
+                    .as_str()
+                    .filter(|r| !r.is_empty())
+                    .unwrap_or("unknown")
+                    .to_string();
+                Err(if reason.ends_with("_pull_failed") {
+                    PlatformError::MediaFetch(format!(
+                        "TikTok could not download the media ({reason})"
+                    ))
+                } else {
+                    PlatformError::ProcessingFailed(format!("TikTok failed the post: {reason}"))
+                })
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+/// One look at a publish TikTok was still processing at our deadline.
+pub async fn resume(
+    ctx: &PlatformContext<'_>,
+    publish_id: &str,
+) -> Result<Option<Published>, PlatformError> {
+    Api { ctx }.read_status(publish_id).await
 }
 
 /// TikTok's error codes, classified.

@@ -13,7 +13,7 @@ use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
 use super::{
-    PlatformContext, PlatformError, Published,
+    Pending, PlatformContext, PlatformError, Published,
     ids::{ApiPath, InvalidId, XId},
     processing_deadline,
 };
@@ -34,21 +34,50 @@ pub async fn publish(ctx: &PlatformContext<'_>, post: &XPost) -> Result<Publishe
         ));
     }
     let x = Client::new(ctx);
-    let media_ids = match &post.media {
+    let uploads: Vec<(&MediaRef, &str)> = match &post.media {
         XMedia::None => Vec::new(),
-        XMedia::Images(images) => {
-            let mut ids = Vec::with_capacity(images.len());
-            for image in images {
-                ids.push(x.upload(image, "tweet_image").await?);
-            }
-            ids
-        }
-        XMedia::Video(video) => vec![x.upload(video, "tweet_video").await?],
+        XMedia::Images(images) => images.iter().map(|i| (i, "tweet_image")).collect(),
+        XMedia::Video(video) => vec![(video, "tweet_video")],
     };
+    let mut media_ids = Vec::with_capacity(uploads.len());
+    for (index, (media, category)) in uploads.iter().enumerate() {
+        match x.upload(media, category).await {
+            Ok(id) => media_ids.push(id),
+            // The last media still processing: everything else is ready, so a continuation
+            // can create the tweets once it is (nothing is published until then).
+            Err(PlatformError::StillProcessing(pending)) if index + 1 == uploads.len() => {
+                let media_id = pending.object_id().to_string();
+                media_ids.push(media_id.clone());
+                return Err(PlatformError::StillProcessing(Box::new(Pending::XMedia {
+                    media_id,
+                    media_ids,
+                    tweets: post.tweets.clone(),
+                })));
+            }
+            // An earlier one: the rest was never uploaded; nothing was published.
+            Err(PlatformError::StillProcessing(pending)) => {
+                return Err(PlatformError::ProcessingFailed(format!(
+                    "x did not finish processing media {} within {} s; nothing was published",
+                    pending.object_id(),
+                    ctx.config.processing_timeout_secs
+                )));
+            }
+            Err(other) => return Err(other),
+        }
+    }
+    post_tweets(ctx, &x, &post.tweets, &media_ids).await
+}
 
+/// ★ The tweets: the first carries the media, each next one replies to the one before.
+async fn post_tweets(
+    ctx: &PlatformContext<'_>,
+    x: &Client<'_>,
+    tweets: &[String],
+    media_ids: &[String],
+) -> Result<Published, PlatformError> {
     ctx.steps.before_final().await?;
-    let mut ids: Vec<String> = Vec::with_capacity(post.tweets.len());
-    for (i, text) in post.tweets.iter().enumerate() {
+    let mut ids: Vec<String> = Vec::with_capacity(tweets.len());
+    for (i, text) in tweets.iter().enumerate() {
         let mut body = json!({ "text": text });
         if i == 0 && !media_ids.is_empty() {
             body["media"] = json!({ "media_ids": media_ids });
@@ -68,6 +97,45 @@ pub async fn publish(ctx: &PlatformContext<'_>, post: &XPost) -> Result<Publishe
         post_ids: if ids.len() > 1 { ids } else { Vec::new() },
         warnings: Vec::new(),
     })
+}
+
+/// One look at the media X was still processing at our deadline; once it is ready, the tweets.
+pub async fn resume(
+    ctx: &PlatformContext<'_>,
+    media_id: &str,
+    media_ids: &[String],
+    tweets: &[String],
+) -> Result<Option<Published>, PlatformError> {
+    if tweets.is_empty() {
+        return Err(PlatformError::Rejected(
+            "an x post needs at least one tweet".into(),
+        ));
+    }
+    let x = Client::new(ctx);
+    let info = x.processing_info(media_id).await?;
+    if !processing_done(media_id, &info)? {
+        return Ok(None);
+    }
+    post_tweets(ctx, &x, tweets, media_ids).await.map(Some)
+}
+
+/// Whether media processing is over: `true` when ready (no `processing_info` means ready),
+/// `false` while pending or in progress; its failure, with X's words, as an error.
+fn processing_done(id: &str, info: &Value) -> Result<bool, PlatformError> {
+    match info["state"].as_str() {
+        None | Some("succeeded") => Ok(true),
+        Some("failed") => {
+            let error = &info["error"];
+            let message = error["message"]
+                .as_str()
+                .or_else(|| error["name"].as_str())
+                .unwrap_or("media processing failed");
+            Err(PlatformError::ProcessingFailed(format!(
+                "x could not process media {id}: {message}"
+            )))
+        }
+        Some(_) => Ok(false),
+    }
 }
 
 struct Client<'a> {
@@ -207,45 +275,42 @@ impl<'a> Client<'a> {
     }
 
     /// Polls `STATUS` while `processing_info` is pending or in progress, waiting what X asks
-    /// (`check_after_secs`) but never less than our poll interval, up to the processing deadline.
+    /// (`check_after_secs`) but never less than our poll interval. Still processing at the
+    /// deadline is [`PlatformError::StillProcessing`] (the caller says what is left to do).
     async fn await_processing(&self, id: &str, data: &Value) -> Result<(), PlatformError> {
         let config = self.ctx.config;
         let deadline = processing_deadline(config);
         let mut info = data["processing_info"].clone();
         loop {
-            match info["state"].as_str() {
-                // No processing_info means the media is ready.
-                None | Some("succeeded") => return Ok(()),
-                Some("failed") => {
-                    let error = &info["error"];
-                    let message = error["message"]
-                        .as_str()
-                        .or_else(|| error["name"].as_str())
-                        .unwrap_or("media processing failed");
-                    return Err(PlatformError::ProcessingFailed(format!(
-                        "x could not process media {id}: {message}"
-                    )));
-                }
-                Some(_) => {}
+            if processing_done(id, &info)? {
+                return Ok(());
             }
             let now = tokio::time::Instant::now();
             if now >= deadline {
-                return Err(PlatformError::ProcessingFailed(format!(
-                    "x did not finish processing media {id} within {} s",
-                    config.processing_timeout_secs
-                )));
+                return Err(PlatformError::StillProcessing(Box::new(Pending::XMedia {
+                    media_id: id.to_string(),
+                    media_ids: Vec::new(),
+                    tweets: Vec::new(),
+                })));
             }
             let asked = Duration::from_secs(info["check_after_secs"].as_u64().unwrap_or(1));
             let pause = asked.max(Duration::from_millis(config.poll_interval_ms));
             tokio::time::sleep_until((now + pause).min(deadline)).await;
-            let (_, status) = self
-                .send(
-                    self.request(Method::GET, &ApiPath::fixed("2/media/upload"))?
-                        .query(&[("command", "STATUS"), ("media_id", id)]),
-                )
-                .await?;
-            info = status["data"]["processing_info"].clone();
+            info = self.processing_info(id).await?;
         }
+    }
+
+    /// `STATUS` of an upload: its `processing_info`.
+    async fn processing_info(&self, id: &str) -> Result<Value, PlatformError> {
+        // A stored media id goes into the query only once it is checked as an X id.
+        let id = XId::parse(id).map_err(InvalidId::not_found)?;
+        let (_, status) = self
+            .send(
+                self.request(Method::GET, &ApiPath::fixed("2/media/upload"))?
+                    .query(&[("command", "STATUS"), ("media_id", id.as_str())]),
+            )
+            .await?;
+        Ok(status["data"]["processing_info"].clone())
     }
 }
 

@@ -14,11 +14,11 @@ use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
 use super::{
-    PlatformContext, PlatformError, Published, SendTraced,
+    Pending, PendingMedia, PlatformContext, PlatformError, Published, SendTraced,
     ids::{ApiPath, InvalidId, YoutubeVideoId},
     poll_pause, processing_deadline,
 };
-use crate::publish::plan::{MediaRef, YoutubePost};
+use crate::publish::plan::{MediaKind, MediaRef, YoutubePost};
 
 /// thumbnails.set `maxSize` in the discovery document.
 const MAX_THUMBNAIL_BYTES: u64 = 2_097_152;
@@ -55,17 +55,40 @@ pub async fn publish(
         .upload(&session, download.into_body(), length, &content_type)
         .await?;
     ctx.steps.record("video", &video_id).await?;
-    api.wait_processed(&video_id).await?;
+    api.wait_processed(&video_id).await.map_err(|e| match e {
+        // The continuation sets the thumbnail once the video is processed.
+        PlatformError::StillProcessing(_) => {
+            PlatformError::StillProcessing(Box::new(Pending::YoutubeVideo {
+                video_id: video_id.clone(),
+                thumbnail: post.thumbnail.as_ref().map(|t| PendingMedia {
+                    url: t.url.clone(),
+                    content_type: t.content_type.clone(),
+                }),
+            }))
+        }
+        other => other,
+    })?;
+    Ok(api.finish(&video_id, post.thumbnail.as_ref()).await)
+}
 
-    let mut published = Published::single(video_id.clone());
-    if let Some(thumbnail) = &post.thumbnail
-        && let Err(e) = api.set_thumbnail(&video_id, thumbnail).await
-    {
-        published.warnings.push(format!(
-            "The video was published but its thumbnail could not be set: {e}"
-        ));
+/// One look at a video YouTube was still processing at our deadline; once processed, its
+/// thumbnail is set (a refusal there is a warning, as in a publish).
+pub async fn resume(
+    ctx: &PlatformContext<'_>,
+    video_id: &str,
+    thumbnail: Option<&PendingMedia>,
+) -> Result<Option<Published>, PlatformError> {
+    let api = Api { ctx };
+    if !api.read_processed(video_id).await? {
+        return Ok(None);
     }
-    Ok(published)
+    let thumbnail = thumbnail.map(|t| MediaRef {
+        url: t.url.clone(),
+        kind: MediaKind::Image,
+        content_type: t.content_type.clone(),
+        size: None,
+    });
+    Ok(Some(api.finish(video_id, thumbnail.as_ref()).await))
 }
 
 struct Api<'c, 'a> {
@@ -183,49 +206,65 @@ impl Api<'_, '_> {
         }
     }
 
-    /// Polls `videos.list` until the video is processed.
+    /// Polls `videos.list` until the video is processed. Still processing at the deadline is
+    /// [`PlatformError::StillProcessing`]: the upload is complete and the video may yet go out.
     async fn wait_processed(&self, video_id: &str) -> Result<(), PlatformError> {
         let config = self.ctx.config;
         let deadline = processing_deadline(config);
         loop {
-            let last = match self.video_status(video_id).await {
-                Ok(Some(status)) => {
-                    let upload_status = status["uploadStatus"].as_str().unwrap_or_default();
-                    match upload_status {
-                        "processed" => return Ok(()),
-                        "failed" => {
-                            return Err(PlatformError::ProcessingFailed(format!(
-                                "YouTube failed to process video {video_id}: {}",
-                                status["failureReason"].as_str().unwrap_or("unknown")
-                            )));
-                        }
-                        "rejected" => {
-                            return Err(PlatformError::ProcessingFailed(format!(
-                                "YouTube rejected video {video_id}: {}",
-                                status["rejectionReason"].as_str().unwrap_or("unknown")
-                            )));
-                        }
-                        "deleted" => {
-                            return Err(PlatformError::ProcessingFailed(format!(
-                                "video {video_id} was deleted during processing"
-                            )));
-                        }
-                        other => format!("uploadStatus {other}"),
-                    }
-                }
-                // Freshly uploaded videos may take a moment to show up in lists.
-                Ok(None) => "video not listed yet".into(),
-                Err(e) if e.is_transient() => e.to_string(),
+            match self.read_processed(video_id).await {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(e) if e.is_transient() => {}
                 Err(e) => return Err(e),
-            };
+            }
             if tokio::time::Instant::now() >= deadline {
-                return Err(PlatformError::ProcessingFailed(format!(
-                    "YouTube did not finish processing video {video_id} within {}s ({last})",
-                    config.processing_timeout_secs
+                return Err(PlatformError::StillProcessing(Box::new(
+                    Pending::YoutubeVideo {
+                        video_id: video_id.to_string(),
+                        thumbnail: None,
+                    },
                 )));
             }
             poll_pause(config).await;
         }
+    }
+
+    /// One `videos.list` read: whether the video is processed (false while YouTube processes it,
+    /// or has not listed it yet); its failure, with YouTube's reason, as an error.
+    async fn read_processed(&self, video_id: &str) -> Result<bool, PlatformError> {
+        // Freshly uploaded videos may take a moment to show up in lists.
+        let Some(status) = self.video_status(video_id).await? else {
+            return Ok(false);
+        };
+        match status["uploadStatus"].as_str().unwrap_or_default() {
+            "processed" => Ok(true),
+            "failed" => Err(PlatformError::ProcessingFailed(format!(
+                "YouTube failed to process video {video_id}: {}",
+                status["failureReason"].as_str().unwrap_or("unknown")
+            ))),
+            "rejected" => Err(PlatformError::ProcessingFailed(format!(
+                "YouTube rejected video {video_id}: {}",
+                status["rejectionReason"].as_str().unwrap_or("unknown")
+            ))),
+            "deleted" => Err(PlatformError::ProcessingFailed(format!(
+                "video {video_id} was deleted during processing"
+            ))),
+            _ => Ok(false),
+        }
+    }
+
+    /// The published video, with its thumbnail set when one is given.
+    async fn finish(&self, video_id: &str, thumbnail: Option<&MediaRef>) -> Published {
+        let mut published = Published::single(video_id);
+        if let Some(thumbnail) = thumbnail
+            && let Err(e) = self.set_thumbnail(video_id, thumbnail).await
+        {
+            published.warnings.push(format!(
+                "The video was published but its thumbnail could not be set: {e}"
+            ));
+        }
+        published
     }
 
     async fn video_status(&self, video_id: &str) -> Result<Option<Value>, PlatformError> {

@@ -7,14 +7,17 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::plan::{FacebookPost, InstagramPost, PublishPlan, ThreadsPost, XPost};
+use super::{
+    plan::{FacebookPost, InstagramPost, PublishPlan, ThreadsPost, XPost},
+    reconcile::{Reconcile, ReservedCounter},
+};
 use crate::{
     clock::SharedClock,
     config::{PlatformsConfig, PublishingConfig},
     crypto::TokenCipher,
-    error::{ApiError, ErrorCode},
+    error::{ApiError, ErrorCode, PUBLISH_UNCONFIRMED_MESSAGE},
     platforms::{
-        self, AccountCredentials, ClaimFence, PlatformContext, PlatformError, Published,
+        self, AccountCredentials, ClaimFence, Pending, PlatformContext, PlatformError, Published,
         StepRecorder,
     },
     publish::media::MediaFetcher,
@@ -179,6 +182,9 @@ pub async fn run_job(
                 retryable: false,
             }
         }
+        Err(PlatformError::StillProcessing(pending)) => {
+            still_processing(&deps, &job, &steps, *pending, finished_at).await
+        }
         Err(error) => {
             let final_started = steps.snapshot()["final_started"] == json!(true);
             // Whether the post may be out: only if the irreversible call started and then
@@ -240,6 +246,62 @@ pub async fn run_job(
                 retryable,
             }
         }
+    }
+}
+
+/// The platform was still processing the post at our deadline: it may yet go out, so the
+/// history says `unconfirmed` (not `failed`) and keeps what is left to do for the reconciler,
+/// and the caller is told not to retry.
+async fn still_processing(
+    deps: &PublishDeps,
+    job: &JobSpec,
+    steps: &StepRecorder,
+    pending: Pending,
+    now: chrono::DateTime<chrono::Utc>,
+) -> JobResult {
+    let platform = job.plan.platform().as_str();
+    tracing::warn!(submission = %job.submission_id, platform, object = %pending.object_id(), final_started = steps.final_started(), "still processing at our deadline; checked in the background");
+    let record = Reconcile {
+        // What the post type adds (a carousel's item count), known before the outcome.
+        fields: result_fields(&job.plan, &Published::single("")),
+        pending,
+        reserved_counter: job
+            .reserved_counter
+            .as_ref()
+            .map(|(user_id, key)| ReservedCounter {
+                user_id: *user_id,
+                key: key.clone(),
+            }),
+    };
+    let publishing = &deps.publishing;
+    let next_check =
+        now + chrono::Duration::milliseconds(publishing.unconfirmed_check_interval_ms as i64);
+    let until = now + chrono::Duration::seconds(publishing.unconfirmed_check_horizon_secs as i64);
+    let marked = match serde_json::to_value(&record) {
+        Ok(value) => deps
+            .store
+            .mark_submission_pending(
+                job.submission_id,
+                value,
+                ErrorCode::PublishUnconfirmed.as_str(),
+                PUBLISH_UNCONFIRMED_MESSAGE,
+                next_check,
+                until,
+                now,
+            )
+            .await
+            .map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    if let Err(e) = marked {
+        // The row stays `publishing`; the stale-publish settlement says `unconfirmed` later if
+        // the platform's final call was made. Still not a failure for the caller.
+        tracing::error!(error = %e, submission = %job.submission_id, "cannot record the pending check");
+    }
+    JobResult {
+        outcome: Err(ApiError::publish_unconfirmed(job.submission_id)),
+        token_failure: None,
+        retryable: false,
     }
 }
 

@@ -348,4 +348,39 @@ impl Store {
             .all(&self.db)
             .await
     }
+
+    /// Ends a post whose attempt was handed to the reconciler (the platform was still
+    /// processing it): `publishing → published` (`Ok(post_id)`) or `failed` (`Err((code,
+    /// error))`). Whoever claimed the post, as long as `submission_id` is still its attempt.
+    pub async fn finish_scheduled_checked(
+        &self,
+        id: Uuid,
+        submission_id: Uuid,
+        outcome: Result<&str, (&str, &str)>,
+        now: DateTime<Utc>,
+    ) -> Result<bool, DbErr> {
+        let mut update = scheduled_post::Entity::update_many()
+            .col_expr(
+                scheduled_post::Column::LeaseUntil,
+                Expr::value(None::<DateTime<Utc>>),
+            )
+            .col_expr(scheduled_post::Column::UpdatedAt, Expr::value(now));
+        update = match outcome {
+            Ok(post_id) => update
+                .col_expr(scheduled_post::Column::Status, Expr::value("published"))
+                .col_expr(scheduled_post::Column::PostId, Expr::value(post_id))
+                .col_expr(scheduled_post::Column::PublishedAt, Expr::value(now)),
+            Err((code, error)) => update
+                .col_expr(scheduled_post::Column::Status, Expr::value("failed"))
+                .col_expr(scheduled_post::Column::ErrorCode, Expr::value(code))
+                .col_expr(scheduled_post::Column::Error, Expr::value(error)),
+        };
+        let result = update
+            .filter(scheduled_post::Column::Id.eq(id))
+            .filter(scheduled_post::Column::Status.eq("publishing"))
+            .filter(scheduled_post::Column::SubmissionId.eq(submission_id))
+            .exec(&self.db)
+            .await?;
+        Ok(result.rows_affected == 1)
+    }
 }

@@ -3,8 +3,8 @@
 use chrono::{DateTime, Utc};
 use entity::post_submission;
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
-    QuerySelect, Set, sea_query::Expr,
+    ActiveModelTrait, ColumnTrait, Condition, DbErr, EntityTrait, PaginatorTrait, QueryFilter,
+    QueryOrder, QuerySelect, Set, sea_query::Expr,
 };
 use uuid::Uuid;
 
@@ -28,6 +28,18 @@ pub struct NewSubmission {
 }
 
 impl Store {
+    /// The check columns of a submission nobody needs to check (see `mark_submission_pending`).
+    fn no_check() -> post_submission::ActiveModel {
+        post_submission::ActiveModel {
+            reconcile: Set(None),
+            next_check_at: Set(None),
+            check_until: Set(None),
+            check_claimed_by: Set(None),
+            check_lease_until: Set(None),
+            ..Default::default()
+        }
+    }
+
     pub async fn insert_submission(
         &self,
         new: NewSubmission,
@@ -51,6 +63,7 @@ impl Store {
             created_at: Set(now),
             published_at: Set(new.published_at),
             updated_at: Set(now),
+            ..Self::no_check()
         }
         .insert(&self.db)
         .await
@@ -116,6 +129,7 @@ impl Store {
             created_at: Set(now),
             published_at: Set(None),
             updated_at: Set(now),
+            ..Self::no_check()
         }
         .insert(&self.db)
         .await
@@ -182,5 +196,216 @@ impl Store {
             .filter(post_submission::Column::CreatedAt.lt(before))
             .all(&self.db)
             .await
+    }
+
+    /// A publish the platform was still processing at our deadline: `publishing → unconfirmed`,
+    /// with what is left to do (`reconcile`), the first check at `next_check_at` and the give-up
+    /// time `check_until`. False when the row was no longer `publishing`.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn mark_submission_pending(
+        &self,
+        id: Uuid,
+        reconcile: serde_json::Value,
+        error_code: &str,
+        message: &str,
+        next_check_at: DateTime<Utc>,
+        check_until: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<bool, DbErr> {
+        let result = post_submission::Entity::update_many()
+            .col_expr(post_submission::Column::Status, Expr::value("unconfirmed"))
+            .col_expr(post_submission::Column::ErrorCode, Expr::value(error_code))
+            .col_expr(post_submission::Column::ErrorMessage, Expr::value(message))
+            .col_expr(post_submission::Column::Reconcile, Expr::value(reconcile))
+            .col_expr(
+                post_submission::Column::NextCheckAt,
+                Expr::value(next_check_at),
+            )
+            .col_expr(
+                post_submission::Column::CheckUntil,
+                Expr::value(check_until),
+            )
+            .col_expr(post_submission::Column::UpdatedAt, Expr::value(now))
+            .filter(post_submission::Column::Id.eq(id))
+            .filter(post_submission::Column::Status.eq("publishing"))
+            .exec(&self.db)
+            .await?;
+        Ok(result.rows_affected == 1)
+    }
+
+    /// The condition of a submission whose check is due at `now` and not held by a live claim.
+    fn check_due(now: DateTime<Utc>) -> Condition {
+        Condition::all()
+            .add(post_submission::Column::Status.eq("unconfirmed"))
+            .add(post_submission::Column::NextCheckAt.lte(now))
+            .add(
+                Condition::any()
+                    .add(post_submission::Column::CheckClaimedBy.is_null())
+                    .add(post_submission::Column::CheckLeaseUntil.lt(now)),
+            )
+    }
+
+    /// Unconfirmed submissions due for a check (and not being checked by a live instance),
+    /// earliest first.
+    pub async fn due_checks(
+        &self,
+        now: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<Vec<post_submission::Model>, DbErr> {
+        post_submission::Entity::find()
+            .filter(Self::check_due(now))
+            .order_by_asc(post_submission::Column::NextCheckAt)
+            .limit(limit)
+            .all(&self.db)
+            .await
+    }
+
+    /// Claims a due check for `claimant` until `lease_until`, by one conditional update: of
+    /// several instances (or a claim that lapsed and its taker) exactly one gets it.
+    pub async fn claim_check(
+        &self,
+        id: Uuid,
+        claimant: &str,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> Result<bool, DbErr> {
+        let result = post_submission::Entity::update_many()
+            .col_expr(
+                post_submission::Column::CheckClaimedBy,
+                Expr::value(claimant),
+            )
+            .col_expr(
+                post_submission::Column::CheckLeaseUntil,
+                Expr::value(lease_until),
+            )
+            .filter(post_submission::Column::Id.eq(id))
+            .filter(Self::check_due(now))
+            .exec(&self.db)
+            .await?;
+        Ok(result.rows_affected == 1)
+    }
+
+    /// The submission is being checked by `claimant`.
+    fn check_held(id: Uuid, claimant: &str) -> Condition {
+        Condition::all()
+            .add(post_submission::Column::Id.eq(id))
+            .add(post_submission::Column::Status.eq("unconfirmed"))
+            .add(post_submission::Column::NextCheckAt.is_not_null())
+            .add(post_submission::Column::CheckClaimedBy.eq(claimant))
+    }
+
+    /// Renews `claimant`'s check claim (the fence before a final call a continuation makes).
+    pub async fn renew_check_claim(
+        &self,
+        id: Uuid,
+        claimant: &str,
+        lease_until: DateTime<Utc>,
+    ) -> Result<bool, DbErr> {
+        let result = post_submission::Entity::update_many()
+            .col_expr(
+                post_submission::Column::CheckLeaseUntil,
+                Expr::value(lease_until),
+            )
+            .filter(Self::check_held(id, claimant))
+            .exec(&self.db)
+            .await?;
+        Ok(result.rows_affected == 1)
+    }
+
+    /// Ends `claimant`'s check without an outcome: the next one is due at `next_check_at`.
+    pub async fn release_check(
+        &self,
+        id: Uuid,
+        claimant: &str,
+        next_check_at: DateTime<Utc>,
+    ) -> Result<bool, DbErr> {
+        let result = post_submission::Entity::update_many()
+            .col_expr(
+                post_submission::Column::NextCheckAt,
+                Expr::value(next_check_at),
+            )
+            .col_expr(
+                post_submission::Column::CheckClaimedBy,
+                Expr::value(None::<String>),
+            )
+            .col_expr(
+                post_submission::Column::CheckLeaseUntil,
+                Expr::value(None::<DateTime<Utc>>),
+            )
+            .filter(Self::check_held(id, claimant))
+            .exec(&self.db)
+            .await?;
+        Ok(result.rows_affected == 1)
+    }
+
+    /// The checked publish went out: `unconfirmed → published`, by the claimant.
+    pub async fn resolve_check_published(
+        &self,
+        id: Uuid,
+        claimant: &str,
+        post_id: &str,
+        result: serde_json::Value,
+        now: DateTime<Utc>,
+    ) -> Result<bool, DbErr> {
+        let update = post_submission::Entity::update_many()
+            .col_expr(post_submission::Column::Status, Expr::value("published"))
+            .col_expr(post_submission::Column::PostId, Expr::value(post_id))
+            .col_expr(post_submission::Column::Result, Expr::value(result))
+            .col_expr(post_submission::Column::PublishedAt, Expr::value(now))
+            .col_expr(
+                post_submission::Column::ErrorCode,
+                Expr::value(None::<String>),
+            )
+            .col_expr(
+                post_submission::Column::ErrorMessage,
+                Expr::value(None::<String>),
+            );
+        let result = Self::end_check(update, now)
+            .filter(Self::check_held(id, claimant))
+            .exec(&self.db)
+            .await?;
+        Ok(result.rows_affected == 1)
+    }
+
+    /// The check ends without the post out: `failed` (it did not go out) or `unconfirmed` (no
+    /// more checks; the message says why), by the claimant.
+    pub async fn resolve_check(
+        &self,
+        id: Uuid,
+        claimant: &str,
+        status: &str,
+        error_code: &str,
+        message: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool, DbErr> {
+        let update = post_submission::Entity::update_many()
+            .col_expr(post_submission::Column::Status, Expr::value(status))
+            .col_expr(post_submission::Column::ErrorCode, Expr::value(error_code))
+            .col_expr(post_submission::Column::ErrorMessage, Expr::value(message));
+        let result = Self::end_check(update, now)
+            .filter(Self::check_held(id, claimant))
+            .exec(&self.db)
+            .await?;
+        Ok(result.rows_affected == 1)
+    }
+
+    fn end_check(
+        update: sea_orm::UpdateMany<post_submission::Entity>,
+        now: DateTime<Utc>,
+    ) -> sea_orm::UpdateMany<post_submission::Entity> {
+        update
+            .col_expr(
+                post_submission::Column::NextCheckAt,
+                Expr::value(None::<DateTime<Utc>>),
+            )
+            .col_expr(
+                post_submission::Column::CheckClaimedBy,
+                Expr::value(None::<String>),
+            )
+            .col_expr(
+                post_submission::Column::CheckLeaseUntil,
+                Expr::value(None::<DateTime<Utc>>),
+            )
+            .col_expr(post_submission::Column::UpdatedAt, Expr::value(now))
     }
 }

@@ -5,7 +5,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use social_service::{
-    platforms::PlatformError,
+    platforms::{Pending, PlatformError},
     publish::plan::{FacebookPost, InstagramPost, MediaKind, MediaRef, PublishPlan, ThreadsPost},
     sim::state::{FaultKind, FaultSpec, Processing, PublishedItem, SimAccount},
 };
@@ -162,7 +162,7 @@ async fn facebook_video_post() {
 }
 
 #[actix_web::test]
-async fn facebook_video_processing_failure_and_timeout() {
+async fn facebook_video_processing_failure_and_still_processing() {
     let mut h = Harness::start().await;
     h.config.processing_timeout_secs = 1;
     let page = h.account("facebook", "Page");
@@ -178,10 +178,14 @@ async fn facebook_video_processing_failure_and_timeout() {
         "{result:?}"
     );
 
+    // Still processing at our deadline: the video exists and may yet go out.
     fault(&h, &page, processing(Processing::Never));
     let (result, steps) = h.publish(&page, &plan).await;
+    let video_id = steps["steps"][0]["id"].as_str().unwrap().to_string();
     match result {
-        Err(PlatformError::ProcessingFailed(m)) => assert!(m.contains("did not finish"), "{m}"),
+        Err(PlatformError::StillProcessing(pending)) => {
+            assert_eq!(*pending, Pending::FacebookVideo { video_id })
+        }
         other => panic!("{other:?}"),
     }
     assert_eq!(steps["final_started"], true);
@@ -397,10 +401,24 @@ async fn instagram_processing_failures() {
     );
     assert_eq!(steps["final_started"], false);
 
+    // Not finished at our deadline: nothing is published yet, and the container may still be.
     fault(&h, &ig, processing(Processing::Never));
-    let (result, _) = h.publish(&ig, &reel).await;
+    let (result, steps) = h.publish(&ig, &reel).await;
+    let container_id = steps["steps"][0]["id"].as_str().unwrap().to_string();
     match result {
-        Err(PlatformError::ProcessingFailed(m)) => assert!(m.contains("did not finish"), "{m}"),
+        Err(PlatformError::StillProcessing(pending)) => {
+            assert_eq!(*pending, Pending::InstagramContainer { container_id })
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(steps["final_started"], false);
+    // A carousel child that does not finish cannot be carried on: the carousel fails.
+    let carousel = PublishPlan::Instagram(InstagramPost::Carousel {
+        items: vec![h.media("sample.jpg").await, h.media("sample.jpg").await],
+        caption: "c".into(),
+    });
+    match h.publish(&ig, &carousel).await.0 {
+        Err(PlatformError::CarouselFailed(m)) => assert!(m.contains("did not finish"), "{m}"),
         other => panic!("{other:?}"),
     }
 
@@ -613,8 +631,17 @@ async fn threads_faults_are_classified() {
     });
     assert!(matches!(
         h.publish(&th, &video).await.0,
-        Err(PlatformError::ProcessingFailed(_))
+        Err(PlatformError::StillProcessing(p)) if matches!(*p, Pending::ThreadsContainer { .. })
     ));
+    // The posts of a thread cannot be carried on one by one: a stuck one fails the thread.
+    let thread = PublishPlan::Threads(ThreadsPost::Thread {
+        texts: vec!["one".into(), "two".into()],
+        media: None,
+    });
+    match h.publish(&th, &thread).await.0 {
+        Err(PlatformError::ProcessingFailed(m)) => assert!(m.contains("did not finish"), "{m}"),
+        other => panic!("{other:?}"),
+    }
     fault(&h, &th, processing(Processing::Fail));
     let carousel = PublishPlan::Threads(ThreadsPost::Carousel {
         items: vec![h.media("sample.jpg").await, h.media("sample.mp4").await],

@@ -31,4 +31,5 @@ mod performance;
 mod publish;
 mod scheduled;
 mod slow_clients;
+mod unconfirmed;
 mod usage;
