@@ -87,6 +87,8 @@ pub struct AppState {
     pub scheduler: Arc<OnceLock<Addr<SchedulerActor>>>,
     /// The collector actor, once started (absent when `collector.enabled` is false).
     pub collector: Arc<OnceLock<Addr<CollectorActor>>>,
+    /// The reconciler actor (publishes still processing at our deadline), once started.
+    pub reconciler: Arc<OnceLock<Addr<actors::reconciler::ReconcilerActor>>>,
     /// When the daily collection runs (`collector.run_at` in `collector.time_zone`).
     pub collection_schedule: DailySchedule,
     /// This process's id as a claimant of scheduled posts: `host:pid:random`.
@@ -149,7 +151,8 @@ fn start_background(state: &web::Data<AppState>, once: &std::sync::Once) {
         }
         // Publishes the platform was still processing at our deadline are checked until they
         // end, on every instance (immediate ones too, so not tied to `scheduler.enabled`).
-        actors::reconciler::ReconcilerActor::new(state.clone()).start();
+        let reconciler = actors::reconciler::ReconcilerActor::new(state.clone()).start();
+        let _ = state.reconciler.set(reconciler);
         TokenKeeper::new(state.clone()).start();
         if config.collector.enabled {
             let collector = CollectorActor::new(state.clone(), state.collection_schedule).start();
@@ -239,6 +242,7 @@ impl Application {
             metrics,
             scheduler: Arc::new(OnceLock::new()),
             collector: Arc::new(OnceLock::new()),
+            reconciler: Arc::new(OnceLock::new()),
             collection_schedule,
             instance_id: instance_id(),
             public_url,

@@ -331,18 +331,19 @@ impl AccountActor {
                 job.started.elapsed().as_secs_f64(),
             );
         }
-        if let Some((code, reason)) = result.token_failure {
-            self.token_dead(code, reason);
-        }
+        let recorded = result
+            .token_failure
+            .map(|(code, reason)| self.token_dead(code, reason));
         // The board first: whoever gets the reply may look at the actor view next.
         self.post_health();
         // The caller may have timed out and gone; the outcome is in the history either way.
         let retryable = result.retryable;
-        let _ = reply.send(
-            result
-                .outcome
-                .map_err(|error| JobFailure { error, retryable }),
-        );
+        let outcome = result
+            .outcome
+            .map_err(|error| JobFailure { error, retryable });
+        reply_after(recorded, move || {
+            let _ = reply.send(outcome);
+        });
     }
 
     /// Whether the token is in its refresh window (spec §5.8: threads 5 days before expiry;
@@ -378,7 +379,7 @@ impl AccountActor {
                 }
                 RefreshOutcome::Dead(reason) => {
                     actor.deps.metrics.inc("token_refreshes_total", &[("platform", actor.platform), ("outcome", "revoked")]);
-                    actor.token_dead(ErrorCode::InvalidToken, reason);
+                    actix::spawn(actor.token_dead(ErrorCode::InvalidToken, reason));
                 }
                 RefreshOutcome::Failed(reason) => {
                     tracing::warn!(account = %actor.seat.account_id, %reason, "token refresh failed; retried at the next sweep");
@@ -393,29 +394,30 @@ impl AccountActor {
         }));
     }
 
-    /// The platform said the token is dead: refuse further work at once and record it.
-    fn token_dead(&mut self, code: ErrorCode, reason: String) {
+    /// The platform said the token is dead: refuse further work at once. Returns the write that
+    /// records it, which runs off the actor's thread of control; whoever answers a client with
+    /// the dead token awaits it first (see [`reply_after`]), so a client told `InvalidToken`
+    /// that lists its accounts next sees the account invalid.
+    fn token_dead(&mut self, code: ErrorCode, reason: String) -> RecordWrite {
         let stored = format!("{}: {reason}", code.as_str());
         self.token_failure = Some((code, reason));
         let store = self.deps.store.clone();
         let account_id = self.seat.account_id;
         let now = self.deps.clock.now();
-        // Persist off the actor's thread of control; the in-memory flag already holds.
-        actix::spawn(in_runtime(async move {
+        Box::pin(in_runtime(async move {
             if let Err(e) = store.mark_account_invalid(account_id, &stored, now).await {
                 tracing::error!(error = %e, %account_id, "cannot mark the account invalid");
             }
-        }));
+        }))
     }
 
     /// Takes what a failed read says about the account (dead token, platform rate limit) and
     /// turns it into the caller's error.
-    fn absorb_platform_error(&mut self, error: PlatformError) -> ApiError {
+    /// Also returns the write recording a dead token, to await before answering.
+    fn absorb_platform_error(&mut self, error: PlatformError) -> (ApiError, Option<RecordWrite>) {
         let dead_token = error.invalidates_token().then(|| error.to_string());
         let error = error.into_api_error();
-        if let Some(reason) = dead_token {
-            self.token_dead(error.code, reason);
-        }
+        let recorded = dead_token.map(|reason| self.token_dead(error.code, reason));
         if error.code == ErrorCode::RateLimitExceeded {
             self.back_off(error.retry_after);
         }
@@ -423,7 +425,7 @@ impl AccountActor {
             format!("{}: {}", error.code.as_str(), error.message),
             self.deps.clock.now(),
         ));
-        error
+        (error, recorded)
     }
 
     fn health(&self) -> ActorHealth {
@@ -504,6 +506,23 @@ impl Actor for AccountActor {
                 retryable: true,
             }));
         }
+    }
+}
+
+/// A database write the actor started and does not wait for itself.
+type RecordWrite = std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
+
+/// Sends a reply once `recorded` (if any) is written, without holding the actor: a client's
+/// next request must see what its answer said (read-your-writes).
+fn reply_after(recorded: Option<RecordWrite>, send: impl FnOnce() + 'static) {
+    match recorded {
+        Some(write) => {
+            actix::spawn(async move {
+                write.await;
+                send();
+            });
+        }
+        None => send(),
     }
 }
 
@@ -737,9 +756,17 @@ impl Handler<ReadInsights> for AccountActor {
                 .map(move |result, actor, _ctx| {
                     actor.reads_in_flight = actor.reads_in_flight.saturating_sub(1);
                     actor.last_activity = Instant::now();
-                    let result = result.map_err(|error| actor.absorb_platform_error(error));
+                    let (result, recorded) = match result {
+                        Ok(output) => (Ok(output), None),
+                        Err(error) => {
+                            let (error, recorded) = actor.absorb_platform_error(error);
+                            (Err(error), recorded)
+                        }
+                    };
                     actor.post_health();
-                    let _ = reply.send(result);
+                    reply_after(recorded, move || {
+                        let _ = reply.send(result);
+                    });
                 }),
         );
         Ok(receiver)
@@ -813,8 +840,10 @@ impl Handler<CheckUnconfirmed> for AccountActor {
                         CheckOutcome::Failed => actor.failed += 1,
                         _ => {}
                     }
-                    if let Some(error) = report.error.take() {
-                        actor.absorb_platform_error(error);
+                    if let Some(error) = report.error.take()
+                        && let (_, Some(recorded)) = actor.absorb_platform_error(error)
+                    {
+                        actix::spawn(recorded);
                     }
                     actor.post_health();
                     let _ = reply.send(report);

@@ -59,7 +59,7 @@ impl From<OidcError> for ApiError {
                 ApiError::service_unavailable("The identity provider is unreachable")
             }
             OidcError::Rejected(_) | OidcError::InvalidIdToken(_) => {
-                tracing::warn!(error = %err, "sign-in refused");
+                tracing::info!(error = %err, "sign-in refused");
                 ApiError::unauthorized(format!("Sign-in failed: {err}"))
             }
         }

@@ -14,6 +14,7 @@ use crate::{
     actors::{
         account::ActorHealth,
         collector::{CollectorStatus, GetCollectorStatus},
+        reconciler::{self, ReconcilerStatus},
         scheduler::{GetStatus, SchedulerStatus},
     },
     error::ApiError,
@@ -42,7 +43,8 @@ async fn healthz() -> HttpResponse {
 }
 
 /// Ready for traffic: the database answers, migrations are applied, the supervisor's, the
-/// scheduler's and the collector's actors run. Says which check failed, never why (no internals).
+/// scheduler's, the collector's and the reconciler's actors run. Says which check failed, never
+/// why (no internals).
 async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     let database = state.store.ping().await.is_ok();
     let migrations = database && matches!(state.store.pending_migrations().await, Ok(0));
@@ -63,6 +65,10 @@ async fn readyz(state: web::Data<AppState>) -> HttpResponse {
         checks["collector"] = json!(if collector { "ok" } else { "failed" });
         ready &= collector;
     }
+    // Always running: unconfirmed publishes are checked whatever the scheduler's setting.
+    let reconciler = state.reconciler.get().is_some_and(|a| a.connected());
+    checks["reconciler"] = json!(if reconciler { "ok" } else { "failed" });
+    ready &= reconciler;
     let body = json!({"status": if ready { "ready" } else { "not_ready" }, "checks": checks});
     if ready {
         HttpResponse::Ok().json(body)
@@ -100,6 +106,7 @@ struct ActorsView {
     actors: Vec<ActorHealth>,
     scheduler: Option<SchedulerStatus>,
     collector: Option<CollectorStatus>,
+    reconciler: Option<ReconcilerStatus>,
 }
 
 async fn view(state: &AppState, query: &ActorsQuery) -> Result<ActorsView, ApiError> {
@@ -128,6 +135,10 @@ async fn view(state: &AppState, query: &ActorsQuery) -> Result<ActorsView, ApiEr
         Some(addr) => addr.send(GetStatus).await.ok(),
         None => None,
     };
+    let reconciler = match state.reconciler.get() {
+        Some(addr) => addr.send(reconciler::GetStatus).await.ok(),
+        None => None,
+    };
     let collector = match state.collector.get() {
         Some(addr) => addr.send(GetCollectorStatus).await.ok(),
         None => None,
@@ -138,6 +149,7 @@ async fn view(state: &AppState, query: &ActorsQuery) -> Result<ActorsView, ApiEr
         actors,
         scheduler,
         collector,
+        reconciler,
     })
 }
 
@@ -220,6 +232,8 @@ async fn actors_page(
         escape_html(&serde_json::to_string_pretty(&view["scheduler"]).unwrap_or_default());
     let collector =
         escape_html(&serde_json::to_string_pretty(&view["collector"]).unwrap_or_default());
+    let reconciler =
+        escape_html(&serde_json::to_string_pretty(&view["reconciler"]).unwrap_or_default());
     let html = format!(
         "<!doctype html><html><head><meta charset=utf-8><meta http-equiv=refresh content=5>\
          <title>Account actors</title><style>body{{font:14px system-ui;margin:1em}}\
@@ -228,7 +242,7 @@ async fn actors_page(
          </head><body><h1>Account actors ({count})</h1>\
          <table><tr><th>platform</th><th>name</th><th>account</th><th>state</th><th>queue</th>\
          <th>in flight (ms)</th><th>limiter</th><th>token</th><th>published</th><th>failed</th><th>last error</th></tr>\n\
-         {rows}</table><h2>Scheduler</h2><pre>{scheduler}</pre><h2>Collector</h2><pre>{collector}</pre>\
+         {rows}</table><h2>Scheduler</h2><pre>{scheduler}</pre><h2>Collector</h2><pre>{collector}</pre><h2>Unconfirmed publishes</h2><pre>{reconciler}</pre>\
          <form method=post action=/admin/logout><button type=submit>Sign out</button></form>\
          </body></html>",
         count = view["count"],

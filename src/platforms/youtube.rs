@@ -119,10 +119,11 @@ impl Api<'_, '_> {
             "snippet": {"title": post.title, "description": post.description, "categoryId": "22"},
             "status": {"privacyStatus": "public", "selfDeclaredMadeForKids": false},
         });
+        let endpoint = self.url("/upload/youtube/v3/videos")?;
         let response = self
             .ctx
             .http
-            .post(self.url("/upload/youtube/v3/videos")?)
+            .post(endpoint.clone())
             .query(&[("uploadType", "resumable"), ("part", "snippet,status")])
             .bearer_auth(self.token())
             .header(header::CONTENT_TYPE, "application/json; charset=UTF-8")
@@ -136,15 +137,15 @@ impl Api<'_, '_> {
         if !response.status().is_success() {
             return Err(google_error(response).await);
         }
-        response
+        let location = response
             .headers()
             .get(header::LOCATION)
             .and_then(|v| v.to_str().ok())
             .filter(|v| !v.is_empty())
-            .map(str::to_string)
             .ok_or_else(|| {
                 PlatformError::Rejected("YouTube opened no upload session (no Location)".into())
-            })
+            })?;
+        session_on_upload_host(&endpoint, location)
     }
 
     /// Streams the whole file into the session; returns the video id.
@@ -342,6 +343,17 @@ impl Api<'_, '_> {
     }
 }
 
+/// The upload session's URL, kept only on the upload host we asked: it gets our bearer token
+/// with every chunk, so never wherever an answer points.
+fn session_on_upload_host(endpoint: &url::Url, location: &str) -> Result<String, PlatformError> {
+    match endpoint.join(location) {
+        Ok(session) if session.origin() == endpoint.origin() => Ok(session.to_string()),
+        _ => Err(PlatformError::Rejected(
+            "YouTube's upload session is not on the upload host".into(),
+        )),
+    }
+}
+
 async fn video_id_of(response: reqwest::Response) -> Result<String, PlatformError> {
     let video: Value = response.json().await.map_err(PlatformError::from_reqwest)?;
     video["id"]
@@ -434,6 +446,37 @@ mod tests {
 
     fn at(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn the_upload_session_stays_on_the_upload_host() {
+        let endpoint =
+            url::Url::parse("https://www.googleapis.com/upload/youtube/v3/videos").unwrap();
+        let kept = [
+            "https://www.googleapis.com/upload/youtube/v3/videos?uploadType=resumable&upload_id=abc",
+            "/upload/youtube/v3/videos?upload_id=abc",
+        ];
+        for location in kept {
+            assert!(
+                session_on_upload_host(&endpoint, location)
+                    .unwrap()
+                    .starts_with("https://www.googleapis.com/upload/"),
+                "{location}"
+            );
+        }
+        let refused = [
+            "https://evil.example/upload?upload_id=abc",
+            "//evil.example/upload",
+            "http://www.googleapis.com/upload/youtube/v3/videos?upload_id=abc",
+            "https://www.googleapis.com:8443/upload",
+            "https://www.googleapis.com.evil.example/upload",
+        ];
+        for location in refused {
+            assert!(
+                session_on_upload_host(&endpoint, location).is_err(),
+                "{location}"
+            );
+        }
     }
 
     #[test]

@@ -135,6 +135,18 @@ async fn stuck_then_finishing(platform: &str) {
         "{platform}: published exactly once: {items:?}"
     );
     assert_eq!(item["post_id"], items[0].id, "{platform}: {item}");
+    // Operators see what the reconciler did.
+    let view: Value = app
+        .http
+        .get(app.url("/api/admin/actors"))
+        .bearer_auth(crate::helpers::OPERATOR_TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(view["reconciler"]["published"], 1, "{platform}: {view}");
 }
 
 #[actix_web::test]

@@ -174,7 +174,7 @@ struct SignInForm {
 async fn sign_in(state: web::Data<AppState>, form: web::Form<SignInForm>) -> HttpResponse {
     let presented = form.token.as_deref().unwrap_or("");
     if !is_operator_token(presented, &state) {
-        tracing::warn!("operator sign-in refused: wrong token");
+        tracing::info!("operator sign-in refused: wrong token");
         return see_other("/admin/login?failed=1").finish();
     }
     let ttl = Duration::hours(OPERATOR_COOKIE_TTL_HOURS);
