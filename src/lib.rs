@@ -137,6 +137,8 @@ pub struct Application {
     state: web::Data<AppState>,
     /// Whether the background actors were started (they start once).
     background_started: Arc<std::sync::Once>,
+    /// Closes connections idle between requests (kept alive with the server).
+    _idle_watch: Arc<http::idle_watch::IdleWatch>,
 }
 
 /// Starts the actors that work on their own and call platforms: the scheduler (due posts), the
@@ -262,6 +264,13 @@ impl Application {
             start_background(&state, &background_started);
         }
 
+        // Between requests a client may idle for keep-alive, then has the head deadline to send
+        // a whole head; actix-http times only the first request's head (see `idle_watch`).
+        let idle_watch = http::idle_watch::IdleWatch::new(
+            limits.request_head + limits.keep_alive.unwrap_or_default(),
+        );
+        idle_watch.spawn_sweeper();
+        let connection_watch = idle_watch.clone();
         let server_state = state.clone();
         let mut server = HttpServer::new(move || {
             App::new()
@@ -272,7 +281,9 @@ impl Application {
                 // Inside `trace_request`, so a 408 carries the request id and is counted.
                 .wrap(from_fn(http::body_deadline::body_deadline))
                 .wrap(from_fn(trace_request))
+                .wrap(from_fn(http::idle_watch::watch_requests))
         })
+        .on_connect(move |io, extensions| connection_watch.on_connect(io, extensions))
         // What a slow or idle client may hold (the body deadline is `body_deadline`'s).
         .client_request_timeout(limits.request_head)
         .client_disconnect_timeout(limits.client_disconnect)
@@ -293,6 +304,7 @@ impl Application {
             server: server.run(),
             state,
             background_started,
+            _idle_watch: idle_watch,
         })
     }
 

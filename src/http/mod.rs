@@ -11,6 +11,7 @@ pub mod body_deadline;
 pub mod connect;
 pub mod cron;
 pub mod history;
+pub mod idle_watch;
 pub mod keys;
 pub mod login;
 pub mod ops;

@@ -544,3 +544,54 @@ async fn malformed_requests_to_the_real_binary_are_answered_and_never_logged_as_
         loud.join("\n")
     );
 }
+
+/// actix-http times only a connection's first head; after one request, a client sending a few
+/// bytes of the next head and then nothing is closed once keep-alive plus the head deadline
+/// have passed (the idle watch), not held for as long as it likes.
+#[actix_web::test]
+async fn a_stalled_second_head_does_not_hold_the_connection() {
+    let app = TestApp::spawn_with(|config| {
+        config.server.keep_alive_secs = 1;
+        config.server.request_head_timeout_ms = 1000;
+    })
+    .await;
+    let mut stream = TcpStream::connect(addr(&app)).await.unwrap();
+    // One whole request, answered (not pipelined: actix closes after a response while another
+    // request is queued).
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&raw).contains("{\"status\":\"ok\"}") {
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buf))
+            .await
+            .expect("the first request is answered")
+            .unwrap();
+        assert!(
+            n > 0,
+            "closed before answering: {:?}",
+            String::from_utf8_lossy(&raw)
+        );
+        raw.extend_from_slice(&buf[..n]);
+    }
+    assert!(String::from_utf8_lossy(&raw).starts_with("HTTP/1.1 200"));
+    // A few bytes of the next head, then nothing.
+    let stalled = Instant::now();
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHo")
+        .await
+        .unwrap();
+    let end = tokio::time::timeout(Duration::from_secs(30), stream.read(&mut buf)).await;
+    let elapsed = stalled.elapsed();
+    assert!(
+        matches!(end, Ok(Ok(0)) | Ok(Err(_))),
+        "the stalled second head still holds the connection after {elapsed:?}"
+    );
+    // Keep-alive (1 s) plus the head deadline (1 s) first; the sweep runs every second.
+    assert!(
+        elapsed >= Duration::from_secs(2),
+        "closed before the client's time was up: {elapsed:?}"
+    );
+}
