@@ -127,6 +127,8 @@ pub struct AccountActor {
     backoff_until: Option<Instant>,
     /// Insights reads running now (they run beside publishes).
     reads_in_flight: usize,
+    /// Checks of unconfirmed publishes running (spawned futures the idle stop must not drop).
+    checks_in_flight: usize,
     /// A token refresh is running: publishes wait for it.
     refreshing: bool,
 }
@@ -215,6 +217,7 @@ impl AccountActor {
             last_error: None,
             backoff_until: None,
             reads_in_flight: 0,
+            checks_in_flight: 0,
             refreshing: false,
         }
     }
@@ -472,8 +475,12 @@ impl Actor for AccountActor {
         self.deps.metrics.gauge_add("account_actors", &[], 1);
         self.post_health();
         ctx.run_interval(IDLE_CHECK.min(self.idle_after), |actor, ctx| {
+            // Stopping drops the actor's spawned futures: never with a read or a check (perhaps
+            // a continuation's final call) still running.
             let idle = actor.in_flight.is_none()
                 && actor.queue.is_empty()
+                && actor.reads_in_flight == 0
+                && actor.checks_in_flight == 0
                 && actor.last_activity.elapsed() >= actor.idle_after;
             if idle {
                 ctx.stop();
@@ -830,10 +837,12 @@ impl Handler<CheckUnconfirmed> for AccountActor {
                 })
             });
         let (reply, receiver) = oneshot::channel();
+        self.checks_in_flight += 1;
         ctx.spawn(
             in_runtime(work)
                 .into_actor(self)
                 .map(move |mut report, actor, _ctx| {
+                    actor.checks_in_flight = actor.checks_in_flight.saturating_sub(1);
                     actor.last_activity = Instant::now();
                     match report.outcome {
                         CheckOutcome::Published => actor.published += 1,

@@ -162,6 +162,18 @@ async fn check_one(state: &AppState, row: entity::post_submission::Model) -> Che
             return CheckOutcome::Lost;
         }
     }
+    // The row as it is now, claimed: the copy from the due list may predate another
+    // instance's final call (its recorded steps and `final_started`).
+    let row = match store.find_submission(row.id).await {
+        Ok(Some(fresh)) => fresh,
+        other => {
+            if let Err(e) = other {
+                tracing::warn!(error = %e, submission = %row.id, "reconciler: cannot re-read a claimed check");
+            }
+            let _ = store.release_check(row.id, claimant, now).await;
+            return CheckOutcome::Lost;
+        }
+    };
     let deps = state.supervisor.deps();
     if row.check_until.is_some_and(|until| now >= until) {
         return reconcile::give_up(deps, &row, claimant).await;

@@ -589,8 +589,7 @@ pub async fn settle_expired_claims(state: &AppState) -> Result<u64, sea_orm::DbE
             other => {
                 if let Some(s) = other
                     && s.status == "publishing"
-                {
-                    store
+                    && !store
                         .finish_submission_failed(
                             s.id,
                             "failed",
@@ -598,7 +597,12 @@ pub async fn settle_expired_claims(state: &AppState) -> Result<u64, sea_orm::DbE
                             "Interrupted before the final publish call; the post is retried",
                             now,
                         )
-                        .await?;
+                        .await?
+                {
+                    // The attempt moved on since it was read (it finished, or became a pending
+                    // check that may yet publish): retrying now could publish twice. The next
+                    // pass sees where it went.
+                    continue;
                 }
                 // The irreversible call was never made: publishing it again is safe.
                 store

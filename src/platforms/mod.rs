@@ -358,6 +358,10 @@ impl StepRecorder {
     }
 
     /// Records a remote id (container, upload session, media id, published segment id…).
+    ///
+    /// Under a check claim the claim is renewed too, so a long continuation (the tweets of an x
+    /// thread, one call each) keeps it while it makes progress; a claim lost meanwhile (this
+    /// instance was presumed dead) stops it before its next call.
     pub async fn record(&self, name: &str, id: &str) -> Result<(), PlatformError> {
         let snapshot = {
             let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -366,7 +370,25 @@ impl StepRecorder {
             }
             state.clone()
         };
-        self.persist(snapshot).await
+        self.persist(snapshot).await?;
+        self.renew_check_claim().await
+    }
+
+    /// Renews the check claim, if this recorder runs under one; an error when it is lost.
+    async fn renew_check_claim(&self) -> Result<(), PlatformError> {
+        if let (Some((store, submission_id)), Some(fence)) = (&self.store, &self.check_fence) {
+            let until = fence.clock.now() + fence.lease;
+            let held = store
+                .renew_check_claim(*submission_id, &fence.claimant, until)
+                .await
+                .map_err(|e| PlatformError::Transient(format!("cannot renew the claim: {e}")))?;
+            if !held {
+                return Err(PlatformError::Rejected(
+                    "this instance no longer holds the submission's check claim; it stopped before its next platform call".into(),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Marks that the irreversible call is about to be made. After this, an interrupted publish
@@ -389,18 +411,7 @@ impl StepRecorder {
                 ));
             }
         }
-        if let (Some((store, submission_id)), Some(fence)) = (&self.store, &self.check_fence) {
-            let until = fence.clock.now() + fence.lease;
-            let held = store
-                .renew_check_claim(*submission_id, &fence.claimant, until)
-                .await
-                .map_err(|e| PlatformError::Transient(format!("cannot renew the claim: {e}")))?;
-            if !held {
-                return Err(PlatformError::Rejected(
-                    "this instance no longer holds the submission's check claim; the final publish call was not made".into(),
-                ));
-            }
-        }
+        self.renew_check_claim().await?;
         let snapshot = {
             let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
             state["final_started"] = json!(true);

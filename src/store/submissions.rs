@@ -163,8 +163,8 @@ impl Store {
         error_code: &str,
         error_message: &str,
         now: DateTime<Utc>,
-    ) -> Result<(), DbErr> {
-        post_submission::Entity::update_many()
+    ) -> Result<bool, DbErr> {
+        let result = post_submission::Entity::update_many()
             .col_expr(post_submission::Column::Status, Expr::value(status))
             .col_expr(post_submission::Column::ErrorCode, Expr::value(error_code))
             .col_expr(
@@ -177,7 +177,8 @@ impl Store {
             .filter(post_submission::Column::Status.eq("publishing"))
             .exec(&self.db)
             .await?;
-        Ok(())
+        // False: the attempt ended (or became a pending check) meanwhile.
+        Ok(result.rows_affected == 1)
     }
 
     /// One submission (tests and the operator view).
