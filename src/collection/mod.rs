@@ -258,6 +258,13 @@ async fn read_daily(
 
 /// The stored reason of a failed account: the code, the message and the platform's words.
 fn describe(error: ApiError) -> String {
+    // The catalogue has one code for a platform's refusal, `PublishingFailed`, whose message
+    // speaks of a post: a collection publishes nothing, so its record keeps the platform's words.
+    if error.code == ErrorCode::PublishingFailed
+        && let Some(details) = &error.details
+    {
+        return format!("the platform refused the read: {details}");
+    }
     let mut text = format!("{}: {}", error.code.as_str(), error.message);
     if let Some(details) = &error.details {
         text.push_str(" (");

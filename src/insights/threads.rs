@@ -31,7 +31,10 @@ pub const ACCOUNT_METRICS: [&str; 6] = [
 ];
 /// Thread metrics.
 pub const THREAD_METRICS: [&str; 5] = ["views", "likes", "replies", "reposts", "quotes"];
-const THREAD_FIELDS: &str = "id,text,timestamp,media_type,permalink,is_reply";
+/// Fields asked of `/{user}/threads` and `/{media}`: only fields those edges have (the Postman
+/// collection's `fields_threads`). `is_reply` exists only on the reply edges (`/replies`,
+/// `/conversation`); asking for it here makes Threads refuse the whole read.
+const THREAD_FIELDS: &str = "id,text,timestamp,media_type,permalink";
 
 fn graph<'a>(ctx: &'a InsightsContext<'a>) -> Graph<'a> {
     Graph::with_parts(
@@ -169,7 +172,10 @@ async fn thread_item(
             "timestamp": raw["timestamp"],
             "media_type": raw["media_type"],
             "permalink": raw["permalink"],
-            "is_reply": raw["is_reply"].as_bool().unwrap_or(false),
+            // `/{user}/threads` lists the user's own threads, not their replies (those are on
+            // `/{user}/replies`), so a listed thread is never a reply; a single post is read
+            // with the same fields, which carry no reply flag (README, the platform simulator).
+            "is_reply": false,
             "insights": insights,
         }),
         failures,

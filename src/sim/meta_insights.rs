@@ -249,7 +249,6 @@ fn post_fields(
                 "timestamp": meta_time(post.created),
                 "shortcode": post.id,
                 "is_quote_post": false,
-                "is_reply": post.is_reply,
             }),
             vec!["id"],
         ),
@@ -262,6 +261,9 @@ fn post_fields(
     } else {
         field_names(fields)
     };
+    if account.platform == "threads" {
+        super::threads::check_media_fields(&wanted)?;
+    }
     let mut out = Map::new();
     // Field expansion: `insights.metric(a,b)` answers the post's insights inline.
     if let Some(expansion) = fields
@@ -281,6 +283,9 @@ fn post_fields(
             }
             // An optional field that is absent (facebook `shares` at 0).
             None if field == "shares" => {}
+            // A Threads field the simulator does not model (`gif_url`, `poll_attachment`…):
+            // Graph leaves out a field without a value.
+            None if account.platform == "threads" => {}
             None => {
                 return Err(MetaError::param(format!(
                     "Tried accessing nonexisting field ({field}) on node type ({node_type})"
@@ -308,6 +313,8 @@ fn post_list(state: &SimState, account: &SimAccount, params: &Params) -> Result<
     let until = params.get("until").and_then(|s| s.parse::<i64>().ok());
     let posts: Vec<SimPost> = insights::posts(state, account)
         .into_iter()
+        // `/{user}/threads` lists the user's threads; their replies are on `/{user}/replies`.
+        .filter(|p| !p.is_reply)
         .filter(|p| since.is_none_or(|s| p.created.timestamp() >= s))
         .filter(|p| until.is_none_or(|u| p.created.timestamp() < u))
         .collect();

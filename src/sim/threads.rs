@@ -27,6 +27,50 @@ use super::{
     state::{PublishedItem, SimAccount, SimState},
 };
 
+/// The fields `GET /{user}/threads` and `GET /{media}` answer: the official Postman collection's
+/// `fields_threads` (`threads-api.postman_collection.json`, used by "Get Threads Post Details" and
+/// "Get a List of All a User's Threads"; `poll_attachment{…}` counts as one field). The
+/// collection's `fields_replies` adds `is_reply`, `is_reply_owned_by_me`, `root_post`,
+/// `replied_to`, `hide_status` and `reply_audience`, and asks them only of `/{media}/replies`,
+/// `/{media}/conversation` and `/{user}/replies`: here Threads refuses them as nonexisting.
+pub(crate) const MEDIA_FIELDS: [&str; 24] = [
+    "id",
+    "media_product_type",
+    "media_type",
+    "media_url",
+    "gif_url",
+    "permalink",
+    "owner",
+    "username",
+    "text",
+    "timestamp",
+    "shortcode",
+    "thumbnail_url",
+    "children",
+    "is_quote_post",
+    "quoted_post",
+    "reposted_post",
+    "has_replies",
+    "alt_text",
+    "link_attachment_url",
+    "poll_attachment",
+    "location_id",
+    "topic_tag",
+    "is_verified",
+    "profile_picture_url",
+];
+
+/// Refuses a field the media edges do not have, with graph.threads.net's words (code 100).
+pub(crate) fn check_media_fields(fields: &[String]) -> Result<(), MetaError> {
+    match fields.iter().find(|f| !MEDIA_FIELDS.contains(&f.as_str())) {
+        Some(field) => Err(MetaError::param(format!(
+            "Tried accessing nonexisting field ({field}) on node type (ThreadsMedia)"
+        ))
+        .kind("THApiException")),
+        None => Ok(()),
+    }
+}
+
 const TEXT_LIMIT: usize = 500;
 const POST_QUOTA: usize = 250;
 const REPLY_QUOTA: usize = 1000;
@@ -148,9 +192,8 @@ async fn serve(
             "timestamp": meta_time(item.published_at),
             "shortcode": item.id,
             "is_quote_post": false,
-            "is_reply": item.reply_to.is_some(),
-            "replied_to": item.reply_to.as_ref().map(|id| json!({"id": id})),
         });
+        check_media_fields(&params.fields())?;
         return Ok(ok(
             &account,
             select_fields(all, &params.fields(), &["id"], "ThreadsMedia")?,

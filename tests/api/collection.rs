@@ -452,3 +452,52 @@ async fn the_daily_run_happens_at_two_in_the_morning_taipei_time() {
     assert_eq!(collector["last_run"]["trigger"], "schedule");
     assert_eq!(collector["last_run"]["success_count"], 3);
 }
+
+#[actix_rt::test]
+async fn a_threads_snapshot_succeeds_and_a_failure_keeps_the_platforms_words() {
+    let app = TestApp::spawn().await;
+    let owner = app.sign_in("owner@example.com").await;
+    let good = app.connect(owner.user_id, "threads", "threads good").await;
+    let bad = app.connect(owner.user_id, "threads", "threads bad").await;
+    let state = app.sim.state();
+    state.set_faults(
+        &bad.sim.platform,
+        &bad.sim.external_id,
+        fault(FaultKind::ServerError),
+    );
+    let (status, body) = operator_post(&app, "/api/cron/collect-performance", None).await;
+    assert_eq!(status, 200, "{body}");
+    let outcome = |name: &str| {
+        body["results"]["accounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["page_name"] == name)
+            .cloned()
+            .unwrap()
+    };
+    let ok = outcome("threads good");
+    assert_eq!(ok["status"], "success", "{ok}");
+    assert!(ok["data"]["posts_count"].is_u64(), "{ok}");
+    assert_eq!(good.account.platform, "threads");
+    // The record says what Threads said, not that a post failed to publish.
+    let failed = outcome("threads bad");
+    assert_eq!(failed["status"], "failed", "{failed}");
+    let error = failed["error"].as_str().unwrap();
+    assert!(
+        error.contains("An unexpected error has occurred. Please retry your request later."),
+        "{error}"
+    );
+    assert!(!error.contains("publish the post"), "{error}");
+    // And so does the stored snapshot.
+    let (_, history) = operator_get(&app, "/api/cron/collection-status?days=1").await;
+    let stored = history["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["page_name"] == "threads bad")
+        .cloned()
+        .unwrap();
+    assert_eq!(stored["status"], "failed", "{stored}");
+    assert_eq!(stored["error"], error, "{stored}");
+}

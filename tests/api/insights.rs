@@ -529,3 +529,59 @@ async fn a_failing_metric_is_named_and_the_rest_still_returns() {
         json!([{"metric": "total_interactions", "error": posts["failed_metrics"][0]["error"]}])
     );
 }
+
+/// Threads lists `is_reply` only on its reply edges (`/replies`, `/conversation`): the
+/// simulator refuses it on `/{user}/threads` and `/{media}` as graph.threads.net does, and our
+/// reads of a threads account ask only for fields those edges have.
+#[actix_rt::test]
+async fn threads_reads_ask_each_edge_only_for_its_fields() {
+    let app = TestApp::spawn().await;
+    let threads = app.publisher("threads", "pro").await;
+    let posts = get(&app, &threads, "posts", "&limit=4").await;
+    assert_eq!(posts["success"], true, "{posts}");
+    assert_eq!(posts["data"]["count"], 4, "{posts}");
+    let listed = posts["data"]["threads"].as_array().unwrap();
+    assert_eq!(listed.len(), 4);
+    for thread in listed {
+        // The user's own threads: none of them is a reply.
+        assert_eq!(thread["is_reply"], false, "{thread}");
+        assert!(thread["insights"]["views"].is_u64(), "{thread}");
+    }
+    let first = listed[0]["id"].as_str().unwrap();
+    let one = get(&app, &threads, &format!("post/{first}"), "").await;
+    assert_eq!(one["data"]["thread"]["id"], first);
+
+    // The simulator, asked directly, refuses the field with Threads' error.
+    let base = format!("{}/threads/v1.0", app.sim.base_url);
+    for path in [format!("{}/threads", threads.sim.external_id), first.to_string()] {
+        let response = app
+            .http
+            .get(format!("{base}/{path}"))
+            .query(&[("fields", "id,text,is_reply")])
+            .bearer_auth(&threads.sim.access_token)
+            .send()
+            .await
+            .unwrap();
+        let (status, body) = status_and_json(response).await;
+        assert_eq!(status, 400, "{path}: {body}");
+        let error = &body["error"];
+        assert_eq!(
+            error["message"],
+            "(#100) Tried accessing nonexisting field (is_reply) on node type (ThreadsMedia)",
+            "{path}"
+        );
+        assert_eq!(error["type"], "THApiException");
+        assert_eq!(error["code"], 100);
+        // The fields the collection lists for these edges are answered.
+        let response = app
+            .http
+            .get(format!("{base}/{path}"))
+            .query(&[("fields", "id,text,timestamp,has_replies,is_quote_post")])
+            .bearer_auth(&threads.sim.access_token)
+            .send()
+            .await
+            .unwrap();
+        let (status, body) = status_and_json(response).await;
+        assert_eq!(status, 200, "{path}: {body}");
+    }
+}
