@@ -368,6 +368,13 @@ impl ApiError {
         if let Some(text) = text {
             self.message = text.to_string();
         }
+        // This form has no `details`: a missing permission names itself in the text, or the
+        // user cannot tell what to grant on reconnecting.
+        if self.code == ErrorCode::InsufficientPermissions
+            && let Some(details) = &self.details
+        {
+            self.message = format!("Missing platform permission: {details}");
+        }
         if self.code == ErrorCode::InvalidAccountId {
             // §7 answers an unknown account on these endpoints with 404.
             self.code = ErrorCode::AccountNotFound;

@@ -15,7 +15,7 @@ use crate::{
     platforms::{
         PlatformError, SendTraced,
         ids::ApiPath,
-        tiktok::{classify, unexpected},
+        tiktok::{classify, scopes_for_user_fields, unexpected},
     },
     publish::plan::Platform,
 };
@@ -63,11 +63,29 @@ async fn call(
     };
     match envelope["error"]["code"].as_str() {
         Some("ok") if status.is_success() => Ok(envelope["data"].clone()),
-        Some(code) => Err(classify(
-            status,
-            code,
-            envelope["error"]["message"].as_str().unwrap_or_default(),
-        )),
+        Some(code) => Err(
+            match classify(
+                status,
+                code,
+                envelope["error"]["message"].as_str().unwrap_or_default(),
+            ) {
+                // TikTok does not say which scope is missing: name the ones this call needs, so
+                // the user knows what to grant on reconnecting. Not a dead token: the account
+                // stays valid for what it did grant.
+                PlatformError::Permission(detail) => {
+                    let needed = if path == "/v2/user/info/" {
+                        scopes_for_user_fields(fields)
+                    } else {
+                        vec!["video.list"]
+                    };
+                    PlatformError::Permission(format!(
+                        "{detail} (this read needs the scopes {})",
+                        needed.join(", ")
+                    ))
+                }
+                other => other,
+            },
+        ),
         None => Err(unexpected(status, &text)),
     }
 }

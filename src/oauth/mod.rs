@@ -151,10 +151,7 @@ pub fn authorize_url(
             Platform::Tiktok => {
                 q.append_pair("client_key", client)
                     .append_pair("response_type", "code")
-                    .append_pair(
-                        "scope",
-                        "user.info.basic,user.info.stats,video.publish,video.upload,video.list",
-                    );
+                    .append_pair("scope", crate::platforms::tiktok::SCOPES);
             }
             Platform::Youtube => {
                 q.append_pair("client_id", client)
@@ -222,6 +219,12 @@ async fn call(
     let grant = body["error"].as_str().unwrap_or_default();
     Err(if status.is_server_error() || status.as_u16() == 429 {
         PlatformError::Transient(message)
+    } else if body["error"]["code"]
+        .as_str()
+        .is_some_and(|c| c.starts_with("scope_"))
+    {
+        // TikTok answers a scope it was not granted with 401 too; the token itself is good.
+        PlatformError::Permission(message)
     } else if grant == "invalid_grant" || body["error"]["code"] == 190 || status.as_u16() == 401 {
         PlatformError::TokenInvalid(message)
     } else {

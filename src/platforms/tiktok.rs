@@ -37,6 +37,43 @@ const PHOTO_TITLE_MAX: usize = 90;
 /// What TikTok's rate limits (per minute) suggest waiting.
 const RATE_LIMIT_RETRY_SECS: u64 = 60;
 
+/// The scope each `/v2/user/info/` field needs (TikTok's scope documentation): TikTok refuses
+/// the whole call with `scope_not_authorized` when one field's scope was not granted.
+pub const USER_FIELD_SCOPES: [(&str, &str); 12] = [
+    ("open_id", "user.info.basic"),
+    ("union_id", "user.info.basic"),
+    ("avatar_url", "user.info.basic"),
+    ("display_name", "user.info.basic"),
+    ("username", "user.info.profile"),
+    ("bio_description", "user.info.profile"),
+    ("profile_deep_link", "user.info.profile"),
+    ("is_verified", "user.info.profile"),
+    ("follower_count", "user.info.stats"),
+    ("following_count", "user.info.stats"),
+    ("likes_count", "user.info.stats"),
+    ("video_count", "user.info.stats"),
+];
+
+/// What the connect flow asks for: every scope of the user fields we read (connect, account
+/// insights, the daily collection), `video.list` for `/v2/video/list/` and `/v2/video/query/`,
+/// and the two posting scopes.
+pub const SCOPES: &str =
+    "user.info.basic,user.info.profile,user.info.stats,video.publish,video.upload,video.list";
+
+/// The scopes `fields` of `/v2/user/info/` need, in order, each once: named in a refusal so
+/// the user knows what to grant.
+pub fn scopes_for_user_fields(fields: &str) -> Vec<&'static str> {
+    let mut scopes = Vec::new();
+    for field in fields.split(',') {
+        if let Some((_, scope)) = USER_FIELD_SCOPES.iter().find(|(f, _)| *f == field)
+            && !scopes.contains(scope)
+        {
+            scopes.push(*scope);
+        }
+    }
+    scopes
+}
+
 pub async fn publish(
     ctx: &PlatformContext<'_>,
     post: &TiktokPost,

@@ -30,6 +30,10 @@ const META_LONG: u64 = 5_183_944;
 const THREADS_LONG: u64 = 5_184_000;
 const TIKTOK_ACCESS: u64 = 86_400;
 const TIKTOK_REFRESH: u64 = 31_536_000;
+/// What a tiktok token made without an authorize request (a refresh token of an account
+/// created directly) is granted.
+const TIKTOK_ALL_SCOPES: &str =
+    "user.info.basic,user.info.profile,user.info.stats,video.publish,video.upload,video.list";
 const GOOGLE_ACCESS: u64 = 3_599;
 const X_ACCESS: u64 = 7_200;
 
@@ -150,6 +154,7 @@ async fn authorize(
                         "redirect_uri": redirect_uri,
                         "challenge": challenge,
                         "method": param(&q, "code_challenge_method").unwrap_or("plain"),
+                        "scope": param(&q, "scope"),
                         "accounts": accounts_for(&state, &app, person),
                     }),
                     created: Instant::now(),
@@ -468,11 +473,17 @@ async fn tiktok_token(
     if !idp.client_secret_matches(client, secret) {
         return HttpResponse::Unauthorized().json(json!({"error": "invalid_client", "error_description": "Client key or secret is incorrect.", "log_id": random_token(12)}));
     }
+    // The scopes granted: those the authorize request asked for (TikTok grants the user's
+    // choice of the app's scopes; the simulated user accepts all), kept by a refresh.
+    let mut scope: Option<String> = None;
     let ext = match param(&form, "grant_type") {
         Some("authorization_code") => {
             let Some(code) = param(&form, "code") else {
                 return tiktok_error("code is required");
             };
+            scope = state
+                .object(&format!("oauth-code:{code}"))
+                .and_then(|o| o.data["scope"].as_str().map(str::to_string));
             match redeem(
                 &state,
                 "tiktok",
@@ -486,22 +497,34 @@ async fn tiktok_token(
             }
         }
         // Refresh tokens rotate: the one used is spent, a new one comes back.
-        Some("refresh_token") => {
-            param(&form, "refresh_token").and_then(|rt| refresh_owner(&state, "tiktok", rt, true))
-        }
+        Some("refresh_token") => param(&form, "refresh_token").and_then(|rt| {
+            scope = state
+                .object(&format!("refresh:{rt}"))
+                .and_then(|o| o.data["scope"].as_str().map(str::to_string));
+            refresh_owner(&state, "tiktok", rt, true)
+        }),
         _ => return tiktok_error("unsupported grant_type"),
     };
     let Some(ext) = ext else {
         return tiktok_error("Refresh token is invalid or expired.");
     };
     let access = state.issue_token("tiktok", &ext).unwrap_or_default();
+    let granted = scope.unwrap_or_else(|| TIKTOK_ALL_SCOPES.to_string());
+    state.grant_scopes(
+        &access,
+        granted.split(',').map(|s| s.trim().to_string()).collect(),
+    );
+    let refresh = new_refresh_token(&state, "tiktok", &ext);
+    if let Some(mut object) = state.objects.get_mut(&format!("refresh:{refresh}")) {
+        object.data = json!({ "scope": granted });
+    }
     HttpResponse::Ok().json(json!({
         "access_token": access,
         "expires_in": TIKTOK_ACCESS,
         "open_id": ext,
         "refresh_expires_in": TIKTOK_REFRESH,
-        "refresh_token": new_refresh_token(&state, "tiktok", &ext),
-        "scope": "user.info.basic,video.publish,video.upload,video.list,user.info.stats",
+        "refresh_token": refresh,
+        "scope": granted,
         "token_type": "Bearer",
     }))
 }

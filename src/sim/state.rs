@@ -129,6 +129,9 @@ pub struct SimState {
     /// access token → (platform, external id)
     tokens: DashMap<String, (String, String)>,
     faults: DashMap<(String, String), FaultSpec>,
+    /// access token → the scopes granted with it, for tokens issued by an OAuth flow that
+    /// asked for scopes (tiktok). A token not here (made with its account) has every scope.
+    scopes: DashMap<String, Vec<String>>,
     published: Mutex<Vec<PublishedItem>>,
     requests: DashMap<(String, String), u64>,
     /// Every HTTP request received, on any mount, with a token or not.
@@ -148,6 +151,7 @@ impl SimState {
             accounts: DashMap::new(),
             tokens: DashMap::new(),
             faults: DashMap::new(),
+            scopes: DashMap::new(),
             published: Mutex::new(Vec::new()),
             requests: DashMap::new(),
             received: AtomicU64::new(0),
@@ -233,6 +237,18 @@ impl SimState {
         );
         account.access_token = token.clone();
         Some(token)
+    }
+
+    /// Remembers the scopes granted with `token`.
+    pub fn grant_scopes(&self, token: &str, scopes: Vec<String>) {
+        self.scopes.insert(token.to_string(), scopes);
+    }
+
+    /// Whether `token` was granted `scope` (a token issued without a scope list has all).
+    pub fn has_scope(&self, token: &str, scope: &str) -> bool {
+        self.scopes
+            .get(token)
+            .is_none_or(|granted| granted.iter().any(|s| s == scope))
     }
 
     /// The account of `platform` named `name`, if any (an OAuth login as the same person

@@ -592,3 +592,60 @@ async fn the_token_key_rotates_with_the_cli() {
         "the old key no longer reads it"
     );
 }
+
+/// TikTok refuses a field whose scope was not granted (`username` needs `user.info.profile`):
+/// our connect flow asks for every scope the fields we read need, and a token without one is a
+/// permission the user must grant, named, not a dead token.
+#[actix_rt::test]
+async fn tiktok_connects_with_the_scopes_its_fields_need_and_a_missing_one_is_named() {
+    let app = TestApp::spawn().await;
+    let dashboard = app.sign_in("owner@example.com").await;
+    let (status, body) = connect(&app, &dashboard, "tiktok", "Tina").await;
+    assert_eq!(status, 200, "{body}");
+    let account = &accounts(&body)[0];
+    assert_eq!(account["tiktok_username"], "tina", "{account}");
+    let account_id = account["account_id"].as_str().unwrap().to_string();
+
+    // The same token, as if the user had not granted user.info.profile.
+    let state = app.sim.state();
+    let sim = state.account_named("tiktok", "Tina").unwrap();
+    state.grant_scopes(
+        &sim.access_token,
+        ["user.info.basic", "user.info.stats", "video.list"]
+            .map(String::from)
+            .to_vec(),
+    );
+    let (key, _) = app.create_key(&dashboard, "insights").await;
+    app.set_plan(dashboard.user_id, "pro").await;
+    let response = app
+        .http
+        .get(app.url(&format!(
+            "/api/performance/account?account_id={account_id}&platform=tiktok"
+        )))
+        .header("service-api-key", &key)
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = status_and_json(response).await;
+    assert_eq!(status, 403, "{body}");
+    let text = body["error"].as_str().unwrap();
+    assert!(text.contains("user.info.profile"), "{text}");
+    assert!(text.contains("scope_not_authorized"), "{text}");
+    let listed: Value = dashboard
+        .client
+        .get(app.url("/api/accounts"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let listed = listed["accounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["account_id"] == account_id.as_str())
+        .cloned()
+        .unwrap();
+    assert_eq!(listed["is_valid"], true, "{listed}");
+}

@@ -553,7 +553,10 @@ async fn threads_reads_ask_each_edge_only_for_its_fields() {
 
     // The simulator, asked directly, refuses the field with Threads' error.
     let base = format!("{}/threads/v1.0", app.sim.base_url);
-    for path in [format!("{}/threads", threads.sim.external_id), first.to_string()] {
+    for path in [
+        format!("{}/threads", threads.sim.external_id),
+        first.to_string(),
+    ] {
         let response = app
             .http
             .get(format!("{base}/{path}"))
