@@ -5,7 +5,8 @@
 //! Each platform module turns a resolved [`InsightsQuery`] into the spec's response body (§4.4–
 //! 4.7), and a date into the [`DailyMetrics`] of a snapshot (§2.7). Every metric is fetched so
 //! that one failing or retired metric does not fail the call: the others still come back and
-//! the failed one is named in `failed_metrics`.
+//! the failed one is named in `failed_metrics` and is `null` where its number would be (never 0,
+//! which would read as measured).
 //!
 //! These functions are called by the account actor (never by handlers directly), so the calls
 //! share the account's rate limiter with publishing.
