@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{
     DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId, day_window, each_metric,
-    meta_day, meta_value, values_on, with_failures,
+    failed_as_null, meta_day, meta_value, values_on, with_failures,
 };
 use crate::{
     platforms::{
@@ -75,6 +75,8 @@ pub async fn query(
                         .collect(),
                 );
             }
+            // A failed metric is null here and has no time series.
+            metrics.extend(failed_as_null(&failures));
             let mut body = head;
             body["page_id"] = json!(page_id);
             body["data"] = json!({
@@ -170,8 +172,8 @@ pub(crate) fn series_of(body: &Value) -> Vec<(String, Vec<(NaiveDate, u64)>)> {
         .unwrap_or_default()
 }
 
-/// A post of the list in the spec's shape (§4.6).
-fn post_item(raw: &Value) -> Value {
+/// A post of the list in the spec's shape (§4.6); the metrics of `failures` are null.
+fn post_item(raw: &Value, failures: &[MetricFailure]) -> Value {
     let count = |v: &Value| v.as_u64().unwrap_or(0);
     let mut metrics = serde_json::Map::new();
     for item in raw["insights"]["data"].as_array().into_iter().flatten() {
@@ -182,6 +184,7 @@ fn post_item(raw: &Value) -> Value {
             );
         }
     }
+    metrics.extend(failed_as_null(failures));
     json!({
         "post_id": raw["id"],
         "message": raw["message"].as_str().unwrap_or_default(),
@@ -227,7 +230,7 @@ async fn list_posts(
     };
     let posts = body["data"]
         .as_array()
-        .map(|posts| posts.iter().map(post_item).collect())
+        .map(|posts| posts.iter().map(|p| post_item(p, &failures)).collect())
         .unwrap_or_default();
     Ok((posts, failures))
 }
@@ -240,14 +243,14 @@ async fn each_post(
     let path = ApiPath::id(post_id);
     let fields = expanded_fields();
     match graph.get(&path, &[("fields", fields.as_str())]).await {
-        Ok(raw) => Ok((post_item(&raw), Vec::new())),
+        Ok(raw) => Ok((post_item(&raw, &[]), Vec::new())),
         Err(PlatformError::Rejected(error)) => {
             let raw = graph.get(&path, &[("fields", POST_FIELDS)]).await?;
             let failures = vec![MetricFailure {
                 metric: POST_METRICS.join(","),
                 error,
             }];
-            Ok((post_item(&raw), failures))
+            Ok((post_item(&raw, &failures), failures))
         }
         Err(other) => Err(other),
     }
@@ -258,7 +261,8 @@ pub async fn daily(
     date: NaiveDate,
 ) -> Result<DailyMetrics, PlatformError> {
     let (series, mut failed_metrics) = page_series(ctx, "day", date, date).await?;
-    let page_metrics = values_on(series, date);
+    let mut page_metrics = values_on(series, date);
+    page_metrics.extend(failed_as_null(&failed_metrics));
     let (since, until) = day_window(date);
     let (posts, post_failures) = list_posts(
         ctx,

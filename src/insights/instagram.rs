@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::{
     DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId, day_window, each_metric,
-    facebook::series_of, meta_value, unix_day, values_on, with_failures,
+    facebook::series_of, failed_as_null, meta_value, unix_day, values_on, with_failures,
 };
 use crate::{
     platforms::{
@@ -21,6 +21,11 @@ use crate::{
 /// Account metrics (spec §2.8).
 pub const ACCOUNT_METRICS: [&str; 4] =
     ["reach", "follower_count", "profile_views", "website_clicks"];
+/// The account metrics Meta serves as daily series (`metric_type=time_series`).
+const SERIES_METRICS: [&str; 2] = ["reach", "follower_count"];
+/// The account metrics Meta serves only as a total over the range: asked without
+/// `metric_type=total_value` they are refused with code 100, so they are asked apart.
+const TOTAL_METRICS: [&str; 2] = ["profile_views", "website_clicks"];
 /// Metrics of IMAGE, VIDEO and CAROUSEL_ALBUM media.
 pub const MEDIA_METRICS: [&str; 2] = ["reach", "total_interactions"];
 /// Metrics of REELS.
@@ -86,10 +91,10 @@ pub async fn query(
             since,
             until,
         } => {
-            let (series, failures) = account_series(ctx, period, *since, *until).await?;
+            let insights = account_insights(ctx, period, *since, *until).await?;
             let mut metrics = serde_json::Map::new();
             let mut time_series = serde_json::Map::new();
-            for (name, points) in series {
+            for (name, points) in insights.series {
                 let total: u64 = if period == "day" && name != "follower_count" {
                     points.iter().map(|(_, v)| v).sum()
                 } else {
@@ -105,6 +110,10 @@ pub async fn query(
                         .collect(),
                 );
             }
+            // Totals over the range have no series of their own.
+            metrics.extend(insights.totals.into_iter().map(|(n, v)| (n, json!(v))));
+            metrics.extend(failed_as_null(&insights.failures));
+            let failures = insights.failures;
             body["ig_account_id"] = json!(ctx.credentials.external_id);
             body["data"] = json!({
                 "ig_account_id": ig_account_id(ctx),
@@ -141,35 +150,74 @@ pub async fn query(
     Ok(with_failures(body, &failures))
 }
 
-async fn account_series(
+/// The account's insights over `since..=until`: the series metrics day by day, the
+/// total-value metrics as one total each, and the metrics Meta would not give.
+struct AccountInsights {
+    series: Vec<(String, Vec<(NaiveDate, u64)>)>,
+    totals: Vec<(String, u64)>,
+    failures: Vec<MetricFailure>,
+}
+
+/// Two calls: [`SERIES_METRICS`] with `metric_type=time_series` and `period`, then
+/// [`TOTAL_METRICS`] with `metric_type=total_value` (Meta serves totals only per `day`, added
+/// up over `since..until`).
+async fn account_insights(
     ctx: &InsightsContext<'_>,
     period: &str,
     since: NaiveDate,
     until: NaiveDate,
-) -> Result<(Vec<(String, Vec<(NaiveDate, u64)>)>, Vec<MetricFailure>), PlatformError> {
+) -> Result<AccountInsights, PlatformError> {
     let graph = graph(ctx);
     let path = ApiPath::id(&ctx.credentials.graph_id()?).then("insights");
     let since = unix_day(since).to_string();
     let until = unix_day(until + Duration::days(1)).to_string();
-    each_metric(&ACCOUNT_METRICS, |metrics| {
+    let ask = |metrics: String, total: bool| {
         let (graph, path, since, until) = (&graph, &path, &since, &until);
+        let (period, metric_type) = if total {
+            ("day", "total_value")
+        } else {
+            (period, "time_series")
+        };
         async move {
-            let body = graph
+            graph
                 .get(
                     path,
                     &[
                         ("metric", metrics.as_str()),
                         ("period", period),
-                        ("metric_type", "time_series"),
+                        ("metric_type", metric_type),
                         ("since", since),
                         ("until", until),
                     ],
                 )
-                .await?;
-            Ok(series_of(&body))
+                .await
         }
+    };
+    let (series, mut failures) = each_metric(&SERIES_METRICS, |metrics| async move {
+        Ok(series_of(&ask(metrics, false).await?))
     })
-    .await
+    .await?;
+    let (totals, total_failures) = each_metric(&TOTAL_METRICS, |metrics| async move {
+        let body = ask(metrics, true).await?;
+        Ok(body["data"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|item| {
+                Some((
+                    item["name"].as_str()?.to_string(),
+                    meta_value(&item["total_value"]["value"]),
+                ))
+            })
+            .collect())
+    })
+    .await?;
+    failures.extend(total_failures);
+    Ok(AccountInsights {
+        series,
+        totals,
+        failures,
+    })
 }
 
 /// One media's lifetime metrics for its type.
@@ -200,6 +248,7 @@ async fn media_metrics(
                     .unwrap_or(Value::Null),
             ))
         })
+        .chain(failed_as_null(&failures))
         .collect();
     Ok((metrics, failures))
 }
@@ -243,8 +292,12 @@ pub async fn daily(
     ctx: &InsightsContext<'_>,
     date: NaiveDate,
 ) -> Result<DailyMetrics, PlatformError> {
-    let (series, mut failed_metrics) = account_series(ctx, "day", date, date).await?;
-    let page_metrics = values_on(series, date);
+    let insights = account_insights(ctx, "day", date, date).await?;
+    let mut failed_metrics = insights.failures;
+    let mut page_metrics = values_on(insights.series, date);
+    // One day's range: each total is that day's value.
+    page_metrics.extend(insights.totals.into_iter().map(|(n, v)| (n, json!(v))));
+    page_metrics.extend(failed_as_null(&failed_metrics));
     let (since, until) = day_window(date);
     let (media, media_failures) = list_media(
         ctx,

@@ -5,7 +5,8 @@
 //! Each platform module turns a resolved [`InsightsQuery`] into the spec's response body (§4.4–
 //! 4.7), and a date into the [`DailyMetrics`] of a snapshot (§2.7). Every metric is fetched so
 //! that one failing or retired metric does not fail the call: the others still come back and
-//! the failed one is named in `failed_metrics`.
+//! the failed one is named in `failed_metrics` and is `null` where its number would be (never 0,
+//! which would read as measured).
 //!
 //! These functions are called by the account actor (never by handlers directly), so the calls
 //! share the account's rate limiter with publishing.
@@ -175,6 +176,23 @@ where
     Ok((items, failures))
 }
 
+/// `(metric, null)` for every metric named in `failures` (one failure may name several,
+/// comma-joined), to extend a `metrics`/`page_metrics` map with: a metric the platform would
+/// not give is unknown, and a 0 in its place would read as a measured zero.
+pub(crate) fn failed_as_null(failures: &[MetricFailure]) -> impl Iterator<Item = (String, Value)> {
+    failures
+        .iter()
+        .flat_map(|f| f.metric.split(','))
+        .map(|metric| (metric.to_string(), Value::Null))
+}
+
+/// Whether `metric` is named in `failures`.
+pub(crate) fn has_failed(failures: &[MetricFailure], metric: &str) -> bool {
+    failures
+        .iter()
+        .any(|f| f.metric.split(',').any(|m| m == metric))
+}
+
 /// A Meta insights value: a number, or an object of numbers (a breakdown) to add up.
 pub(crate) fn meta_value(value: &Value) -> u64 {
     match value {
@@ -250,7 +268,9 @@ pub fn estimated_calls(platform: Platform, query: &InsightsQuery) -> u32 {
         // The list, then one insights call per media or thread.
         (Platform::Instagram | Platform::Threads, InsightsQuery::Posts { limit }) => 1 + limit,
         (Platform::Instagram | Platform::Threads, InsightsQuery::Post { .. }) => 2,
-        (Platform::Instagram | Platform::Threads, InsightsQuery::Account { .. }) => 1,
+        // Instagram: the series metrics, then the total-value ones (asked apart).
+        (Platform::Instagram, InsightsQuery::Account { .. }) => 2,
+        (Platform::Threads, InsightsQuery::Account { .. }) => 1,
         // Channel + report; channel + uploads (50 a page) + one report; video + report.
         (Platform::Youtube, InsightsQuery::Account { .. }) => 2,
         (Platform::Youtube, InsightsQuery::Posts { limit }) => 2 + limit.div_ceil(50),
@@ -264,7 +284,8 @@ pub fn estimated_daily_calls(platform: Platform) -> u32 {
     match platform {
         Platform::Tiktok | Platform::X => 0,
         Platform::Facebook => 2,
-        Platform::Instagram | Platform::Threads => 3,
+        Platform::Instagram => 4,
+        Platform::Threads => 3,
         Platform::Youtube => 4,
     }
 }

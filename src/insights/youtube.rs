@@ -10,7 +10,8 @@ use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
 use super::{
-    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId, each_metric, with_failures,
+    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId, each_metric,
+    failed_as_null, has_failed, with_failures,
 };
 use crate::{
     platforms::{
@@ -32,6 +33,9 @@ pub const CHANNEL_METRICS: [&str; 8] = [
     "subscribersGained",
     "subscribersLost",
 ];
+/// The most rows Analytics answers for `dimensions=video` (the top-videos report's
+/// `maxResults` limit); longer lists of videos are asked in parts of this size.
+const MAX_VIDEO_ROWS: usize = 200;
 /// Video metrics.
 pub const VIDEO_METRICS: [&str; 6] = [
     "views",
@@ -116,6 +120,16 @@ async fn report(
             if let Some(dimension) = dimension {
                 params.push(("dimensions", dimension));
             }
+            // The "top videos" report (`dimensions=video`) is only served with a row limit
+            // (at most 200) and a descending sort on one of the requested metrics; without
+            // them Google refuses the whole query. The first metric of this request is always
+            // one it asks for, also when `each_metric` asks for the metrics one by one.
+            let sort = format!("-{}", metrics.split(',').next().unwrap_or_default());
+            let max_results = videos.len().clamp(1, MAX_VIDEO_ROWS).to_string();
+            if dimension == Some("video") {
+                params.push(("maxResults", max_results.as_str()));
+                params.push(("sort", sort.as_str()));
+            }
             if let Some(filter) = filter {
                 params.push(("filters", filter.as_str()));
             }
@@ -153,19 +167,22 @@ async fn report(
             }
         }
     }
-    // A metric that came back without rows is zero, not missing.
+    // A metric that came back without rows is zero (nothing was measured in the range); a
+    // failed one is unknown, so null.
     for entry in rows.values_mut() {
         for metric in metrics {
-            if !failures.iter().any(|f| f.metric == *metric) {
+            if !has_failed(&failures, metric) {
                 entry.entry((*metric).to_string()).or_insert(json!(0));
             }
         }
+        entry.extend(failed_as_null(&failures));
     }
     if rows.is_empty() && dimension.is_none() {
         let zeros = metrics
             .iter()
-            .filter(|m| !failures.iter().any(|f| f.metric == **m))
+            .filter(|m| !has_failed(&failures, m))
             .map(|m| ((*m).to_string(), json!(0)))
+            .chain(failed_as_null(&failures))
             .collect();
         rows.insert(String::new(), zeros);
     }
@@ -253,25 +270,58 @@ async fn video_metrics(
         .unwrap_or(today)
         .min(today);
     let ids: Vec<String> = videos.iter().map(|(id, ..)| id.clone()).collect();
-    let (rows, failures) = report(ctx, &VIDEO_METRICS, start, today, Some("video"), &ids).await?;
-    Ok((rows.into_iter().collect(), failures))
+    video_report(ctx, &VIDEO_METRICS, start, today, &ids).await
+}
+
+/// A `dimensions=video` report of `ids`, asked in parts of [`MAX_VIDEO_ROWS`] (the report's
+/// row limit): video id → metric → value.
+async fn video_report(
+    ctx: &InsightsContext<'_>,
+    metrics: &[&str],
+    start: NaiveDate,
+    end: NaiveDate,
+    ids: &[String],
+) -> Result<
+    (
+        BTreeMap<String, BTreeMap<String, Value>>,
+        Vec<MetricFailure>,
+    ),
+    PlatformError,
+> {
+    let mut all = BTreeMap::new();
+    let mut failures: Vec<MetricFailure> = Vec::new();
+    for part in ids.chunks(MAX_VIDEO_ROWS) {
+        let (rows, failed) = report(ctx, metrics, start, end, Some("video"), part).await?;
+        all.extend(rows);
+        for failure in failed {
+            if !failures.iter().any(|f| f.metric == failure.metric) {
+                failures.push(failure);
+            }
+        }
+    }
+    Ok((all, failures))
 }
 
 fn video_item(
     video: &(String, String, String, String),
     metrics: Option<&BTreeMap<String, Value>>,
+    failures: &[MetricFailure],
 ) -> Value {
     let (id, title, published_at, thumbnail) = video;
+    // A video without a row had nothing measured in the range (0); a failed metric is unknown
+    // (null) whatever the rows say.
     let metrics: serde_json::Map<String, Value> = VIDEO_METRICS
         .iter()
         .map(|m| {
-            (
-                (*m).to_string(),
+            let value = if has_failed(failures, m) {
+                Value::Null
+            } else {
                 metrics
                     .and_then(|all| all.get(*m))
                     .cloned()
-                    .unwrap_or(json!(0)),
-            )
+                    .unwrap_or(json!(0))
+            };
+            ((*m).to_string(), value)
         })
         .collect();
     json!({
@@ -307,7 +357,7 @@ pub async fn query(
             let (metrics, failures) = video_metrics(ctx, &videos).await?;
             let items: Vec<Value> = videos
                 .iter()
-                .map(|v| video_item(v, metrics.get(&v.0)))
+                .map(|v| video_item(v, metrics.get(&v.0), &failures))
                 .collect();
             data["count"] = json!(items.len());
             data["videos"] = Value::Array(items);
@@ -345,7 +395,7 @@ pub async fn query(
                     .to_string(),
             );
             let (metrics, failures) = video_metrics(ctx, std::slice::from_ref(&video)).await?;
-            data["video"] = video_item(&video, metrics.get(id.as_str()));
+            data["video"] = video_item(&video, metrics.get(id.as_str()), &failures);
             failures
         }
     };
@@ -356,6 +406,8 @@ pub async fn daily(
     ctx: &InsightsContext<'_>,
     date: NaiveDate,
 ) -> Result<DailyMetrics, PlatformError> {
+    // The failed channel metrics are null in `page_metrics` (set by `report`); a failed
+    // video `views` below only joins `failed_metrics`, the channel's own views stay.
     let (rows, mut failed_metrics) = report(ctx, &CHANNEL_METRICS, date, date, None, &[]).await?;
     let page_metrics = rows.into_iter().next().map(|(_, m)| m).unwrap_or_default();
     let (_, playlist) = channel(ctx).await?;
@@ -367,10 +419,10 @@ pub async fn daily(
     let mut total_post_views = 0;
     if !that_day.is_empty() {
         let ids: Vec<String> = that_day.iter().map(|(id, ..)| id.clone()).collect();
-        let (rows, failures) = report(ctx, &["views"], date, date, Some("video"), &ids).await?;
+        let (rows, failures) = video_report(ctx, &["views"], date, date, &ids).await?;
         total_post_views = rows
-            .iter()
-            .map(|(_, m)| m.get("views").and_then(Value::as_u64).unwrap_or(0))
+            .values()
+            .map(|m| m.get("views").and_then(Value::as_u64).unwrap_or(0))
             .sum();
         failed_metrics.extend(failures);
     }

@@ -52,6 +52,22 @@ pub const INSTAGRAM_USER_METRICS: [&str; 13] = [
     "replies",
     "profile_links_taps",
 ];
+/// Instagram user metrics Meta serves only as a total over the range: asked without
+/// `metric_type=total_value` they are refused with code 100 (IG User Insights reference, metric
+/// table: only `reach` and `follower_count` come as time series).
+pub const INSTAGRAM_TOTAL_VALUE_ONLY: [&str; 11] = [
+    "views",
+    "profile_views",
+    "website_clicks",
+    "accounts_engaged",
+    "total_interactions",
+    "likes",
+    "comments",
+    "shares",
+    "saves",
+    "replies",
+    "profile_links_taps",
+];
 /// Metrics every instagram media type has.
 pub const INSTAGRAM_MEDIA_METRICS: [&str; 7] = [
     "reach",

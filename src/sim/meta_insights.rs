@@ -100,6 +100,25 @@ fn user_insights(
     if let Some(bad) = insights::refused(state, account, &metrics, valid) {
         return Err(invalid_metric(bad));
     }
+    let metric_type = params.get("metric_type").unwrap_or("default");
+    if !["default", "time_series", "total_value"].contains(&metric_type) {
+        return Err(MetaError::param(format!(
+            "metric_type must be one of the following values: default, time_series, total_value (got {metric_type})"
+        )));
+    }
+    if account.platform == "instagram" && metric_type != "total_value" {
+        let totals_only: Vec<&str> = metrics
+            .iter()
+            .map(String::as_str)
+            .filter(|m| insights::INSTAGRAM_TOTAL_VALUE_ONLY.contains(m))
+            .collect();
+        if !totals_only.is_empty() {
+            return Err(MetaError::param(format!(
+                "The following metrics ({}) should be specified with parameter metric_type=total_value",
+                totals_only.join(", ")
+            )));
+        }
+    }
     let period = params.get("period").unwrap_or("day");
     if ![
         "day",
@@ -133,7 +152,7 @@ fn user_insights(
         ));
     }
     let days: Vec<NaiveDate> = since.iter_days().take_while(|d| *d < until).collect();
-    let total_value = params.get("metric_type") == Some("total_value");
+    let total_value = metric_type == "total_value";
     let data: Vec<Value> = metrics
         .iter()
         .map(|metric| {

@@ -114,6 +114,15 @@ impl GError {
         Self::new(StatusCode::BAD_REQUEST, reason, message)
     }
 
+    /// A refused YouTube Analytics query: 400 `badRequest`/`required` in the `global` domain
+    /// (Analytics errors carry no `youtube.*` domain).
+    fn analytics(reason: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            domain: "global",
+            ..Self::bad_request(reason, message)
+        }
+    }
+
     fn quota_exceeded() -> Self {
         Self::new(
             StatusCode::FORBIDDEN,
@@ -898,96 +907,281 @@ async fn list_playlist_items(req: HttpRequest, state: web::Data<SimState>) -> Ht
     }
 }
 
+/// The parameters `reports.query` takes: its own and the discovery document's global ones
+/// (`/work/shared/platform-specs/youtube/youtubeAnalytics.v2.json`, `resources.reports.methods.
+/// query.parameters` and top-level `parameters`). Google refuses any other name.
+const REPORT_PARAMETERS: [&str; 22] = [
+    "currency",
+    "dimensions",
+    "endDate",
+    "filters",
+    "ids",
+    "includeHistoricalChannelData",
+    "maxResults",
+    "metrics",
+    "sort",
+    "startDate",
+    "startIndex",
+    "$.xgafv",
+    "access_token",
+    "alt",
+    "callback",
+    "fields",
+    "key",
+    "oauth_token",
+    "prettyPrint",
+    "quotaUser",
+    "uploadType",
+    "upload_protocol",
+];
+/// `reports.query` parameters the discovery document marks `required: true`.
+const REPORT_REQUIRED: [&str; 4] = ["ids", "startDate", "endDate", "metrics"];
+/// The most rows the "top videos" report (`dimensions=video`) answers in one call.
+const TOP_VIDEOS_MAX_RESULTS: u32 = 200;
+/// What Google answers for a combination of dimensions, metrics, filters and sort that is not
+/// one of the documented reports.
+const UNSUPPORTED_QUERY: &str = "The query is not supported. Check the documentation at \
+    https://developers.google.com/youtube/analytics/v2/available_reports for a list of \
+    supported queries.";
+
+/// A `reports.query` request that passed [`report_query`].
+struct ReportQuery {
+    start: chrono::NaiveDate,
+    end: chrono::NaiveDate,
+    metrics: Vec<String>,
+    dimension: Option<String>,
+    /// The ids of a `video==a,b` filter (empty: the whole channel).
+    videos: Vec<String>,
+    /// A descending sort on this metric (the only sort the top-videos report allows).
+    sort_desc: Option<String>,
+    max_results: Option<u32>,
+}
+
+/// Every rule the simulator applies to a `reports.query` request, in one place: the parameter
+/// names and required ones of the discovery document (youtubeAnalytics.v2.json), the date and
+/// id grammar, the metrics this channel has, and the "top videos" report's own requirements
+/// (`dimensions=video` only with `maxResults` ≤ 200 and a descending `sort` on a requested
+/// metric, per the Analytics "channel reports" and sample-requests guides).
+fn report_query(
+    req: &HttpRequest,
+    state: &SimState,
+    account: &SimAccount,
+) -> Result<ReportQuery, GError> {
+    let pairs: Vec<(String, String)> = url::form_urlencoded::parse(req.query_string().as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    if let Some((unknown, _)) = pairs
+        .iter()
+        .find(|(name, _)| !REPORT_PARAMETERS.contains(&name.as_str()))
+    {
+        return Err(GError::analytics(
+            "badRequest",
+            format!(
+                "Invalid JSON payload received. Unknown name \"{unknown}\": Cannot bind query \
+                 parameter. Field '{unknown}' could not be found in request message."
+            ),
+        ));
+    }
+    let param = |name: &str| {
+        pairs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .filter(|v| !v.is_empty())
+    };
+    if let Some(missing) = REPORT_REQUIRED.iter().find(|name| param(name).is_none()) {
+        return Err(GError::analytics(
+            "required",
+            format!("Required value for parameter {missing} is missing."),
+        ));
+    }
+    let ids = param("ids").unwrap_or_default();
+    if ids != "channel==MINE" && ids != format!("channel=={}", account.external_id) {
+        return Err(GError::new(StatusCode::FORBIDDEN, "forbidden", "Forbidden"));
+    }
+    let date = |name: &str| -> Result<chrono::NaiveDate, GError> {
+        let raw = param(name).unwrap_or_default();
+        chrono::NaiveDate::parse_from_str(&raw, "%Y-%m-%d").map_err(|_| {
+            GError::analytics(
+                "badRequest",
+                format!(
+                    "Invalid value '{raw}'. Values must match the following regular \
+                     expression: '[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}'"
+                ),
+            )
+        })
+    };
+    let (start, end) = (date("startDate")?, date("endDate")?);
+    if start > end {
+        return Err(GError::analytics(
+            "badRequest",
+            "The query is not supported. startDate must be before endDate.",
+        ));
+    }
+    let metrics = insights::metric_list(param("metrics").as_deref());
+    if let Some(bad) = insights::refused(state, account, &metrics, &insights::YOUTUBE_METRICS) {
+        return Err(GError::analytics(
+            "badRequest",
+            format!("Unknown identifier ({bad}) given in field parameters.metrics."),
+        ));
+    }
+    let positive = |name: &str| -> Result<Option<u32>, GError> {
+        param(name)
+            .map(|raw| {
+                raw.parse::<u32>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                    GError::analytics(
+                        "badRequest",
+                        format!("Invalid value '{raw}' for parameter {name}: must be at least 1."),
+                    )
+                })
+            })
+            .transpose()
+    };
+    let max_results = positive("maxResults")?;
+    positive("startIndex")?;
+    let dimension = param("dimensions");
+    // Only descending sorts on a requested metric are modelled (what the top-videos report
+    // takes); anything else in `sort` is not a report this simulator serves.
+    let sort_desc = match param("sort").as_deref() {
+        None => None,
+        // Ascending by day is the order daily rows come in anyway.
+        Some("day") if dimension.as_deref() == Some("day") => None,
+        Some(raw) => match raw.strip_prefix('-') {
+            Some(metric) if metrics.iter().any(|m| m == metric) => Some(metric.to_string()),
+            _ => return Err(GError::analytics("badRequest", UNSUPPORTED_QUERY)),
+        },
+    };
+    match dimension.as_deref() {
+        None | Some("day") => {}
+        Some("video") => {
+            let top_videos = matches!(max_results, Some(n) if n <= TOP_VIDEOS_MAX_RESULTS)
+                && sort_desc.is_some();
+            if !top_videos {
+                return Err(GError::analytics("badRequest", UNSUPPORTED_QUERY));
+            }
+        }
+        Some(_) => return Err(GError::analytics("badRequest", UNSUPPORTED_QUERY)),
+    }
+    // `filters=video==a,b`: the numbers of those videos rather than the channel's.
+    let videos = param("filters")
+        .and_then(|f| f.strip_prefix("video==").map(str::to_string))
+        .map(|ids| {
+            ids.split(',')
+                .filter(|id| !id.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(ReportQuery {
+        start,
+        end,
+        metrics,
+        dimension,
+        videos,
+        sort_desc,
+        max_results,
+    })
+}
+
 /// `GET /youtubeanalytics/v2/reports` (mounted by the simulator beside the Data API).
 pub async fn analytics_reports(req: HttpRequest, state: web::Data<SimState>) -> HttpResponse {
     let result = async {
         let account = admit(&state, &req).await?;
-        let required = |name: &'static str| {
-            query_param(&req, name).filter(|v| !v.is_empty()).ok_or_else(|| {
-                GError::bad_request("required", format!("Required value for parameter {name} is missing."))
-            })
-        };
-        let ids = required("ids")?;
-        if ids != "channel==MINE" && ids != format!("channel=={}", account.external_id) {
-            return Err(GError::new(StatusCode::FORBIDDEN, "forbidden", "Forbidden"));
-        }
-        let date = |name: &'static str| -> Result<chrono::NaiveDate, GError> {
-            let raw = required(name)?;
-            chrono::NaiveDate::parse_from_str(&raw, "%Y-%m-%d").map_err(|_| {
-                GError::bad_request("badRequest", format!("Invalid value '{raw}'. Values must match the following regular expression: '[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}'"))
-            })
-        };
-        let (start, end) = (date("startDate")?, date("endDate")?);
-        if start > end {
-            return Err(GError::bad_request("badRequest", "The query is not supported. startDate must be before endDate."));
-        }
-        let metrics = insights::metric_list(query_param(&req, "metrics").as_deref());
-        if metrics.is_empty() {
-            return Err(GError::bad_request("required", "Required value for parameter metrics is missing."));
-        }
-        if let Some(bad) = insights::refused(&state, &account, &metrics, &insights::YOUTUBE_METRICS) {
-            return Err(GError::bad_request("badRequest", format!("Unknown identifier ({bad}) given in field parameters.metrics.")));
-        }
-        let dimension = query_param(&req, "dimensions").filter(|d| !d.is_empty());
-        // `filters=video==ID`: the numbers of that video rather than the channel's.
-        let object = query_param(&req, "filters")
-            .and_then(|f| f.strip_prefix("video==").map(str::to_string))
-            .unwrap_or_default();
-        let days: Vec<chrono::NaiveDate> = start.iter_days().take_while(|d| *d <= end).collect();
-        let on = |metric: &str, day: chrono::NaiveDate| {
-            insights::value(&account.external_id, metric, &object, Some(day), insights::scale(metric))
-        };
-        let total = |metric: &str| -> u64 {
-            let sum: u64 = days.iter().map(|d| on(metric, *d)).sum();
-            // An average stays an average over the range.
-            if metric == "averageViewDuration" { sum / days.len().max(1) as u64 } else { sum }
-        };
-        let mut headers = Vec::new();
-        let rows: Vec<Value> = match dimension.as_deref() {
-            None => {
-                vec![Value::Array(metrics.iter().map(|m| json!(total(m))).collect())]
+        let query = report_query(&req, &state, &account)?;
+        let days: Vec<chrono::NaiveDate> = query
+            .start
+            .iter_days()
+            .take_while(|d| *d <= query.end)
+            .collect();
+        // A metric of `object` (a video id, or "" for the channel) over the range; an average
+        // stays an average.
+        let over_range = |metric: &str, object: &str| -> u64 {
+            let sum: u64 = days
+                .iter()
+                .map(|d| {
+                    insights::value(
+                        &account.external_id,
+                        metric,
+                        object,
+                        Some(*d),
+                        insights::scale(metric),
+                    )
+                })
+                .sum();
+            if metric == "averageViewDuration" {
+                sum / days.len().max(1) as u64
+            } else {
+                sum
             }
+        };
+        let object = query.videos.join(",");
+        let mut headers = Vec::new();
+        let mut rows: Vec<Vec<Value>> = match query.dimension.as_deref() {
             Some("day") => {
-                headers.push(json!({"name": "day", "columnType": "DIMENSION", "dataType": "STRING"}));
+                headers
+                    .push(json!({"name": "day", "columnType": "DIMENSION", "dataType": "STRING"}));
                 days.iter()
                     .map(|d| {
                         let mut row = vec![json!(d.to_string())];
-                        row.extend(metrics.iter().map(|m| json!(on(m, *d))));
-                        Value::Array(row)
+                        row.extend(query.metrics.iter().map(|m| {
+                            json!(insights::value(
+                                &account.external_id,
+                                m,
+                                &object,
+                                Some(*d),
+                                insights::scale(m)
+                            ))
+                        }));
+                        row
                     })
                     .collect()
             }
-            // One row per video of the `video==a,b,…` filter.
+            // One row per video: those of the filter, or the channel's own.
             Some("video") => {
-                headers.push(json!({"name": "video", "columnType": "DIMENSION", "dataType": "STRING"}));
-                object
-                    .split(',')
-                    .filter(|id| !id.is_empty())
+                headers.push(
+                    json!({"name": "video", "columnType": "DIMENSION", "dataType": "STRING"}),
+                );
+                let ids = if query.videos.is_empty() {
+                    insights::posts(&state, &account)
+                        .into_iter()
+                        .map(|p| p.id)
+                        .collect()
+                } else {
+                    query.videos.clone()
+                };
+                ids.iter()
                     .map(|id| {
                         let mut row = vec![json!(id)];
-                        row.extend(metrics.iter().map(|m| {
-                            let sum: u64 = days
-                                .iter()
-                                .map(|d| insights::value(&account.external_id, m, id, Some(*d), insights::scale(m)))
-                                .sum();
-                            json!(if m == "averageViewDuration" { sum / days.len().max(1) as u64 } else { sum })
-                        }));
-                        Value::Array(row)
+                        row.extend(query.metrics.iter().map(|m| json!(over_range(m, id))));
+                        row
                     })
                     .collect()
             }
-            Some(other) => {
-                return Err(GError::bad_request("badRequest", format!("The query is not supported. Unknown dimension {other}.")));
-            }
+            _ => vec![
+                query
+                    .metrics
+                    .iter()
+                    .map(|m| json!(over_range(m, &object)))
+                    .collect(),
+            ],
         };
+        if let Some(metric) = &query.sort_desc {
+            let column =
+                headers.len() + query.metrics.iter().position(|m| m == metric).unwrap_or(0);
+            rows.sort_by_key(|row| std::cmp::Reverse(row.get(column).and_then(Value::as_u64)));
+        }
+        if let Some(max) = query.max_results {
+            rows.truncate(max as usize);
+        }
         headers.extend(
-            metrics
+            query
+                .metrics
                 .iter()
                 .map(|m| json!({"name": m, "columnType": "METRIC", "dataType": "INTEGER"})),
         );
         let mut body = json!({"kind": "youtubeAnalytics#resultTable", "columnHeaders": headers});
         if !rows.is_empty() {
-            body["rows"] = Value::Array(rows);
+            body["rows"] = rows.into_iter().map(Value::Array).collect();
         }
         Ok::<_, GError>(body)
     }

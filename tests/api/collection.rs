@@ -454,6 +454,56 @@ async fn the_daily_run_happens_at_two_in_the_morning_taipei_time() {
 }
 
 #[actix_rt::test]
+async fn a_failed_metric_is_null_in_the_daily_snapshot() {
+    let app = TestApp::spawn().await;
+    let owner = app.sign_in("owner@example.com").await;
+    let state = app.sim.state();
+    let cases = [
+        ("facebook", "page_total_actions", "page_media_view"),
+        ("instagram", "profile_views", "website_clicks"),
+        ("youtube", "likes", "views"),
+    ];
+    for (platform, failing, _) in cases {
+        let account = app.connect(owner.user_id, platform, platform).await;
+        state.set_faults(
+            platform,
+            &account.sim.external_id,
+            FaultSpec {
+                fail_metrics: vec![failing.into()],
+                ..FaultSpec::default()
+            },
+        );
+    }
+    let (status, body) = operator_post(&app, "/api/cron/collect-performance", None).await;
+    assert_eq!(status, 200, "{body}");
+    let outcomes = body["results"]["accounts"].as_array().unwrap();
+    assert_eq!(outcomes.len(), 3, "{body}");
+    for (platform, failing, other) in cases {
+        let outcome = outcomes
+            .iter()
+            .find(|o| o["page_name"] == platform)
+            .unwrap_or_else(|| panic!("{platform}: {body}"));
+        // Collected, with a metric missing.
+        assert_eq!(outcome["status"], "partial", "{outcome}");
+        let data = &outcome["data"];
+        // Unknown, not a measured zero; the others still come.
+        assert_eq!(
+            data["page_metrics"].get(failing),
+            Some(&Value::Null),
+            "{outcome}"
+        );
+        assert!(data["page_metrics"][other].is_u64(), "{outcome}");
+        let failed: Vec<&str> = data["failed_metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["metric"].as_str().unwrap())
+            .collect();
+        assert_eq!(failed, vec![failing], "{outcome}");
+    }
+}
+
+#[actix_rt::test]
 async fn a_threads_snapshot_succeeds_and_a_failure_keeps_the_platforms_words() {
     let app = TestApp::spawn().await;
     let owner = app.sign_in("owner@example.com").await;

@@ -477,9 +477,22 @@ async fn a_failing_metric_is_named_and_the_rest_still_returns() {
         fail(&["page_total_actions"]),
     );
     let account = get(&app, &page, "account", RANGE).await;
+    // A failed metric is null (unknown), never a number, and has no time series.
+    let metrics = &account["data"]["metrics"];
     assert_eq!(
-        keys(&account["data"]["metrics"]),
-        set(&["page_media_view", "page_post_engagements"])
+        keys(metrics),
+        set(&[
+            "page_media_view",
+            "page_post_engagements",
+            "page_total_actions"
+        ])
+    );
+    assert_eq!(metrics["page_total_actions"], Value::Null);
+    assert!(metrics["page_media_view"].is_u64() && metrics["page_post_engagements"].is_u64());
+    assert!(
+        account["data"]["time_series"]
+            .get("page_total_actions")
+            .is_none()
     );
     let failed = account["failed_metrics"].as_array().unwrap();
     assert_eq!(failed.len(), 1, "{account}");
@@ -500,13 +513,17 @@ async fn a_failing_metric_is_named_and_the_rest_still_returns() {
     let posts = get(&app, &page, "posts", "&limit=2").await;
     assert_eq!(posts["total_posts"], 2);
     assert_eq!(posts["failed_metrics"][0]["metric"], "post_media_view");
-    assert_eq!(posts["posts"][0]["insights"]["metrics"], json!({}));
+    assert_eq!(
+        posts["posts"][0]["insights"]["metrics"],
+        json!({"post_media_view": null})
+    );
 
     let channel = app.publisher("youtube", "pro").await;
     state.set_faults("youtube", &channel.sim.external_id, fail(&["shares"]));
     let account = get(&app, &channel, "account", RANGE).await;
-    assert!(account["data"]["metrics"].get("shares").is_none());
-    assert_eq!(account["data"]["metrics"].as_object().unwrap().len(), 7);
+    assert_eq!(account["data"]["metrics"].get("shares"), Some(&Value::Null));
+    assert_eq!(account["data"]["metrics"].as_object().unwrap().len(), 8);
+    assert!(account["data"]["metrics"]["views"].is_u64());
     assert_eq!(account["failed_metrics"][0]["metric"], "shares");
 
     let ig = app.publisher("instagram", "pro").await;
@@ -518,16 +535,264 @@ async fn a_failing_metric_is_named_and_the_rest_still_returns() {
     let posts = get(&app, &ig, "posts", "&limit=3").await;
     for item in posts["data"]["media"].as_array().unwrap() {
         assert!(item["insights"]["metrics"]["reach"].is_u64(), "{item}");
-        assert!(
-            item["insights"]["metrics"]
-                .get("total_interactions")
-                .is_none()
+        assert_eq!(
+            item["insights"]["metrics"].get("total_interactions"),
+            Some(&Value::Null),
+            "{item}"
         );
     }
     assert_eq!(
         posts["failed_metrics"],
         json!([{"metric": "total_interactions", "error": posts["failed_metrics"][0]["error"]}])
     );
+}
+
+#[actix_rt::test]
+async fn a_failed_video_metric_is_null_never_zero() {
+    let app = TestApp::spawn().await;
+    let channel = app.publisher("youtube", "pro").await;
+    app.sim.state().set_faults(
+        "youtube",
+        &channel.sim.external_id,
+        FaultSpec {
+            fail_metrics: vec!["likes".into()],
+            ..FaultSpec::default()
+        },
+    );
+    let posts = get(&app, &channel, "posts", "&limit=3").await;
+    let videos = posts["data"]["videos"].as_array().unwrap();
+    assert_eq!(videos.len(), 3, "{posts}");
+    for video in videos {
+        let metrics = &video["metrics"];
+        assert_eq!(metrics.get("likes"), Some(&Value::Null), "{video}");
+        for metric in [
+            "views",
+            "comments",
+            "shares",
+            "estimatedMinutesWatched",
+            "averageViewDuration",
+        ] {
+            assert!(metrics[metric].is_u64(), "{metric}: {video}");
+        }
+        assert!(metrics["views"].as_u64().unwrap() > 0, "{video}");
+    }
+    let failed = posts["failed_metrics"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{posts}");
+    assert_eq!(failed[0]["metric"], "likes");
+
+    // Instagram account metrics asked as totals fail the same way.
+    let ig = app.publisher("instagram", "pro").await;
+    app.sim.state().set_faults(
+        "instagram",
+        &ig.sim.external_id,
+        FaultSpec {
+            fail_metrics: vec!["website_clicks".into()],
+            ..FaultSpec::default()
+        },
+    );
+    let account = get(&app, &ig, "account", RANGE).await;
+    let metrics = &account["data"]["metrics"];
+    assert_eq!(
+        metrics.get("website_clicks"),
+        Some(&Value::Null),
+        "{account}"
+    );
+    assert!(metrics["profile_views"].is_u64(), "{account}");
+    assert!(metrics["reach"].is_u64() && metrics["follower_count"].is_u64());
+    assert_eq!(account["failed_metrics"][0]["metric"], "website_clicks");
+    assert_eq!(account["failed_metrics"].as_array().unwrap().len(), 1);
+}
+
+#[actix_rt::test]
+async fn youtube_video_metrics_come_from_one_top_videos_report() {
+    let app = TestApp::spawn().await;
+    let channel = app.publisher("youtube", "pro").await;
+    let state = app.sim.state();
+    let calls = || state.request_count("youtube", &channel.sim.external_id);
+
+    let before = calls();
+    let posts = get(&app, &channel, "posts", "&limit=3").await;
+    // Channel, uploads playlist, one analytics report: no per-metric retries.
+    assert_eq!(calls() - before, 3, "{posts}");
+    assert_eq!(posts["failed_metrics"], json!([]), "{posts}");
+    let videos = posts["data"]["videos"].as_array().unwrap();
+    assert_eq!(videos.len(), 3);
+    for video in videos {
+        let metrics = &video["metrics"];
+        assert_eq!(keys(metrics).len(), 6, "{video}");
+        for (name, value) in metrics.as_object().unwrap() {
+            assert!(value.is_u64(), "{name}: {video}");
+        }
+        // Seeded videos are days old: their views over that range are not zero.
+        assert!(metrics["views"].as_u64().unwrap() > 0, "{video}");
+        assert!(
+            metrics["estimatedMinutesWatched"].as_u64().unwrap() > 0,
+            "{video}"
+        );
+    }
+    // Deterministic: the same question, the same numbers.
+    assert_eq!(get(&app, &channel, "posts", "&limit=3").await, posts);
+
+    let first = videos[0]["video_id"].as_str().unwrap();
+    let before = calls();
+    let one = get(&app, &channel, &format!("post/{first}"), "").await;
+    // videos.list, then one report.
+    assert_eq!(calls() - before, 2, "{one}");
+    assert_eq!(one["failed_metrics"], json!([]), "{one}");
+    assert_eq!(one["data"]["video"]["video_id"], first);
+    assert!(
+        one["data"]["video"]["metrics"]["views"].as_u64().unwrap() > 0,
+        "{one}"
+    );
+}
+
+#[actix_rt::test]
+async fn instagram_account_insights_answer_every_metric() {
+    let app = TestApp::spawn().await;
+    let ig = app.publisher("instagram", "pro").await;
+    let state = app.sim.state();
+    let before = state.request_count("instagram", &ig.sim.external_id);
+    let account = get(&app, &ig, "account", RANGE).await;
+    // The time series, then the totals: two calls, nothing refused.
+    assert_eq!(
+        state.request_count("instagram", &ig.sim.external_id) - before,
+        2,
+        "{account}"
+    );
+    assert_eq!(account["failed_metrics"], json!([]), "{account}");
+    let data = &account["data"];
+    for metric in ["reach", "follower_count", "profile_views", "website_clicks"] {
+        assert!(data["metrics"][metric].is_u64(), "{metric}: {account}");
+    }
+    // Totals over the range have no daily series; the series metrics have one point a day.
+    assert_eq!(
+        keys(&data["time_series"]),
+        set(&["reach", "follower_count"])
+    );
+    assert_eq!(data["time_series"]["reach"].as_array().unwrap().len(), 7);
+}
+
+/// A raw GET to the simulator with the account's token.
+async fn raw_get(app: &TestApp, token: &str, url: String) -> (u16, Value) {
+    let response = app.http.get(url).bearer_auth(token).send().await.unwrap();
+    status_and_json(response).await
+}
+
+#[actix_rt::test]
+async fn the_simulator_refuses_reports_google_would_refuse() {
+    let app = TestApp::spawn().await;
+    let channel = app.publisher("youtube", "pro").await;
+    let token = &channel.sim.access_token;
+    let reports = |query: &str| {
+        format!(
+            "{}/youtubeanalytics/v2/reports?ids=channel%3D%3DMINE&startDate=2026-11-01&endDate=2026-11-07{query}",
+            app.sim.base_url
+        )
+    };
+    let unsupported = "The query is not supported. Check the documentation at \
+        https://developers.google.com/youtube/analytics/v2/available_reports for a list of \
+        supported queries.";
+    let google = |reason: &str, message: &str| {
+        json!({"error": {
+            "code": 400,
+            "message": message,
+            "errors": [{"message": message, "domain": "global", "reason": reason}],
+            "status": "INVALID_ARGUMENT",
+        }})
+    };
+    // The top-videos report without its row limit and descending sort, or with a limit over
+    // 200 or an ascending sort.
+    for query in [
+        "&metrics=views&dimensions=video",
+        "&metrics=views&dimensions=video&maxResults=10",
+        "&metrics=views&dimensions=video&sort=-views",
+        "&metrics=views&dimensions=video&maxResults=201&sort=-views",
+        "&metrics=views,likes&dimensions=video&maxResults=10&sort=views",
+        "&metrics=views&dimensions=video&maxResults=10&sort=-likes",
+    ] {
+        let (status, body) = raw_get(&app, token, reports(query)).await;
+        assert_eq!(status, 400, "{query}: {body}");
+        assert_eq!(body, google("badRequest", unsupported), "{query}");
+    }
+    // A parameter the discovery document does not list, and a missing required one.
+    let (status, body) = raw_get(&app, token, reports("&metrics=views&max-results=10")).await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        body,
+        google(
+            "badRequest",
+            "Invalid JSON payload received. Unknown name \"max-results\": Cannot bind query \
+             parameter. Field 'max-results' could not be found in request message."
+        )
+    );
+    let (status, body) = raw_get(
+        &app,
+        token,
+        format!(
+            "{}/youtubeanalytics/v2/reports?ids=channel%3D%3DMINE&startDate=2026-11-01&metrics=views",
+            app.sim.base_url
+        ),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        body,
+        google(
+            "required",
+            "Required value for parameter endDate is missing."
+        )
+    );
+    // Asked as the report requires: the top videos, most viewed first, at most maxResults.
+    let (status, body) = raw_get(
+        &app,
+        token,
+        reports("&metrics=views,likes&dimensions=video&maxResults=2&sort=-views"),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let rows = body["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{body}");
+    assert!(
+        rows[0][1].as_u64().unwrap() >= rows[1][1].as_u64().unwrap(),
+        "{body}"
+    );
+}
+
+#[actix_rt::test]
+async fn the_simulator_refuses_instagram_totals_asked_as_series() {
+    let app = TestApp::spawn().await;
+    let ig = app.publisher("instagram", "pro").await;
+    let insights = |query: &str| {
+        format!(
+            "{}/graph/v24.0/{}/insights?period=day&since=1793491200&until=1793750400{query}",
+            app.sim.base_url, ig.sim.external_id
+        )
+    };
+    for query in [
+        "&metric=reach,profile_views,website_clicks",
+        "&metric=reach,profile_views,website_clicks&metric_type=time_series",
+    ] {
+        let (status, body) = raw_get(&app, &ig.sim.access_token, insights(query)).await;
+        assert_eq!(status, 400, "{query}: {body}");
+        assert_eq!(body["error"]["code"], 100, "{body}");
+        assert_eq!(body["error"]["type"], "OAuthException", "{body}");
+        assert_eq!(
+            body["error"]["message"],
+            "(#100) The following metrics (profile_views, website_clicks) should be specified \
+             with parameter metric_type=total_value",
+        );
+    }
+    let (status, body) = raw_get(
+        &app,
+        &ig.sim.access_token,
+        insights("&metric=profile_views,website_clicks&metric_type=total_value"),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    for item in body["data"].as_array().unwrap() {
+        assert!(item["total_value"]["value"].is_u64(), "{item}");
+        assert!(item.get("values").is_none(), "{item}");
+    }
 }
 
 /// Threads lists `is_reply` only on its reply edges (`/replies`, `/conversation`): the
