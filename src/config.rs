@@ -221,13 +221,19 @@ pub struct PlatformsConfig {
     /// Meta Graph API host (facebook pages and instagram with Facebook Login).
     pub graph_url: String,
     pub graph_version: String,
+    /// Meta's video host: facebook page videos (`POST /{page}/videos`) are created there, as
+    /// Meta asks for video uploads; `graph_version` applies.
+    pub graph_video_url: String,
     /// Threads API host.
     pub threads_url: String,
     pub threads_version: String,
     /// TikTok Open API host.
     pub tiktok_url: String,
-    /// Google API host: `{youtube_url}/youtube/v3/...` and `{youtube_url}/upload/youtube/v3/...`.
+    /// Google API data host: `{youtube_url}/youtube/v3/...`.
     pub youtube_url: String,
+    /// Google API upload host: `{youtube_upload_url}/upload/youtube/v3/...` (video resumable
+    /// uploads and thumbnails); separate from the data host so either can be moved.
+    pub youtube_upload_url: String,
     /// YouTube Analytics host: `{youtube_analytics_url}/v2/reports`.
     pub youtube_analytics_url: String,
     /// X API host.
@@ -251,10 +257,12 @@ impl Default for PlatformsConfig {
         Self {
             graph_url: "https://graph.facebook.com".into(),
             graph_version: "v24.0".into(),
+            graph_video_url: "https://graph-video.facebook.com".into(),
             threads_url: "https://graph.threads.net".into(),
             threads_version: "v1.0".into(),
             tiktok_url: "https://open.tiktokapis.com".into(),
             youtube_url: "https://www.googleapis.com".into(),
+            youtube_upload_url: "https://www.googleapis.com".into(),
             youtube_analytics_url: "https://youtubeanalytics.googleapis.com".into(),
             x_url: "https://api.x.com".into(),
             poll_interval_ms: 3_000,
@@ -272,9 +280,12 @@ impl PlatformsConfig {
         let base = base_url.trim_end_matches('/');
         Self {
             graph_url: format!("{base}/graph"),
+            // The simulator serves video creation on its one graph mount.
+            graph_video_url: format!("{base}/graph"),
             threads_url: format!("{base}/threads"),
             tiktok_url: format!("{base}/tiktok"),
             youtube_url: format!("{base}/youtube"),
+            youtube_upload_url: format!("{base}/youtube"),
             youtube_analytics_url: format!("{base}/youtubeanalytics"),
             x_url: format!("{base}/x"),
             poll_interval_ms: 100,
@@ -400,24 +411,37 @@ pub struct OAuthConfig {
     #[serde(serialize_with = "serialize_secret")]
     pub meta_client_secret: Option<SecretString>,
     pub meta_authorize_url: String,
+    /// Code → short-lived user token, and short → long-lived (`fb_exchange_token`): one endpoint.
+    pub meta_token_url: String,
     pub threads_client_id: String,
     #[serde(serialize_with = "serialize_secret")]
     pub threads_client_secret: Option<SecretString>,
     pub threads_authorize_url: String,
+    /// Code → short-lived token.
+    pub threads_token_url: String,
+    /// Short → long-lived token (`th_exchange_token`).
+    pub threads_exchange_url: String,
+    /// Long-lived token → a new one (`th_refresh_token`).
+    pub threads_refresh_url: String,
     /// TikTok calls it the client key.
     pub tiktok_client_key: String,
     #[serde(serialize_with = "serialize_secret")]
     pub tiktok_client_secret: Option<SecretString>,
     pub tiktok_authorize_url: String,
+    /// Code and refresh token → tokens.
+    pub tiktok_token_url: String,
     pub google_client_id: String,
     #[serde(serialize_with = "serialize_secret")]
     pub google_client_secret: Option<SecretString>,
     pub google_authorize_url: String,
+    /// Code and refresh token → tokens.
     pub google_token_url: String,
     pub x_client_id: String,
     #[serde(serialize_with = "serialize_secret")]
     pub x_client_secret: Option<SecretString>,
     pub x_authorize_url: String,
+    /// Code and refresh token → tokens.
+    pub x_token_url: String,
     /// How often the token keeper looks for tokens to refresh (and expired ones to report).
     pub refresh_sweep_secs: u64,
     /// threads long-lived tokens are refreshed this many days before they expire (spec §5.8).
@@ -433,12 +457,17 @@ impl Default for OAuthConfig {
             meta_client_id: String::new(),
             meta_client_secret: None,
             meta_authorize_url: "https://www.facebook.com/v24.0/dialog/oauth".into(),
+            meta_token_url: "https://graph.facebook.com/v24.0/oauth/access_token".into(),
             threads_client_id: String::new(),
             threads_client_secret: None,
             threads_authorize_url: "https://threads.net/oauth/authorize".into(),
+            threads_token_url: "https://graph.threads.net/oauth/access_token".into(),
+            threads_exchange_url: "https://graph.threads.net/access_token".into(),
+            threads_refresh_url: "https://graph.threads.net/refresh_access_token".into(),
             tiktok_client_key: String::new(),
             tiktok_client_secret: None,
             tiktok_authorize_url: "https://www.tiktok.com/v2/auth/authorize/".into(),
+            tiktok_token_url: "https://open.tiktokapis.com/v2/oauth/token/".into(),
             google_client_id: String::new(),
             google_client_secret: None,
             google_authorize_url: "https://accounts.google.com/o/oauth2/v2/auth".into(),
@@ -446,6 +475,7 @@ impl Default for OAuthConfig {
             x_client_id: String::new(),
             x_client_secret: None,
             x_authorize_url: "https://x.com/i/oauth2/authorize".into(),
+            x_token_url: "https://api.x.com/2/oauth2/token".into(),
             refresh_sweep_secs: 300,
             threads_refresh_days_before: 5,
             refresh_margin_secs: 900,
@@ -462,12 +492,20 @@ impl OAuthConfig {
             meta_client_id: client_id.into(),
             meta_client_secret: secret(),
             meta_authorize_url: format!("{base}/oauth/meta/authorize"),
+            meta_token_url: format!(
+                "{base}/graph/{}/oauth/access_token",
+                PlatformsConfig::default().graph_version
+            ),
             threads_client_id: client_id.into(),
             threads_client_secret: secret(),
             threads_authorize_url: format!("{base}/oauth/threads/authorize"),
+            threads_token_url: format!("{base}/threads/oauth/access_token"),
+            threads_exchange_url: format!("{base}/threads/access_token"),
+            threads_refresh_url: format!("{base}/threads/refresh_access_token"),
             tiktok_client_key: client_id.into(),
             tiktok_client_secret: secret(),
             tiktok_authorize_url: format!("{base}/oauth/tiktok/authorize"),
+            tiktok_token_url: format!("{base}/tiktok/v2/oauth/token/"),
             google_client_id: client_id.into(),
             google_client_secret: secret(),
             google_authorize_url: format!("{base}/oauth/google/authorize"),
@@ -475,6 +513,7 @@ impl OAuthConfig {
             x_client_id: client_id.into(),
             x_client_secret: secret(),
             x_authorize_url: format!("{base}/oauth/x/authorize"),
+            x_token_url: format!("{base}/x/2/oauth2/token"),
             ..Self::default()
         }
     }
@@ -569,10 +608,12 @@ const STRING_KEYS: &[&str] = &[
     "auth.scopes",
     "platforms.graph_url",
     "platforms.graph_version",
+    "platforms.graph_video_url",
     "platforms.threads_url",
     "platforms.threads_version",
     "platforms.tiktok_url",
     "platforms.youtube_url",
+    "platforms.youtube_upload_url",
     "platforms.youtube_analytics_url",
     "platforms.x_url",
     "platforms.tiktok_video_source",
@@ -580,12 +621,17 @@ const STRING_KEYS: &[&str] = &[
     "oauth.meta_client_id",
     "oauth.meta_client_secret",
     "oauth.meta_authorize_url",
+    "oauth.meta_token_url",
     "oauth.threads_client_id",
     "oauth.threads_client_secret",
     "oauth.threads_authorize_url",
+    "oauth.threads_token_url",
+    "oauth.threads_exchange_url",
+    "oauth.threads_refresh_url",
     "oauth.tiktok_client_key",
     "oauth.tiktok_client_secret",
     "oauth.tiktok_authorize_url",
+    "oauth.tiktok_token_url",
     "oauth.google_client_id",
     "oauth.google_client_secret",
     "oauth.google_authorize_url",
@@ -593,6 +639,7 @@ const STRING_KEYS: &[&str] = &[
     "oauth.x_client_id",
     "oauth.x_client_secret",
     "oauth.x_authorize_url",
+    "oauth.x_token_url",
     "collector.time_zone",
     "logging.format",
 ];
@@ -625,13 +672,7 @@ impl Config {
             let key = key.as_str().to_ascii_lowercase();
             !STRING_KEYS.contains(&key.as_str())
         }));
-        for key in STRING_KEYS {
-            let variable = format!("SERVICE__{}", key.replace('.', "__").to_ascii_uppercase());
-            if let Ok(value) = std::env::var(&variable) {
-                figment = figment.merge(Serialized::default(key, value));
-            }
-        }
-        figment
+        with_string_variables(figment, |variable| std::env::var(variable).ok())
             .extract()
             .map_err(|e| ConfigError::Load(Box::new(e)))
     }
@@ -669,6 +710,18 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// Merges the string-typed keys' `SERVICE__SECTION__KEY` variables, read through `lookup` so
+/// tests can check the mapping without touching the process environment.
+fn with_string_variables(mut figment: Figment, lookup: impl Fn(&str) -> Option<String>) -> Figment {
+    for key in STRING_KEYS {
+        let variable = format!("SERVICE__{}", key.replace('.', "__").to_ascii_uppercase());
+        if let Some(value) = lookup(&variable) {
+            figment = figment.merge(Serialized::default(key, value));
+        }
+    }
+    figment
 }
 
 fn present<'a>(
@@ -742,5 +795,105 @@ mod limit_tests {
             ServerConfig::default().limits().unwrap().request_body,
             Duration::from_secs(30)
         );
+    }
+}
+
+#[cfg(test)]
+mod upstream_url_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// Every upstream an operator may move defaults to the real host the code called before
+    /// these were configuration.
+    #[test]
+    fn upstream_urls_default_to_the_real_hosts() {
+        let p = PlatformsConfig::default();
+        assert_eq!(p.graph_video_url, "https://graph-video.facebook.com");
+        assert_eq!(p.youtube_url, "https://www.googleapis.com");
+        assert_eq!(p.youtube_upload_url, "https://www.googleapis.com");
+        let o = OAuthConfig::default();
+        for (url, real) in [
+            (
+                &o.meta_token_url,
+                "https://graph.facebook.com/v24.0/oauth/access_token",
+            ),
+            (
+                &o.threads_token_url,
+                "https://graph.threads.net/oauth/access_token",
+            ),
+            (
+                &o.threads_exchange_url,
+                "https://graph.threads.net/access_token",
+            ),
+            (
+                &o.threads_refresh_url,
+                "https://graph.threads.net/refresh_access_token",
+            ),
+            (
+                &o.tiktok_token_url,
+                "https://open.tiktokapis.com/v2/oauth/token/",
+            ),
+            (&o.google_token_url, "https://oauth2.googleapis.com/token"),
+            (&o.x_token_url, "https://api.x.com/2/oauth2/token"),
+        ] {
+            assert_eq!(url, real);
+        }
+        // The meta default follows the default Graph host and version.
+        assert_eq!(
+            o.meta_token_url,
+            format!("{}/{}/oauth/access_token", p.graph_url, p.graph_version)
+        );
+    }
+
+    #[test]
+    fn upstream_urls_are_overridden_by_their_variables() {
+        let variables = [
+            (
+                "SERVICE__OAUTH__TIKTOK_TOKEN_URL",
+                "http://proxy.internal/tiktok/token",
+            ),
+            (
+                "SERVICE__OAUTH__THREADS_REFRESH_URL",
+                "http://proxy.internal/threads/refresh",
+            ),
+            (
+                "SERVICE__PLATFORMS__GRAPH_VIDEO_URL",
+                "http://proxy.internal/graph-video",
+            ),
+            (
+                "SERVICE__PLATFORMS__YOUTUBE_UPLOAD_URL",
+                "http://proxy.internal/upload",
+            ),
+        ];
+        let config: Config = with_string_variables(
+            Figment::from(Serialized::defaults(Config::default())),
+            |name| {
+                variables
+                    .iter()
+                    .find(|(variable, _)| *variable == name)
+                    .map(|(_, value)| value.to_string())
+            },
+        )
+        .extract()
+        .unwrap();
+        assert_eq!(
+            config.oauth.tiktok_token_url,
+            "http://proxy.internal/tiktok/token"
+        );
+        assert_eq!(
+            config.oauth.threads_refresh_url,
+            "http://proxy.internal/threads/refresh"
+        );
+        assert_eq!(
+            config.platforms.graph_video_url,
+            "http://proxy.internal/graph-video"
+        );
+        assert_eq!(
+            config.platforms.youtube_upload_url,
+            "http://proxy.internal/upload"
+        );
+        // Untouched keys keep their defaults.
+        assert_eq!(config.oauth.x_token_url, "https://api.x.com/2/oauth2/token");
     }
 }

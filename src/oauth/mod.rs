@@ -301,11 +301,11 @@ pub async fn complete(
     let now = ctx.now;
     match platform {
         Platform::Facebook | Platform::Instagram => {
-            let url = format!("{}/oauth/access_token", graph_base(p));
+            let url = &ctx.oauth.meta_token_url;
             let short = call(
                 ctx,
                 "meta",
-                http.get(&url).query(&[
+                http.get(url).query(&[
                     ("client_id", client),
                     ("client_secret", secret),
                     ("redirect_uri", redirect_uri),
@@ -320,7 +320,7 @@ pub async fn complete(
             let long = call(
                 ctx,
                 "meta",
-                http.get(&url).query(&[
+                http.get(url).query(&[
                     ("grant_type", "fb_exchange_token"),
                     ("client_id", client),
                     ("client_secret", secret),
@@ -410,7 +410,7 @@ pub async fn complete(
             let short = call(
                 ctx,
                 "threads",
-                http.post(format!("{base}/oauth/access_token")).form(&[
+                http.post(&ctx.oauth.threads_token_url).form(&[
                     ("client_id", client),
                     ("client_secret", secret),
                     ("code", code),
@@ -426,7 +426,7 @@ pub async fn complete(
             let long = call(
                 ctx,
                 "threads",
-                http.get(format!("{base}/access_token")).query(&[
+                http.get(&ctx.oauth.threads_exchange_url).query(&[
                     ("grant_type", "th_exchange_token"),
                     ("client_secret", secret),
                     ("access_token", short.as_str()),
@@ -467,7 +467,7 @@ pub async fn complete(
             let tokens = call(
                 ctx,
                 "tiktok",
-                http.post(format!("{base}/v2/oauth/token/")).form(&[
+                http.post(&ctx.oauth.tiktok_token_url).form(&[
                     ("client_key", client),
                     ("client_secret", secret),
                     ("code", code),
@@ -551,7 +551,7 @@ pub async fn complete(
             let tokens = call(
                 ctx,
                 "x",
-                http.post(format!("{base}/2/oauth2/token"))
+                http.post(&ctx.oauth.x_token_url)
                     .basic_auth(client, Some(secret))
                     .form(&[
                         ("code", code),
@@ -593,7 +593,6 @@ pub async fn refresh(
     access_token: &str,
     refresh_token: Option<&str>,
 ) -> Result<Refreshed, PlatformError> {
-    let p = ctx.platforms;
     let http = ctx.http;
     let now = ctx.now;
     let secret_of =
@@ -608,11 +607,7 @@ pub async fn refresh(
             call(
                 ctx,
                 "threads",
-                http.get(format!(
-                    "{}/refresh_access_token",
-                    p.threads_url.trim_end_matches('/')
-                ))
-                .query(&[
+                http.get(&ctx.oauth.threads_refresh_url).query(&[
                     ("grant_type", "th_refresh_token"),
                     ("access_token", access_token),
                 ]),
@@ -624,11 +619,7 @@ pub async fn refresh(
             call(
                 ctx,
                 "tiktok",
-                http.post(format!(
-                    "{}/v2/oauth/token/",
-                    p.tiktok_url.trim_end_matches('/')
-                ))
-                .form(&[
+                http.post(&ctx.oauth.tiktok_token_url).form(&[
                     ("client_key", client),
                     ("client_secret", secret),
                     ("grant_type", "refresh_token"),
@@ -656,7 +647,7 @@ pub async fn refresh(
             call(
                 ctx,
                 "x",
-                http.post(format!("{}/2/oauth2/token", p.x_url.trim_end_matches('/')))
+                http.post(&ctx.oauth.x_token_url)
                     .basic_auth(client, Some(secret))
                     .form(&[
                         ("grant_type", "refresh_token"),

@@ -4,8 +4,9 @@
 //! - Photo: `POST /{page}/photos` `url`, `message` → `{"id","post_id"}`;
 //! - Album: each image `POST /{page}/photos` `published=false` → photo id, then
 //!   `POST /{page}/feed` `message` + `attached_media[i]={"media_fbid":..}`;
-//! - Video: `POST /{page}/videos` `file_url`, `description` → video id, then
-//!   `GET /{video}?fields=status` until ready (the video goes out when processing completes).
+//! - Video: `POST /{page}/videos` `file_url`, `description` on the video host
+//!   (`graph_video_url`) → video id, then `GET /{video}?fields=status` on the Graph host until
+//!   ready (the video goes out when processing completes).
 
 use serde_json::{Value, json};
 
@@ -82,7 +83,7 @@ pub async fn publish(
         FacebookPost::Video { video, description } => {
             // Creating the video by URL publishes it once processed: this is the final call.
             ctx.steps.before_final().await?;
-            let body = graph
+            let body = Graph::facebook_video(ctx)
                 .post(
                     &ApiPath::id(&page).then("videos"),
                     &[

@@ -34,6 +34,11 @@ impl<'a> Graph<'a> {
         Self::new(ctx, &ctx.config.graph_url, &ctx.config.graph_version)
     }
 
+    /// `graph-video.facebook.com`: where Meta takes video uploads (facebook page videos).
+    pub fn facebook_video(ctx: &'a PlatformContext<'a>) -> Self {
+        Self::new(ctx, &ctx.config.graph_video_url, &ctx.config.graph_version)
+    }
+
     /// `graph.threads.net`.
     pub fn threads(ctx: &'a PlatformContext<'a>) -> Self {
         Self::new(ctx, &ctx.config.threads_url, &ctx.config.threads_version)

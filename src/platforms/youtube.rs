@@ -100,6 +100,11 @@ impl Api<'_, '_> {
         ApiPath::fixed(path).on(&self.ctx.config.youtube_url)
     }
 
+    /// Media goes to the upload host, which Google keeps apart from the data host.
+    fn upload_url(&self, path: &'static str) -> Result<url::Url, PlatformError> {
+        ApiPath::fixed(path).on(&self.ctx.config.youtube_upload_url)
+    }
+
     fn token(&self) -> &str {
         self.ctx.account.access_token.expose_secret()
     }
@@ -119,7 +124,7 @@ impl Api<'_, '_> {
             "snippet": {"title": post.title, "description": post.description, "categoryId": "22"},
             "status": {"privacyStatus": "public", "selfDeclaredMadeForKids": false},
         });
-        let endpoint = self.url("/upload/youtube/v3/videos")?;
+        let endpoint = self.upload_url("/upload/youtube/v3/videos")?;
         let response = self
             .ctx
             .http
@@ -326,7 +331,7 @@ impl Api<'_, '_> {
         let response = self
             .ctx
             .http
-            .post(self.url("/upload/youtube/v3/thumbnails/set")?)
+            .post(self.upload_url("/upload/youtube/v3/thumbnails/set")?)
             .query(&[("videoId", video_id.as_str()), ("uploadType", "media")])
             .bearer_auth(self.token())
             .header(header::CONTENT_TYPE, content_type)

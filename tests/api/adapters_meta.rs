@@ -161,6 +161,36 @@ async fn facebook_video_post() {
     assert_eq!(items[0].media, vec![video.url]);
 }
 
+/// Videos are created on `graph_video_url`, everything else on `graph_url`: with the video host
+/// unreachable a video fails and creates nothing, while a text post on the same config goes out.
+#[actix_web::test]
+async fn facebook_videos_are_created_on_the_video_host() {
+    let mut h = Harness::start().await;
+    // Port 1 on loopback: nothing listens there.
+    h.config.graph_video_url = "http://127.0.0.1:1/graph".into();
+    let page = h.account("facebook", "Page");
+    let plan = PublishPlan::Facebook(FacebookPost::Video {
+        video: h.media("sample.mp4").await,
+        description: "a video".into(),
+    });
+    let (result, _) = h.publish(&page, &plan).await;
+    assert!(result.is_err(), "{result:?}");
+    assert_eq!(published(&h, &page).len(), 0);
+
+    let text = PublishPlan::Facebook(FacebookPost::Text {
+        message: "still on the graph host".into(),
+    });
+    let (result, _) = h.publish(&page, &text).await;
+    result.unwrap();
+    assert_eq!(published(&h, &page).len(), 1);
+
+    // Pointed back at the simulator, the video goes out.
+    h.config.graph_video_url = h.config.graph_url.clone();
+    let (result, _) = h.publish(&page, &plan).await;
+    result.unwrap();
+    assert_eq!(published(&h, &page).len(), 2);
+}
+
 #[actix_web::test]
 async fn facebook_video_processing_failure_and_still_processing() {
     let mut h = Harness::start().await;

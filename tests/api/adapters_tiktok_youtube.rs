@@ -496,6 +496,25 @@ async fn youtube_video_without_a_thumbnail() {
     assert_eq!(items[0].extra["content_type"], "video/quicktime");
 }
 
+/// Uploads go to `youtube_upload_url`, separate from the data host: with the upload host
+/// unreachable nothing is uploaded; pointed back at the simulator, the video goes out.
+#[actix_web::test]
+async fn youtube_uploads_go_to_the_upload_host() {
+    let mut h = Harness::start().await;
+    // Port 1 on loopback: nothing listens there.
+    h.config.youtube_upload_url = "http://127.0.0.1:1/youtube".into();
+    let account = h.account("youtube", "Channel");
+    let plan = youtube_video(h.media("sample.mp4").await, None);
+    let (result, _) = h.publish(&account, &plan).await;
+    assert!(result.is_err(), "{result:?}");
+    assert_eq!(published(&h, "youtube", &account).len(), 0);
+
+    h.config.youtube_upload_url = h.config.youtube_url.clone();
+    let (result, _) = h.publish(&account, &plan).await;
+    result.unwrap();
+    assert_eq!(published(&h, "youtube", &account).len(), 1);
+}
+
 #[actix_web::test]
 async fn youtube_thumbnail_failure_is_a_warning() {
     let h = Harness::start().await;

@@ -649,3 +649,35 @@ async fn tiktok_connects_with_the_scopes_its_fields_need_and_a_missing_one_is_na
         .unwrap();
     assert_eq!(listed["is_valid"], true, "{listed}");
 }
+
+/// The token endpoint is `oauth.tiktok_token_url`, not derived from the API host: pointed at a
+/// closed port, tiktok's code exchange fails and connects nothing, while x (untouched) connects.
+#[actix_rt::test]
+async fn the_token_endpoint_comes_from_the_config() {
+    let app = TestApp::spawn_with(|config| {
+        // Port 1 on loopback: nothing listens there.
+        config.oauth.tiktok_token_url = "http://127.0.0.1:1/v2/oauth/token/".into();
+    })
+    .await;
+    let dashboard = app.sign_in("owner@example.com").await;
+    let (status, body) = connect(&app, &dashboard, "tiktok", "Tina").await;
+    assert_ne!(status, 200, "{body}");
+    let (status, body) = connect(&app, &dashboard, "x", "Xavier").await;
+    assert_eq!(status, 200, "{body}");
+    let listed: Value = dashboard
+        .client
+        .get(app.url("/api/accounts"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let platforms: Vec<&str> = listed["accounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["social_channel_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(platforms, vec!["x"], "{listed}");
+}

@@ -357,6 +357,15 @@ async fn logs_of_a_publish_and_a_connection_carry_no_secret() {
             "SERVICE__OAUTH__THREADS_AUTHORIZE_URL",
             format!("{}/oauth/threads/authorize", sim.base_url),
         )
+        // The token endpoints are their own keys, not derived from the API host.
+        .env(
+            "SERVICE__OAUTH__THREADS_TOKEN_URL",
+            format!("{}/threads/oauth/access_token", sim.base_url),
+        )
+        .env(
+            "SERVICE__OAUTH__THREADS_EXCHANGE_URL",
+            format!("{}/threads/access_token", sim.base_url),
+        )
         .env("SERVICE__PLATFORMS__POLL_INTERVAL_MS", "50")
         .env(
             "SERVICE__PUBLISHING__MEDIA_ALLOW_HOSTS",
