@@ -115,9 +115,34 @@ fn close_pool(db: sea_orm::DatabaseConnection) {
     .join();
 }
 
+impl TestApp {
+    /// The rules of the protocol violations the simulator saw, clearing its log: for tests
+    /// that break the protocol on purpose and assert it (the log must end empty, see `Drop`).
+    pub fn take_violation_rules(&self) -> Vec<String> {
+        self.sim
+            .state()
+            .take_violations()
+            .into_iter()
+            .map(|v| v.rule)
+            .collect()
+    }
+}
+
 impl Drop for TestApp {
     fn drop(&mut self) {
         close_pool(self.state.store.connection().clone());
+        // Every black-box test ends with the simulator having seen no protocol violation: one
+        // means an adapter would be refused by the real platform. Tests that break the protocol
+        // on purpose take theirs (`take_violations`) and assert them. Skipped while panicking,
+        // where a second panic would abort and hide the first failure.
+        if !std::thread::panicking() {
+            let violations = self.sim.state().violations();
+            assert!(
+                violations.is_empty(),
+                "the simulator saw {} protocol violation(s): {violations:#?}",
+                violations.len()
+            );
+        }
     }
 }
 
