@@ -884,6 +884,8 @@ async fn sim_graph_errors_follow_meta() {
         .await;
     assert_eq!(status, 500);
     assert_eq!(body["error"]["is_transient"], true);
+    // The call without a token is the one protocol violation here.
+    assert_eq!(h.take_violation_rules(), ["missing_token"]);
 }
 
 #[actix_web::test]
@@ -1019,6 +1021,11 @@ async fn sim_instagram_container_rules() {
         )
         .await;
     assert_eq!(err["error"]["code"], 100);
+    // The one-child carousel, the item published alone and the unknown field.
+    assert_eq!(
+        h.take_violation_rules(),
+        ["invalid_parameter", "invalid_parameter", "unknown_field"]
+    );
 }
 
 #[actix_web::test]
