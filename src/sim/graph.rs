@@ -54,9 +54,10 @@ pub(crate) struct MetaError {
     message: String,
     kind: &'static str,
     transient: bool,
-    user_title: Option<String>,
+    // A literal and a boxed header keep the error small enough to return by value.
+    user_title: Option<&'static str>,
     /// `X-Business-Use-Case-Usage` for rate-limit answers.
-    usage_header: Option<String>,
+    usage_header: Option<Box<str>>,
     /// The protocol rule the client broke, when this refuses a violation (see
     /// [`super::state::Violation`]); `None` for business answers and injected faults.
     violation: Option<&'static str>,
@@ -105,8 +106,8 @@ impl MetaError {
         self
     }
 
-    pub(crate) fn user_title(mut self, title: &str) -> Self {
-        self.user_title = Some(title.to_string());
+    pub(crate) fn user_title(mut self, title: &'static str) -> Self {
+        self.user_title = Some(title);
         self
     }
 
@@ -188,7 +189,7 @@ impl MetaError {
         // Meta sends the error object with a JSON content type and a WWW-Authenticate header
         // on OAuth failures; the header carries nothing clients rely on, so only the body here.
         if let Some(usage) = self.usage_header {
-            response.insert_header(("X-Business-Use-Case-Usage", usage));
+            response.insert_header(("X-Business-Use-Case-Usage", usage.into_string()));
         }
         let response = response.json(json!({ "error": error }));
         match violation {
@@ -410,7 +411,8 @@ fn fault(kind: FaultKind, account: Option<&SimAccount>) -> MetaError {
                 _ => (4, "(#4) Application request limit reached"),
             };
             let mut error = MetaError::new(code, message).status(StatusCode::FORBIDDEN);
-            error.usage_header = account.map(|a| usage_header(a, 100, REGAIN_ACCESS_MINUTES));
+            error.usage_header =
+                account.map(|a| usage_header(a, 100, REGAIN_ACCESS_MINUTES).into());
             error.transient = true;
             error
         }
@@ -974,7 +976,10 @@ async fn page_videos(
 ) -> Result<HttpResponse, MetaError> {
     let url = params
         .get("file_url")
-        .ok_or_else(|| MetaError::param("The parameter file_url or source is required").violation("missing_parameter"))?
+        .ok_or_else(|| {
+            MetaError::param("The parameter file_url or source is required")
+                .violation("missing_parameter")
+        })?
         .to_string();
     match fetch(state, &url).await {
         Ok(content_type) if content_type.starts_with("video/") => {}
@@ -1113,7 +1118,8 @@ async fn ig_create_container(
     if caption.is_some_and(|c| c.chars().count() > 2200) {
         return Err(
             // Content over a limit is the user's, not a protocol error.
-            MetaError::param("The caption is too long (at most 2200 characters).").legitimate()
+            MetaError::param("The caption is too long (at most 2200 characters).")
+                .legitimate()
                 .subcode(2_207_010),
         );
     }
@@ -1126,9 +1132,10 @@ async fn ig_create_container(
     });
     match media_type.as_str() {
         "IMAGE" => {
-            let url = params
-                .get("image_url")
-                .ok_or_else(|| MetaError::param("The parameter image_url is required.").violation("missing_parameter"))?;
+            let url = params.get("image_url").ok_or_else(|| {
+                MetaError::param("The parameter image_url is required.")
+                    .violation("missing_parameter")
+            })?;
             match fetch(state, url).await {
                 Ok(ct) if ct == "image/jpeg" || ct == "image/png" => {}
                 Ok(ct) if ct.starts_with("image/") => {
@@ -1154,9 +1161,10 @@ async fn ig_create_container(
                 )
                 .subcode(2_207_023));
             }
-            let url = params
-                .get("video_url")
-                .ok_or_else(|| MetaError::param("The parameter video_url is required.").violation("missing_parameter"))?;
+            let url = params.get("video_url").ok_or_else(|| {
+                MetaError::param("The parameter video_url is required.")
+                    .violation("missing_parameter")
+            })?;
             data["video_url"] = json!(url);
             data["video"] = json!(true);
             data["cover_url"] = json!(params.get("cover_url"));
@@ -1210,9 +1218,9 @@ pub(crate) fn carousel_children(
     max: usize,
     kind: &str,
 ) -> Result<Vec<String>, MetaError> {
-    let raw = params
-        .get("children")
-        .ok_or_else(|| MetaError::param("The parameter children is required.").violation("missing_parameter"))?;
+    let raw = params.get("children").ok_or_else(|| {
+        MetaError::param("The parameter children is required.").violation("missing_parameter")
+    })?;
     // Comma-separated ids; a JSON array is tolerated as well.
     let children: Vec<String> = match serde_json::from_str::<Vec<Value>>(raw) {
         Ok(items) => items
@@ -1242,10 +1250,9 @@ pub(crate) fn carousel_children(
             .filter(|o| o.kind == kind && o.owner == account.external_id);
         let Some(object) = object else {
             // An unknown id: a business answer, as for any object.
-            return Err(invalid(format!(
-                "The child {child} is not a valid media container."
-            ))
-            .legitimate());
+            return Err(
+                invalid(format!("The child {child} is not a valid media container.")).legitimate(),
+            );
         };
         if object.data["is_carousel_item"] != json!(true) || !object.data["used_by"].is_null() {
             return Err(invalid(format!(
@@ -1257,10 +1264,10 @@ pub(crate) fn carousel_children(
             Some(Phase::InProgress) => return Err(MetaError::not_ready()),
             _ => {
                 // The platform's processing outcome, not the client's doing.
-                return Err(invalid(format!(
-                    "The child {child} failed processing or expired."
-                ))
-                .legitimate());
+                return Err(
+                    invalid(format!("The child {child} failed processing or expired."))
+                        .legitimate(),
+                );
             }
         }
     }
@@ -1278,9 +1285,9 @@ fn ig_publish(
     account: &SimAccount,
     params: &Params,
 ) -> Result<HttpResponse, MetaError> {
-    let creation_id = params
-        .get("creation_id")
-        .ok_or_else(|| MetaError::param("The parameter creation_id is required.").violation("missing_parameter"))?;
+    let creation_id = params.get("creation_id").ok_or_else(|| {
+        MetaError::param("The parameter creation_id is required.").violation("missing_parameter")
+    })?;
     let container = state
         .object(creation_id)
         .filter(|o| o.kind == "ig_container" && o.owner == account.external_id)

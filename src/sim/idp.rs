@@ -346,7 +346,10 @@ async fn token(
             "redirect_uri differs from the authorization request",
         ))
     } else if !verifier_ok {
-        Some(("pkce_mismatch", "code_verifier missing or not the challenge's"))
+        Some((
+            "pkce_mismatch",
+            "code_verifier missing or not the challenge's",
+        ))
     } else {
         None
     };

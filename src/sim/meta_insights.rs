@@ -104,7 +104,9 @@ fn user_insights(
 ) -> Result<Value, MetaError> {
     let metrics = insights::metric_list(params.get("metric"));
     if metrics.is_empty() {
-        return Err(MetaError::param("The parameter metric is required").violation("missing_parameter"));
+        return Err(
+            MetaError::param("The parameter metric is required").violation("missing_parameter")
+        );
     }
     if account.platform == "facebook"
         && let Some(dead) = metrics
@@ -393,7 +395,9 @@ fn lifetime_insights(
     metrics: &[String],
 ) -> Result<Value, MetaError> {
     if metrics.is_empty() {
-        return Err(MetaError::param("The parameter metric is required").violation("missing_parameter"));
+        return Err(
+            MetaError::param("The parameter metric is required").violation("missing_parameter")
+        );
     }
     let mut valid: Vec<&str> = match account.platform.as_str() {
         "facebook" => insights::FACEBOOK_POST_METRICS.to_vec(),

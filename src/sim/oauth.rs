@@ -200,6 +200,10 @@ async fn authorize(
         .finish()
 }
 
+/// Why a code was not redeemed: the message, and the violated rule (`None` for a business
+/// answer).
+type CodeRefusal = (&'static str, Option<&'static str>);
+
 /// Takes a code once: for this app, client and redirect URI, with the PKCE verifier if the
 /// authorize request had a challenge. Returns its accounts, or why not with the violated rule
 /// (`None` for an unknown or spent code: the client cannot tell a forged code from a good one).
@@ -210,11 +214,11 @@ fn redeem(
     client: &str,
     redirect_uri: Option<&str>,
     verifier: Option<&str>,
-) -> Result<Vec<(String, String)>, (&'static str, Option<&'static str>)> {
-    let (_, object) = state
-        .objects
-        .remove(&format!("oauth-code:{code}"))
-        .ok_or(("the authorization code is invalid or was already used", None))?;
+) -> Result<Vec<(String, String)>, CodeRefusal> {
+    let (_, object) = state.objects.remove(&format!("oauth-code:{code}")).ok_or((
+        "the authorization code is invalid or was already used",
+        None,
+    ))?;
     let data = &object.data;
     if object.platform != app || data["client"] != client {
         return Err((
@@ -311,7 +315,12 @@ async fn meta_token(
     let q = params(req.query_string());
     let (Some(client), Some(secret)) = (param(&q, "client_id"), param(&q, "client_secret")) else {
         let detail = "Missing client_id or client_secret parameter.";
-        return flagged(meta_error(detail), "meta", Some("missing_client_auth"), detail);
+        return flagged(
+            meta_error(detail),
+            "meta",
+            Some("missing_client_auth"),
+            detail,
+        );
     };
     if !idp.client_secret_matches(client, secret) {
         return meta_error("Error validating client secret.");
@@ -319,7 +328,12 @@ async fn meta_token(
     if param(&q, "grant_type") == Some("fb_exchange_token") {
         let Some(short) = param(&q, "fb_exchange_token") else {
             let detail = "Missing fb_exchange_token parameter.";
-            return flagged(meta_error(detail), "meta", Some("missing_parameter"), detail);
+            return flagged(
+                meta_error(detail),
+                "meta",
+                Some("missing_parameter"),
+                detail,
+            );
         };
         let Some(login) = state.object(&format!("meta-user:{short}")) else {
             return meta_error("Error validating access token: Session has expired or is invalid.");
@@ -344,7 +358,12 @@ async fn meta_token(
     }
     let Some(code) = param(&q, "code") else {
         let detail = "Missing code parameter.";
-        return flagged(meta_error(detail), "meta", Some("missing_parameter"), detail);
+        return flagged(
+            meta_error(detail),
+            "meta",
+            Some("missing_parameter"),
+            detail,
+        );
     };
     let accounts = match redeem(
         &state,
@@ -424,14 +443,24 @@ async fn threads_code(
     let form = params(std::str::from_utf8(&body).unwrap_or_default());
     let Some((client, secret)) = client_auth(&req, &form, "client_id") else {
         let detail = "Missing client_id or client_secret parameter.";
-        return flagged(meta_error(detail), "threads", Some("missing_client_auth"), detail);
+        return flagged(
+            meta_error(detail),
+            "threads",
+            Some("missing_client_auth"),
+            detail,
+        );
     };
     if !idp.client_secret_matches(&client, &secret) {
         return meta_error("Error validating client secret.");
     }
     let Some(code) = param(&form, "code") else {
         let detail = "Missing code parameter.";
-        return flagged(meta_error(detail), "threads", Some("missing_parameter"), detail);
+        return flagged(
+            meta_error(detail),
+            "threads",
+            Some("missing_parameter"),
+            detail,
+        );
     };
     let accounts = match redeem(
         &state,
@@ -466,7 +495,12 @@ async fn threads_exchange(
     let q = params(req.query_string());
     if param(&q, "grant_type") != Some("th_exchange_token") {
         let detail = "grant_type must be th_exchange_token";
-        return flagged(meta_error(detail), "threads", Some("wrong_grant_type"), detail);
+        return flagged(
+            meta_error(detail),
+            "threads",
+            Some("wrong_grant_type"),
+            detail,
+        );
     }
     let secret_ok = param(&q, "client_secret")
         .is_some_and(|s| param(&q, "client_id").is_none_or(|id| idp.client_secret_matches(id, s)));
@@ -491,7 +525,12 @@ async fn threads_refresh(req: HttpRequest, state: web::Data<SimState>) -> HttpRe
     let q = params(req.query_string());
     if param(&q, "grant_type") != Some("th_refresh_token") {
         let detail = "grant_type must be th_refresh_token";
-        return flagged(meta_error(detail), "threads", Some("wrong_grant_type"), detail);
+        return flagged(
+            meta_error(detail),
+            "threads",
+            Some("wrong_grant_type"),
+            detail,
+        );
     }
     let old = param(&q, "access_token");
     let Some(ext) = threads_account(&state, old) else {
@@ -521,7 +560,12 @@ async fn tiktok_token(
     let (Some(client), Some(secret)) = (param(&form, "client_key"), param(&form, "client_secret"))
     else {
         let detail = "client_key and client_secret are required";
-        return flagged(tiktok_error(detail), "tiktok", Some("missing_client_auth"), detail);
+        return flagged(
+            tiktok_error(detail),
+            "tiktok",
+            Some("missing_client_auth"),
+            detail,
+        );
     };
     if !idp.client_secret_matches(client, secret) {
         return HttpResponse::Unauthorized().json(json!({"error": "invalid_client", "error_description": "Client key or secret is incorrect.", "log_id": random_token(12)}));
@@ -533,7 +577,12 @@ async fn tiktok_token(
         Some("authorization_code") => {
             let Some(code) = param(&form, "code") else {
                 let detail = "code is required";
-                return flagged(tiktok_error(detail), "tiktok", Some("missing_parameter"), detail);
+                return flagged(
+                    tiktok_error(detail),
+                    "tiktok",
+                    Some("missing_parameter"),
+                    detail,
+                );
             };
             scope = state
                 .object(&format!("oauth-code:{code}"))
@@ -561,7 +610,12 @@ async fn tiktok_token(
         }),
         _ => {
             let detail = "unsupported grant_type";
-            return flagged(tiktok_error(detail), "tiktok", Some("wrong_grant_type"), detail);
+            return flagged(
+                tiktok_error(detail),
+                "tiktok",
+                Some("wrong_grant_type"),
+                detail,
+            );
         }
     };
     let Some(ext) = ext else {

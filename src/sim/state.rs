@@ -485,7 +485,14 @@ impl SimState {
     }
 
     /// Records a protocol violation (usually through a [`ViolationMark`] on the refusal).
-    pub fn record_violation(&self, platform: &str, method: &str, path: &str, rule: &str, detail: &str) {
+    pub fn record_violation(
+        &self,
+        platform: &str,
+        method: &str,
+        path: &str,
+        rule: &str,
+        detail: &str,
+    ) {
         let violation = Violation {
             platform: platform.to_string(),
             method: method.to_string(),

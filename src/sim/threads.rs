@@ -211,7 +211,9 @@ async fn create_container(
 ) -> Result<HttpResponse, MetaError> {
     let media_type = params
         .get("media_type")
-        .ok_or_else(|| MetaError::param("The parameter media_type is required.").violation("missing_parameter"))?
+        .ok_or_else(|| {
+            MetaError::param("The parameter media_type is required.").violation("missing_parameter")
+        })?
         .to_ascii_uppercase();
     let text = params.get("text");
     if let Some(text) = text
@@ -254,9 +256,10 @@ async fn create_container(
             }
         }
         "IMAGE" => {
-            let url = params
-                .get("image_url")
-                .ok_or_else(|| MetaError::param("The parameter image_url is required.").violation("missing_parameter"))?;
+            let url = params.get("image_url").ok_or_else(|| {
+                MetaError::param("The parameter image_url is required.")
+                    .violation("missing_parameter")
+            })?;
             match fetch(state, url).await {
                 Ok(ct) if ct.starts_with("image/") => {}
                 Ok(ct) => return Err(MetaError::media_download(&format!("content type {ct}"))),
@@ -269,9 +272,10 @@ async fn create_container(
             data["image_url"] = json!(url);
         }
         "VIDEO" => {
-            let url = params
-                .get("video_url")
-                .ok_or_else(|| MetaError::param("The parameter video_url is required.").violation("missing_parameter"))?;
+            let url = params.get("video_url").ok_or_else(|| {
+                MetaError::param("The parameter video_url is required.")
+                    .violation("missing_parameter")
+            })?;
             data["video_url"] = json!(url);
             data["video"] = json!(true);
             data["fail_text"] = json!("FAILED_PROCESSING_VIDEO");
@@ -308,9 +312,9 @@ fn publish(
     account: &SimAccount,
     params: &Params,
 ) -> Result<HttpResponse, MetaError> {
-    let creation_id = params
-        .get("creation_id")
-        .ok_or_else(|| MetaError::param("The parameter creation_id is required.").violation("missing_parameter"))?;
+    let creation_id = params.get("creation_id").ok_or_else(|| {
+        MetaError::param("The parameter creation_id is required.").violation("missing_parameter")
+    })?;
     let container = state
         .object(creation_id)
         .filter(|o| o.kind == "threads_container" && o.owner == account.external_id)

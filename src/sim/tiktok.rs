@@ -337,10 +337,10 @@ async fn init_video(
         let title = post_info["title"].as_str().unwrap_or_default();
         if utf16_len(title) > 2200 {
             // Content over a limit is the user's, not a protocol error.
-            return Err(TtError::invalid_params(
-                "post_info.title is over 2200 UTF-16 code units",
-            )
-            .legitimate());
+            return Err(
+                TtError::invalid_params("post_info.title is over 2200 UTF-16 code units")
+                    .legitimate(),
+            );
         }
         data["privacy_level"] = json!(privacy);
         data["title"] = json!(title);
@@ -656,10 +656,9 @@ fn status_of(state: &SimState, account: &SimAccount, body: &[u8]) -> Result<Valu
         .filter(|o| o.platform == PLATFORM && o.owner == account.external_id)
     else {
         // An unknown object id: a business answer.
-        return Err(TtError::invalid_params(format!(
-            "publish_id {publish_id} was not found"
-        ))
-        .legitimate());
+        return Err(
+            TtError::invalid_params(format!("publish_id {publish_id} was not found")).legitimate(),
+        );
     };
     let data = &object.data;
     let pulled = data["source"] == "PULL_FROM_URL";

@@ -568,13 +568,14 @@ fn open_session(
         ));
     }
     if total_bytes == 0 || total_bytes > limit {
-        return Err(call.invalid(
-            "total_bytes",
-            &total_bytes.to_string(),
-            &format!("total_bytes must be between 1 and {limit} for {category}"),
-        )
-        // The file's size is the user's content.
-        .legitimate());
+        return Err(call
+            .invalid(
+                "total_bytes",
+                &total_bytes.to_string(),
+                &format!("total_bytes must be between 1 and {limit} for {category}"),
+            )
+            // The file's size is the user's content.
+            .legitimate());
     }
     let id = state.next_id().to_string();
     let prefix = if is_video {
@@ -720,11 +721,10 @@ fn processing_state(
 }
 
 fn status_data(state: &SimState, call: &Call, id: &str) -> Result<Value, Problem> {
-    let (media, started) = load_media(state, &call.account.external_id, id)
-        .ok_or_else(|| {
-            call.invalid("media_id", id, "The media_id is not a valid upload")
-                .legitimate()
-        })?;
+    let (media, started) = load_media(state, &call.account.external_id, id).ok_or_else(|| {
+        call.invalid("media_id", id, "The media_id is not a valid upload")
+            .legitimate()
+    })?;
     let (stage, progress, error) =
         processing_state(state, &call.account.external_id, &media, started);
     let mut info = json!({"state": stage, "progress_percent": progress});
@@ -1040,13 +1040,14 @@ fn check_media(
     }
     let joined = ids.join(",");
     if ids.len() > 4 {
-        return Err(call.invalid(
-            "media.media_ids",
-            &joined,
-            "media.media_ids must hold 1 to 4 ids",
-        )
-        // How many media a post has is the user's content.
-        .legitimate());
+        return Err(call
+            .invalid(
+                "media.media_ids",
+                &joined,
+                "media.media_ids must hold 1 to 4 ids",
+            )
+            // How many media a post has is the user's content.
+            .legitimate());
     }
     let mut single_only = false;
     for id in ids {
@@ -1071,12 +1072,13 @@ fn check_media(
         }));
     }
     if single_only && ids.len() > 1 {
-        return Err(call.invalid(
-            "media.media_ids",
-            &joined,
-            "A post may carry 4 images or 1 video or 1 GIF",
-        )
-        .legitimate());
+        return Err(call
+            .invalid(
+                "media.media_ids",
+                &joined,
+                "A post may carry 4 images or 1 video or 1 GIF",
+            )
+            .legitimate());
     }
     Ok(())
 }

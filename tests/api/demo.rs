@@ -272,8 +272,7 @@ async fn twenty_demo_starts_each_publish_with_the_printed_curl() {
                 .expect("printed publish curl");
             let end = start + printed[start..].find("\n\n").expect("end of the curl");
             let (status, body) = run_printed_curl(&printed[start..end]).await;
-            let violations =
-                sim_violations(demo.summary["simulator_url"].as_str().unwrap()).await;
+            let violations = sim_violations(demo.summary["simulator_url"].as_str().unwrap()).await;
             assert_eq!(violations["count"], 0, "{violations:#}");
             drop(demo);
             (run, status, body)
