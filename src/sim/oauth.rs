@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use super::{
     idp::IdpState,
-    state::{SimObject, SimState, bearer_token, violation},
+    state::{Refusal, SimObject, SimState, bearer_token, violation},
 };
 use crate::crypto::{pkce_challenge, random_token};
 
@@ -398,10 +398,16 @@ async fn meta_pages(req: HttpRequest, state: web::Data<SimState>) -> HttpRespons
     let token = param(&q, "access_token")
         .map(str::to_string)
         .or_else(|| bearer_token(&req));
-    let Some(login) = token.and_then(|t| state.object(&format!("meta-user:{t}"))) else {
-        return HttpResponse::Unauthorized().json(json!({"error": {
+    let Some(login) = token
+        .as_deref()
+        .and_then(|t| state.object(&format!("meta-user:{t}")))
+    else {
+        let response = HttpResponse::Unauthorized().json(json!({"error": {
             "message": "Invalid OAuth access token - Cannot parse access token", "type": "OAuthException", "code": 190,
         }}));
+        // Calling without a token is the client's mistake; an unknown one may be revoked.
+        let rule = token.is_none().then_some("missing_token");
+        return flagged(response, "meta", rule, "no user access token");
     };
     let accounts: Vec<(String, String)> =
         serde_json::from_value(login.data["accounts"].clone()).unwrap_or_default();
@@ -799,8 +805,13 @@ async fn x_me(req: HttpRequest, state: web::Data<SimState>) -> HttpResponse {
         Ok(account) => HttpResponse::Ok().json(json!({"data": {
             "id": account.external_id, "name": account.name, "username": account.username,
         }})),
-        Err(_) => HttpResponse::Unauthorized().json(json!({
-            "title": "Unauthorized", "type": "about:blank", "status": 401, "detail": "Unauthorized",
-        })),
+        Err(refusal) => {
+            let response = HttpResponse::Unauthorized().json(json!({
+                "title": "Unauthorized", "type": "about:blank", "status": 401, "detail": "Unauthorized",
+            }));
+            // Calling without a token is the client's mistake; an unknown one may be revoked.
+            let rule = (refusal == Refusal::NoToken).then_some("missing_token");
+            flagged(response, "x", rule, "no bearer token")
+        }
     }
 }

@@ -579,3 +579,21 @@ pub fn bearer_token(req: &actix_web::HttpRequest) -> Option<String> {
     (scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("oauth"))
         .then(|| token.trim().to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn violations_are_kept_in_order_until_taken() {
+        let state = SimState::new(Duration::from_millis(1));
+        assert!(state.violations().is_empty());
+        state.record_violation("threads", "GET", "/threads/v1.0/me", "unknown_field", "a");
+        state.record_violation("tiktok", "POST", "/tiktok/v2/x", "invalid_params", "b");
+        let rules: Vec<String> = state.violations().into_iter().map(|v| v.rule).collect();
+        assert_eq!(rules, ["unknown_field", "invalid_params"]);
+        // Reading leaves the log; taking empties it.
+        assert_eq!(state.take_violations().len(), 2);
+        assert!(state.violations().is_empty());
+    }
+}
