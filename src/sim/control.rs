@@ -5,7 +5,10 @@
 //! - `GET /_sim/published/{id}` → one item;
 //! - `GET /_sim/requests/{platform}/{account_id}` → `{count}` of calls that carried its token;
 //! - `PUT /_sim/faults/{platform}/{account_id}` with a [`FaultSpec`]; `DELETE` the same path, or
-//!   `DELETE /_sim/faults` for every account.
+//!   `DELETE /_sim/faults` for every account;
+//! - `GET /_sim/violations` → `{count, violations:[{platform, method, path, rule, detail}]}`, the
+//!   protocol violations seen (requests refused because the client broke the platform's rules);
+//!   `DELETE /_sim/violations` clears them.
 
 use actix_web::{HttpResponse, web};
 use serde::Deserialize;
@@ -23,6 +26,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             "/requests/{platform}/{account_id}",
             web::get().to(request_count),
         )
+        .route("/violations", web::get().to(list_violations))
+        .route("/violations", web::delete().to(clear_violations))
         .route("/faults", web::delete().to(clear_all_faults))
         .route("/faults/{platform}/{account_id}", web::put().to(set_faults))
         .route(
@@ -97,5 +102,15 @@ async fn clear_faults(
 
 async fn clear_all_faults(state: web::Data<SimState>) -> HttpResponse {
     state.clear_faults(None);
+    HttpResponse::NoContent().finish()
+}
+
+async fn list_violations(state: web::Data<SimState>) -> HttpResponse {
+    let violations = state.violations();
+    HttpResponse::Ok().json(json!({"count": violations.len(), "violations": violations}))
+}
+
+async fn clear_violations(state: web::Data<SimState>) -> HttpResponse {
+    state.take_violations();
     HttpResponse::NoContent().finish()
 }

@@ -54,9 +54,13 @@ pub(crate) struct MetaError {
     message: String,
     kind: &'static str,
     transient: bool,
-    user_title: Option<String>,
+    // A literal and a boxed header keep the error small enough to return by value.
+    user_title: Option<&'static str>,
     /// `X-Business-Use-Case-Usage` for rate-limit answers.
-    usage_header: Option<String>,
+    usage_header: Option<Box<str>>,
+    /// The protocol rule the client broke, when this refuses a violation (see
+    /// [`super::state::Violation`]); `None` for business answers and injected faults.
+    violation: Option<&'static str>,
 }
 
 impl MetaError {
@@ -70,7 +74,21 @@ impl MetaError {
             transient: false,
             user_title: None,
             usage_header: None,
+            violation: None,
         }
+    }
+
+    /// Marks the error as the refusal of a protocol violation of `rule`.
+    pub(crate) fn violation(mut self, rule: &'static str) -> Self {
+        self.violation = Some(rule);
+        self
+    }
+
+    /// Unmarks an error built by [`Self::param`]: a business answer (unknown object, content
+    /// over a limit, a container in the wrong state), not a protocol violation.
+    pub(crate) fn legitimate(mut self) -> Self {
+        self.violation = None;
+        self
     }
 
     pub(crate) fn subcode(mut self, subcode: i64) -> Self {
@@ -88,14 +106,15 @@ impl MetaError {
         self
     }
 
-    pub(crate) fn user_title(mut self, title: &str) -> Self {
-        self.user_title = Some(title.to_string());
+    pub(crate) fn user_title(mut self, title: &'static str) -> Self {
+        self.user_title = Some(title);
         self
     }
 
-    /// `(#100) …` invalid parameter.
+    /// `(#100) …` invalid parameter: a protocol violation (`invalid_parameter`) unless the site
+    /// says otherwise with [`Self::violation`] or [`Self::legitimate`].
     pub(crate) fn param(message: impl std::fmt::Display) -> Self {
-        Self::new(100, format!("(#100) {message}"))
+        Self::new(100, format!("(#100) {message}")).violation("invalid_parameter")
     }
 
     /// What each Meta host answers for ids the token cannot see or that do not exist: code 100,
@@ -124,7 +143,7 @@ impl MetaError {
     }
 
     pub(crate) fn unknown_path(path: &str) -> Self {
-        Self::new(2500, format!("Unknown path components: {path}"))
+        Self::new(2500, format!("Unknown path components: {path}")).violation("unknown_path")
     }
 
     /// IG/Threads media download failure (code 9004, subcode 2207052).
@@ -149,7 +168,9 @@ impl MetaError {
         .user_title("Media ID is not available")
     }
 
-    pub(crate) fn response(self) -> HttpResponse {
+    /// The error response; a violation is marked for the log under `platform`.
+    pub(crate) fn response(self, platform: &str) -> HttpResponse {
+        let violation = self.violation.map(|rule| (rule, self.message.clone()));
         let mut error = json!({
             "message": self.message,
             "type": self.kind,
@@ -168,9 +189,13 @@ impl MetaError {
         // Meta sends the error object with a JSON content type and a WWW-Authenticate header
         // on OAuth failures; the header carries nothing clients rely on, so only the body here.
         if let Some(usage) = self.usage_header {
-            response.insert_header(("X-Business-Use-Case-Usage", usage));
+            response.insert_header(("X-Business-Use-Case-Usage", usage.into_string()));
         }
-        response.json(json!({ "error": error }))
+        let response = response.json(json!({ "error": error }));
+        match violation {
+            Some((rule, detail)) => super::state::violation(response, platform, rule, detail),
+            None => response,
+        }
     }
 }
 
@@ -329,7 +354,9 @@ pub(crate) fn refusal(state: &SimState, refusal: Refusal, token: Option<&str>) -
             190,
             "An active access token must be used to query information about the current user.",
         )
-        .status(StatusCode::UNAUTHORIZED),
+        .status(StatusCode::UNAUTHORIZED)
+        // Calling without a token is the client's mistake; an unknown one may be revoked.
+        .violation("missing_token"),
         Refusal::UnknownToken => MetaError::new(
             190,
             "Invalid OAuth access token - Cannot parse access token",
@@ -384,7 +411,8 @@ fn fault(kind: FaultKind, account: Option<&SimAccount>) -> MetaError {
                 _ => (4, "(#4) Application request limit reached"),
             };
             let mut error = MetaError::new(code, message).status(StatusCode::FORBIDDEN);
-            error.usage_header = account.map(|a| usage_header(a, 100, REGAIN_ACCESS_MINUTES));
+            error.usage_header =
+                account.map(|a| usage_header(a, 100, REGAIN_ACCESS_MINUTES).into());
             error.transient = true;
             error
         }
@@ -552,7 +580,8 @@ pub(crate) fn select_fields(
             None => {
                 return Err(MetaError::param(format!(
                     "Tried accessing nonexisting field ({field}) on node type ({node_type})"
-                )));
+                ))
+                .violation("unknown_field"));
             }
         }
     }
@@ -568,7 +597,15 @@ pub(crate) fn select_fields(
 async fn handle(req: HttpRequest, body: web::Bytes, state: web::Data<SimState>) -> HttpResponse {
     match serve(&req, &body, &state).await {
         Ok(response) => response,
-        Err(error) => error.response(),
+        Err(error) => {
+            // The mount serves two platforms: the token says whose protocol was broken.
+            let platform = Params::parse(&req, &body)
+                .ok()
+                .and_then(|p| p.token(&req))
+                .and_then(|t| state.account_for_token(&t))
+                .map_or_else(|| "facebook".to_string(), |a| a.platform);
+            error.response(&platform)
+        }
     }
 }
 
@@ -810,9 +847,12 @@ fn page_feed(
                 urls.push(p.data["url"].as_str().unwrap_or_default().to_string());
             }
             _ => {
+                // An id that is not (or no longer) an unused photo of the page: a business
+                // answer like any unknown object.
                 return Err(MetaError::param(format!(
                     "param attached_media[{i}] has an invalid media_fbid: {fbid}"
-                )));
+                ))
+                .legitimate());
             }
         }
     }
@@ -936,7 +976,10 @@ async fn page_videos(
 ) -> Result<HttpResponse, MetaError> {
     let url = params
         .get("file_url")
-        .ok_or_else(|| MetaError::param("The parameter file_url or source is required"))?
+        .ok_or_else(|| {
+            MetaError::param("The parameter file_url or source is required")
+                .violation("missing_parameter")
+        })?
         .to_string();
     match fetch(state, &url).await {
         Ok(content_type) if content_type.starts_with("video/") => {}
@@ -1074,7 +1117,9 @@ async fn ig_create_container(
     let caption = params.get("caption");
     if caption.is_some_and(|c| c.chars().count() > 2200) {
         return Err(
+            // Content over a limit is the user's, not a protocol error.
             MetaError::param("The caption is too long (at most 2200 characters).")
+                .legitimate()
                 .subcode(2_207_010),
         );
     }
@@ -1087,9 +1132,10 @@ async fn ig_create_container(
     });
     match media_type.as_str() {
         "IMAGE" => {
-            let url = params
-                .get("image_url")
-                .ok_or_else(|| MetaError::param("The parameter image_url is required."))?;
+            let url = params.get("image_url").ok_or_else(|| {
+                MetaError::param("The parameter image_url is required.")
+                    .violation("missing_parameter")
+            })?;
             match fetch(state, url).await {
                 Ok(ct) if ct == "image/jpeg" || ct == "image/png" => {}
                 Ok(ct) if ct.starts_with("image/") => {
@@ -1115,9 +1161,10 @@ async fn ig_create_container(
                 )
                 .subcode(2_207_023));
             }
-            let url = params
-                .get("video_url")
-                .ok_or_else(|| MetaError::param("The parameter video_url is required."))?;
+            let url = params.get("video_url").ok_or_else(|| {
+                MetaError::param("The parameter video_url is required.")
+                    .violation("missing_parameter")
+            })?;
             data["video_url"] = json!(url);
             data["video"] = json!(true);
             data["cover_url"] = json!(params.get("cover_url"));
@@ -1171,9 +1218,9 @@ pub(crate) fn carousel_children(
     max: usize,
     kind: &str,
 ) -> Result<Vec<String>, MetaError> {
-    let raw = params
-        .get("children")
-        .ok_or_else(|| MetaError::param("The parameter children is required."))?;
+    let raw = params.get("children").ok_or_else(|| {
+        MetaError::param("The parameter children is required.").violation("missing_parameter")
+    })?;
     // Comma-separated ids; a JSON array is tolerated as well.
     let children: Vec<String> = match serde_json::from_str::<Vec<Value>>(raw) {
         Ok(items) => items
@@ -1202,9 +1249,10 @@ pub(crate) fn carousel_children(
             .object(child)
             .filter(|o| o.kind == kind && o.owner == account.external_id);
         let Some(object) = object else {
-            return Err(invalid(format!(
-                "The child {child} is not a valid media container."
-            )));
+            // An unknown id: a business answer, as for any object.
+            return Err(
+                invalid(format!("The child {child} is not a valid media container.")).legitimate(),
+            );
         };
         if object.data["is_carousel_item"] != json!(true) || !object.data["used_by"].is_null() {
             return Err(invalid(format!(
@@ -1215,9 +1263,11 @@ pub(crate) fn carousel_children(
             Some(Phase::Finished) => {}
             Some(Phase::InProgress) => return Err(MetaError::not_ready()),
             _ => {
-                return Err(invalid(format!(
-                    "The child {child} failed processing or expired."
-                )));
+                // The platform's processing outcome, not the client's doing.
+                return Err(
+                    invalid(format!("The child {child} failed processing or expired."))
+                        .legitimate(),
+                );
             }
         }
     }
@@ -1235,9 +1285,9 @@ fn ig_publish(
     account: &SimAccount,
     params: &Params,
 ) -> Result<HttpResponse, MetaError> {
-    let creation_id = params
-        .get("creation_id")
-        .ok_or_else(|| MetaError::param("The parameter creation_id is required."))?;
+    let creation_id = params.get("creation_id").ok_or_else(|| {
+        MetaError::param("The parameter creation_id is required.").violation("missing_parameter")
+    })?;
     let container = state
         .object(creation_id)
         .filter(|o| o.kind == "ig_container" && o.owner == account.external_id)
@@ -1312,9 +1362,10 @@ fn ig_publish(
     Ok(ok(account, json!({ "id": media_id })))
 }
 
-/// Why a container cannot be published, in Meta's words.
+/// Why a container cannot be published, in Meta's words. All business answers (a retried
+/// publish, a failed or unknown container), never protocol violations.
 pub(crate) fn publish_refusal(phase: Option<Phase>) -> MetaError {
-    match phase {
+    let error = match phase {
         Some(Phase::InProgress) => MetaError::not_ready(),
         Some(Phase::Published(_)) => MetaError::param("The media has already been published."),
         Some(Phase::Expired) => {
@@ -1326,5 +1377,6 @@ pub(crate) fn publish_refusal(phase: Option<Phase>) -> MetaError {
         ))
         .subcode(2_207_032),
         Some(Phase::Finished) | None => MetaError::param("The media container was not found."),
-    }
+    };
+    error.legitimate()
 }

@@ -117,6 +117,12 @@ struct AuthorizeQuery {
     name: Option<String>,
 }
 
+/// Marks `response` as refusing a protocol violation of `rule` (see
+/// [`super::state::Violation`]).
+fn violated(response: HttpResponse, rule: &str, detail: &str) -> HttpResponse {
+    super::state::violation(response, "oidc", rule, detail)
+}
+
 fn bad_request(message: &str) -> HttpResponse {
     HttpResponse::BadRequest()
         .content_type("text/plain; charset=utf-8")
@@ -134,7 +140,8 @@ fn redirect_back(redirect_uri: &Url, params: &[(&str, &str)]) -> HttpResponse {
 
 async fn authorize(state: web::Data<IdpState>, req: HttpRequest) -> HttpResponse {
     let Ok(query) = web::Query::<AuthorizeQuery>::from_query(req.query_string()) else {
-        return bad_request("malformed authorization request");
+        let detail = "malformed authorization request";
+        return violated(bad_request(detail), "malformed_request", detail);
     };
     let query = query.into_inner();
     // Errors about the client or redirect URI must not redirect (RFC 6749 §4.1.2.1).
@@ -143,7 +150,12 @@ async fn authorize(state: web::Data<IdpState>, req: HttpRequest) -> HttpResponse
         .clone()
         .filter(|c| state.clients.contains_key(c))
     else {
-        return bad_request("unknown client_id");
+        // An unknown client id is configuration; none at all is the client's mistake.
+        let detail = "unknown client_id";
+        return match query.client_id {
+            None => violated(bad_request(detail), "missing_parameter", detail),
+            Some(_) => bad_request(detail),
+        };
     };
     let Some(redirect_uri) = query
         .redirect_uri
@@ -151,23 +163,31 @@ async fn authorize(state: web::Data<IdpState>, req: HttpRequest) -> HttpResponse
         .and_then(|u| Url::parse(u).ok())
         .filter(|u| matches!(u.scheme(), "http" | "https"))
     else {
-        return bad_request("missing or invalid redirect_uri");
+        let detail = "missing or invalid redirect_uri";
+        return violated(bad_request(detail), "invalid_redirect_uri", detail);
     };
     let client_state = query.state.clone().unwrap_or_default();
-    let fail = |error: &str, description: &str| {
-        redirect_back(
-            &redirect_uri,
-            &[
-                ("error", error),
-                ("error_description", description),
-                ("state", &client_state),
-            ],
+    // Every refusal redirected back here is a violation of the client's (consent is never
+    // refused by this provider): `rule` names it for the log.
+    let fail = |error: &str, description: &str, rule: &str| {
+        violated(
+            redirect_back(
+                &redirect_uri,
+                &[
+                    ("error", error),
+                    ("error_description", description),
+                    ("state", &client_state),
+                ],
+            ),
+            rule,
+            description,
         )
     };
     if query.response_type.as_deref() != Some("code") {
         return fail(
             "unsupported_response_type",
             "only response_type=code is supported",
+            "unsupported_response_type",
         );
     }
     if !query
@@ -177,13 +197,25 @@ async fn authorize(state: web::Data<IdpState>, req: HttpRequest) -> HttpResponse
         .split(' ')
         .any(|s| s == "openid")
     {
-        return fail("invalid_scope", "the openid scope is required");
+        return fail(
+            "invalid_scope",
+            "the openid scope is required",
+            "missing_openid_scope",
+        );
     }
     let Some(code_challenge) = query.code_challenge.clone() else {
-        return fail("invalid_request", "PKCE code_challenge is required");
+        return fail(
+            "invalid_request",
+            "PKCE code_challenge is required",
+            "pkce_required",
+        );
     };
     if query.code_challenge_method.as_deref() != Some("S256") {
-        return fail("invalid_request", "code_challenge_method must be S256");
+        return fail(
+            "invalid_request",
+            "code_challenge_method must be S256",
+            "pkce_method",
+        );
     }
     let Some(email) = query.login_hint.clone().filter(|e| e.contains('@')) else {
         return sign_in_form(req.query_string());
@@ -281,14 +313,22 @@ async fn token(
 ) -> HttpResponse {
     let form = form.into_inner();
     let Some((client_id, secret)) = client_credentials(&req, &form) else {
-        return token_error(401, "invalid_client");
+        return violated(
+            token_error(401, "invalid_client"),
+            "missing_client_auth",
+            "no client credentials (Basic or form)",
+        );
     };
     let known = state.clients.get(&client_id).map(|s| s.value().clone());
     if !known.is_some_and(|expected| crypto::constant_time_eq(&expected, &secret)) {
         return token_error(401, "invalid_client");
     }
     if form.grant_type.as_deref() != Some("authorization_code") {
-        return token_error(400, "unsupported_grant_type");
+        return violated(
+            token_error(400, "unsupported_grant_type"),
+            "wrong_grant_type",
+            "grant_type must be authorization_code",
+        );
     }
     // Codes are single-use: removed before anything else is checked.
     let Some((_, grant)) = form.code.as_deref().and_then(|c| state.codes.remove(c)) else {
@@ -297,11 +337,26 @@ async fn token(
     let verifier_ok = form.code_verifier.as_deref().is_some_and(|v| {
         crypto::constant_time_eq(&crypto::pkce_challenge(v), &grant.code_challenge)
     });
-    if grant.issued.elapsed() > CODE_TTL
-        || grant.client_id != client_id
-        || form.redirect_uri.as_deref() != Some(grant.redirect_uri.as_str())
-        || !verifier_ok
-    {
+    // An expired code is a business answer; the rest are the client breaking the flow.
+    let broken = if grant.client_id != client_id {
+        Some(("code_binding", "the code was issued to another client"))
+    } else if form.redirect_uri.as_deref() != Some(grant.redirect_uri.as_str()) {
+        Some((
+            "redirect_uri_mismatch",
+            "redirect_uri differs from the authorization request",
+        ))
+    } else if !verifier_ok {
+        Some((
+            "pkce_mismatch",
+            "code_verifier missing or not the challenge's",
+        ))
+    } else {
+        None
+    };
+    if let Some((rule, detail)) = broken {
+        return violated(token_error(400, "invalid_grant"), rule, detail);
+    }
+    if grant.issued.elapsed() > CODE_TTL {
         return token_error(400, "invalid_grant");
     }
     let subject = subject_for_email(&grant.email);

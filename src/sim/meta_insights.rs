@@ -61,6 +61,22 @@ fn invalid_metric(metric: &str) -> MetaError {
     MetaError::param(format!(
         "The value must be a valid insights metric (metric[0] = {metric})"
     ))
+    .violation("unknown_metric")
+}
+
+/// [`invalid_metric`] for a metric [`insights::refused`] named: an injected failure
+/// (`fail_metrics`) is a fault, not the client's violation.
+fn refused_metric(state: &SimState, account: &SimAccount, metric: &str) -> MetaError {
+    let error = invalid_metric(metric);
+    if state
+        .failing_metrics(&account.platform, &account.external_id)
+        .iter()
+        .any(|m| m == metric)
+    {
+        error.legitimate()
+    } else {
+        error
+    }
 }
 
 /// `metric` → title and description, as Meta sends them with each item.
@@ -88,23 +104,26 @@ fn user_insights(
 ) -> Result<Value, MetaError> {
     let metrics = insights::metric_list(params.get("metric"));
     if metrics.is_empty() {
-        return Err(MetaError::param("The parameter metric is required"));
+        return Err(
+            MetaError::param("The parameter metric is required").violation("missing_parameter")
+        );
     }
     if account.platform == "facebook"
         && let Some(dead) = metrics
             .iter()
             .find(|m| insights::FACEBOOK_DEPRECATED.contains(&m.as_str()))
     {
-        return Err(invalid_metric(dead));
+        return Err(invalid_metric(dead).violation("retired_metric"));
     }
     if let Some(bad) = insights::refused(state, account, &metrics, valid) {
-        return Err(invalid_metric(bad));
+        return Err(refused_metric(state, account, bad));
     }
     let metric_type = params.get("metric_type").unwrap_or("default");
     if !["default", "time_series", "total_value"].contains(&metric_type) {
         return Err(MetaError::param(format!(
             "metric_type must be one of the following values: default, time_series, total_value (got {metric_type})"
-        )));
+        ))
+        .violation("invalid_metric_type"));
     }
     if account.platform == "instagram" && metric_type != "total_value" {
         let totals_only: Vec<&str> = metrics
@@ -116,7 +135,8 @@ fn user_insights(
             return Err(MetaError::param(format!(
                 "The following metrics ({}) should be specified with parameter metric_type=total_value",
                 totals_only.join(", ")
-            )));
+            ))
+            .violation("total_value_required"));
         }
     }
     let period = params.get("period").unwrap_or("day");
@@ -132,7 +152,8 @@ fn user_insights(
     {
         return Err(MetaError::param(format!(
             "period must be one of day, week, days_28, month, lifetime, total_over_range (got {period})"
-        )));
+        ))
+        .violation("invalid_period"));
     }
     let today = Utc::now().date_naive();
     let until = params
@@ -144,12 +165,13 @@ fn user_insights(
         .and_then(insights::meta_date)
         .unwrap_or(until - Duration::days(2));
     if since >= until {
-        return Err(MetaError::param("since must be before until"));
+        return Err(MetaError::param("since must be before until").violation("invalid_range"));
     }
     if (until - since).num_days() > 93 {
         return Err(MetaError::param(
             "There cannot be more than 93 days (8035200 s) between since and until",
-        ));
+        )
+        .violation("invalid_range"));
     }
     let days: Vec<NaiveDate> = since.iter_days().take_while(|d| *d < until).collect();
     let total_value = metric_type == "total_value";
@@ -308,7 +330,8 @@ fn post_fields(
             None => {
                 return Err(MetaError::param(format!(
                     "Tried accessing nonexisting field ({field}) on node type ({node_type})"
-                )));
+                ))
+                .violation("unknown_field"));
             }
         }
     }
@@ -372,7 +395,9 @@ fn lifetime_insights(
     metrics: &[String],
 ) -> Result<Value, MetaError> {
     if metrics.is_empty() {
-        return Err(MetaError::param("The parameter metric is required"));
+        return Err(
+            MetaError::param("The parameter metric is required").violation("missing_parameter")
+        );
     }
     let mut valid: Vec<&str> = match account.platform.as_str() {
         "facebook" => insights::FACEBOOK_POST_METRICS.to_vec(),
@@ -388,11 +413,12 @@ fn lifetime_insights(
         {
             return Err(MetaError::param(format!(
                 "The Media Insights API does not support the {reels_only} metric for this media product type."
-            )));
+            ))
+            .violation("metric_media_type_mismatch"));
         }
     }
     if let Some(bad) = insights::refused(state, account, metrics, &valid) {
-        return Err(invalid_metric(bad));
+        return Err(refused_metric(state, account, bad));
     }
     let data: Vec<Value> = metrics
         .iter()

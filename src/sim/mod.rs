@@ -12,7 +12,8 @@
 //! - `/media/…`: a static media host ([`media`]);
 //! - `/oidc/…`: the test OpenID Connect identity provider ([`idp`]);
 //! - `/oauth/{app}/authorize` and each platform's token endpoints ([`oauth`]);
-//! - `/_sim/…`: control endpoints: accounts, published items, request counts, faults ([`control`]).
+//! - `/_sim/…`: control endpoints: accounts, published items, request counts, faults, protocol
+//!   violations ([`control`]).
 
 pub mod control;
 pub mod graph;
@@ -91,7 +92,27 @@ impl Simulator {
             App::new()
                 .wrap_fn(move |req, srv| {
                     counted.note_received();
-                    srv.call(req)
+                    let state = counted.clone();
+                    let call = srv.call(req);
+                    // Refusal sites mark their response; recording here gives every violation
+                    // the request's method and path without threading them through the sites.
+                    async move {
+                        let response = call.await?;
+                        if let Some(mark) = response
+                            .response()
+                            .extensions()
+                            .get::<state::ViolationMark>()
+                        {
+                            state.record_violation(
+                                &mark.platform,
+                                response.request().method().as_str(),
+                                response.request().path(),
+                                &mark.rule,
+                                &mark.detail,
+                            );
+                        }
+                        Ok(response)
+                    }
                 })
                 .app_data(idp_for_server.clone())
                 .app_data(state_for_server.clone())

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use super::{
     idp::IdpState,
-    state::{SimObject, SimState, bearer_token},
+    state::{Refusal, SimObject, SimState, bearer_token, violation},
 };
 use crate::crypto::{pkce_challenge, random_token};
 
@@ -65,6 +65,21 @@ fn param<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
         .iter()
         .find(|(k, v)| k == name && !v.is_empty())
         .map(|(_, v)| v.as_str())
+}
+
+/// Marks `response` as refusing a protocol violation of `rule` on `app`'s platform (see
+/// [`super::state::Violation`]); `None` leaves a business answer (unknown code, revoked token,
+/// wrong secret) unmarked.
+fn flagged(response: HttpResponse, app: &str, rule: Option<&str>, detail: &str) -> HttpResponse {
+    let platform = match app {
+        "meta" => "facebook",
+        "google" => "youtube",
+        other => other,
+    };
+    match rule {
+        Some(rule) => violation(response, platform, rule, detail),
+        None => response,
+    }
 }
 
 fn oauth_error(status: u16, error: &str, description: &str) -> HttpResponse {
@@ -118,10 +133,12 @@ async fn authorize(
         param(&q, "client_id")
     };
     let (Some(client), Some(redirect_uri)) = (client, param(&q, "redirect_uri")) else {
-        return oauth_error(
-            400,
-            "invalid_request",
-            "client_id and redirect_uri are required",
+        let detail = "client_id and redirect_uri are required";
+        return flagged(
+            oauth_error(400, "invalid_request", detail),
+            &app,
+            Some("missing_parameter"),
+            detail,
         );
     };
     if !idp.knows_client(client) {
@@ -130,10 +147,22 @@ async fn authorize(
     let challenge = param(&q, "code_challenge").map(str::to_string);
     // X and TikTok (as we use it) require PKCE.
     if (app == "x" || app == "tiktok") && challenge.is_none() {
-        return oauth_error(400, "invalid_request", "code_challenge is required");
+        let detail = "code_challenge is required";
+        return flagged(
+            oauth_error(400, "invalid_request", detail),
+            &app,
+            Some("pkce_required"),
+            detail,
+        );
     }
     let Ok(mut back) = url::Url::parse(redirect_uri) else {
-        return oauth_error(400, "invalid_request", "redirect_uri is not a URL");
+        let detail = "redirect_uri is not a URL";
+        return flagged(
+            oauth_error(400, "invalid_request", detail),
+            &app,
+            Some("invalid_redirect_uri"),
+            detail,
+        );
     };
     {
         let mut query = back.query_pairs_mut();
@@ -171,8 +200,13 @@ async fn authorize(
         .finish()
 }
 
+/// Why a code was not redeemed: the message, and the violated rule (`None` for a business
+/// answer).
+type CodeRefusal = (&'static str, Option<&'static str>);
+
 /// Takes a code once: for this app, client and redirect URI, with the PKCE verifier if the
-/// authorize request had a challenge. Returns its accounts.
+/// authorize request had a challenge. Returns its accounts, or why not with the violated rule
+/// (`None` for an unknown or spent code: the client cannot tell a forged code from a good one).
 fn redeem(
     state: &SimState,
     app: &str,
@@ -180,27 +214,37 @@ fn redeem(
     client: &str,
     redirect_uri: Option<&str>,
     verifier: Option<&str>,
-) -> Result<Vec<(String, String)>, &'static str> {
-    let (_, object) = state
-        .objects
-        .remove(&format!("oauth-code:{code}"))
-        .ok_or("the authorization code is invalid or was already used")?;
+) -> Result<Vec<(String, String)>, CodeRefusal> {
+    let (_, object) = state.objects.remove(&format!("oauth-code:{code}")).ok_or((
+        "the authorization code is invalid or was already used",
+        None,
+    ))?;
     let data = &object.data;
     if object.platform != app || data["client"] != client {
-        return Err("the authorization code was issued to another client");
+        return Err((
+            "the authorization code was issued to another client",
+            Some("code_binding"),
+        ));
     }
     if redirect_uri.is_some_and(|uri| data["redirect_uri"] != uri) {
-        return Err("redirect_uri does not match the authorization request");
+        return Err((
+            "redirect_uri does not match the authorization request",
+            Some("redirect_uri_mismatch"),
+        ));
     }
     if let Some(challenge) = data["challenge"].as_str() {
-        let verifier = verifier.ok_or("code_verifier is required")?;
+        let verifier =
+            verifier.ok_or(("code_verifier is required", Some("pkce_verifier_missing")))?;
         let computed = if data["method"] == "S256" {
             pkce_challenge(verifier)
         } else {
             verifier.to_string()
         };
         if computed != challenge {
-            return Err("code_verifier does not match the code_challenge");
+            return Err((
+                "code_verifier does not match the code_challenge",
+                Some("pkce_mismatch"),
+            ));
         }
     }
     Ok(data["accounts"]
@@ -270,14 +314,26 @@ async fn meta_token(
 ) -> HttpResponse {
     let q = params(req.query_string());
     let (Some(client), Some(secret)) = (param(&q, "client_id"), param(&q, "client_secret")) else {
-        return meta_error("Missing client_id or client_secret parameter.");
+        let detail = "Missing client_id or client_secret parameter.";
+        return flagged(
+            meta_error(detail),
+            "meta",
+            Some("missing_client_auth"),
+            detail,
+        );
     };
     if !idp.client_secret_matches(client, secret) {
         return meta_error("Error validating client secret.");
     }
     if param(&q, "grant_type") == Some("fb_exchange_token") {
         let Some(short) = param(&q, "fb_exchange_token") else {
-            return meta_error("Missing fb_exchange_token parameter.");
+            let detail = "Missing fb_exchange_token parameter.";
+            return flagged(
+                meta_error(detail),
+                "meta",
+                Some("missing_parameter"),
+                detail,
+            );
         };
         let Some(login) = state.object(&format!("meta-user:{short}")) else {
             return meta_error("Error validating access token: Session has expired or is invalid.");
@@ -301,7 +357,13 @@ async fn meta_token(
             .json(json!({"access_token": token, "token_type": "bearer", "expires_in": META_LONG}));
     }
     let Some(code) = param(&q, "code") else {
-        return meta_error("Missing code parameter.");
+        let detail = "Missing code parameter.";
+        return flagged(
+            meta_error(detail),
+            "meta",
+            Some("missing_parameter"),
+            detail,
+        );
     };
     let accounts = match redeem(
         &state,
@@ -312,7 +374,7 @@ async fn meta_token(
         None,
     ) {
         Ok(accounts) => accounts,
-        Err(message) => return meta_error(message),
+        Err((message, rule)) => return flagged(meta_error(message), "meta", rule, message),
     };
     let token = format!("EAAshort{}", random_token(24));
     state.put_object(
@@ -336,10 +398,16 @@ async fn meta_pages(req: HttpRequest, state: web::Data<SimState>) -> HttpRespons
     let token = param(&q, "access_token")
         .map(str::to_string)
         .or_else(|| bearer_token(&req));
-    let Some(login) = token.and_then(|t| state.object(&format!("meta-user:{t}"))) else {
-        return HttpResponse::Unauthorized().json(json!({"error": {
+    let Some(login) = token
+        .as_deref()
+        .and_then(|t| state.object(&format!("meta-user:{t}")))
+    else {
+        let response = HttpResponse::Unauthorized().json(json!({"error": {
             "message": "Invalid OAuth access token - Cannot parse access token", "type": "OAuthException", "code": 190,
         }}));
+        // Calling without a token is the client's mistake; an unknown one may be revoked.
+        let rule = token.is_none().then_some("missing_token");
+        return flagged(response, "meta", rule, "no user access token");
     };
     let accounts: Vec<(String, String)> =
         serde_json::from_value(login.data["accounts"].clone()).unwrap_or_default();
@@ -380,13 +448,25 @@ async fn threads_code(
 ) -> HttpResponse {
     let form = params(std::str::from_utf8(&body).unwrap_or_default());
     let Some((client, secret)) = client_auth(&req, &form, "client_id") else {
-        return meta_error("Missing client_id or client_secret parameter.");
+        let detail = "Missing client_id or client_secret parameter.";
+        return flagged(
+            meta_error(detail),
+            "threads",
+            Some("missing_client_auth"),
+            detail,
+        );
     };
     if !idp.client_secret_matches(&client, &secret) {
         return meta_error("Error validating client secret.");
     }
     let Some(code) = param(&form, "code") else {
-        return meta_error("Missing code parameter.");
+        let detail = "Missing code parameter.";
+        return flagged(
+            meta_error(detail),
+            "threads",
+            Some("missing_parameter"),
+            detail,
+        );
     };
     let accounts = match redeem(
         &state,
@@ -397,7 +477,7 @@ async fn threads_code(
         None,
     ) {
         Ok(accounts) => accounts,
-        Err(message) => return meta_error(message),
+        Err((message, rule)) => return flagged(meta_error(message), "threads", rule, message),
     };
     let Some((_, ext)) = accounts.first() else {
         return meta_error("no account");
@@ -420,12 +500,23 @@ async fn threads_exchange(
 ) -> HttpResponse {
     let q = params(req.query_string());
     if param(&q, "grant_type") != Some("th_exchange_token") {
-        return meta_error("grant_type must be th_exchange_token");
+        let detail = "grant_type must be th_exchange_token";
+        return flagged(
+            meta_error(detail),
+            "threads",
+            Some("wrong_grant_type"),
+            detail,
+        );
     }
     let secret_ok = param(&q, "client_secret")
         .is_some_and(|s| param(&q, "client_id").is_none_or(|id| idp.client_secret_matches(id, s)));
     if !secret_ok {
-        return meta_error("Error validating client secret.");
+        // No secret at all is the client's mistake; a wrong one is configuration.
+        let rule = param(&q, "client_secret")
+            .is_none()
+            .then_some("missing_client_auth");
+        let detail = "Error validating client secret.";
+        return flagged(meta_error(detail), "threads", rule, detail);
     }
     let Some(ext) = threads_account(&state, param(&q, "access_token")) else {
         return meta_error("Error validating access token.");
@@ -439,7 +530,13 @@ async fn threads_exchange(
 async fn threads_refresh(req: HttpRequest, state: web::Data<SimState>) -> HttpResponse {
     let q = params(req.query_string());
     if param(&q, "grant_type") != Some("th_refresh_token") {
-        return meta_error("grant_type must be th_refresh_token");
+        let detail = "grant_type must be th_refresh_token";
+        return flagged(
+            meta_error(detail),
+            "threads",
+            Some("wrong_grant_type"),
+            detail,
+        );
     }
     let old = param(&q, "access_token");
     let Some(ext) = threads_account(&state, old) else {
@@ -468,7 +565,13 @@ async fn tiktok_token(
     let form = params(std::str::from_utf8(&body).unwrap_or_default());
     let (Some(client), Some(secret)) = (param(&form, "client_key"), param(&form, "client_secret"))
     else {
-        return tiktok_error("client_key and client_secret are required");
+        let detail = "client_key and client_secret are required";
+        return flagged(
+            tiktok_error(detail),
+            "tiktok",
+            Some("missing_client_auth"),
+            detail,
+        );
     };
     if !idp.client_secret_matches(client, secret) {
         return HttpResponse::Unauthorized().json(json!({"error": "invalid_client", "error_description": "Client key or secret is incorrect.", "log_id": random_token(12)}));
@@ -479,7 +582,13 @@ async fn tiktok_token(
     let ext = match param(&form, "grant_type") {
         Some("authorization_code") => {
             let Some(code) = param(&form, "code") else {
-                return tiktok_error("code is required");
+                let detail = "code is required";
+                return flagged(
+                    tiktok_error(detail),
+                    "tiktok",
+                    Some("missing_parameter"),
+                    detail,
+                );
             };
             scope = state
                 .object(&format!("oauth-code:{code}"))
@@ -493,7 +602,9 @@ async fn tiktok_token(
                 param(&form, "code_verifier"),
             ) {
                 Ok(accounts) => accounts.into_iter().next().map(|(_, ext)| ext),
-                Err(message) => return tiktok_error(message),
+                Err((message, rule)) => {
+                    return flagged(tiktok_error(message), "tiktok", rule, message);
+                }
             }
         }
         // Refresh tokens rotate: the one used is spent, a new one comes back.
@@ -503,7 +614,15 @@ async fn tiktok_token(
                 .and_then(|o| o.data["scope"].as_str().map(str::to_string));
             refresh_owner(&state, "tiktok", rt, true)
         }),
-        _ => return tiktok_error("unsupported grant_type"),
+        _ => {
+            let detail = "unsupported grant_type";
+            return flagged(
+                tiktok_error(detail),
+                "tiktok",
+                Some("wrong_grant_type"),
+                detail,
+            );
+        }
     };
     let Some(ext) = ext else {
         return tiktok_error("Refresh token is invalid or expired.");
@@ -539,7 +658,9 @@ async fn google_token(
 ) -> HttpResponse {
     let form = params(std::str::from_utf8(&body).unwrap_or_default());
     let Some((client, secret)) = client_auth(&req, &form, "client_id") else {
-        return oauth_error(401, "invalid_client", "The OAuth client was not found.");
+        let detail = "The OAuth client was not found.";
+        let response = oauth_error(401, "invalid_client", detail);
+        return flagged(response, "google", Some("missing_client_auth"), detail);
     };
     if !idp.client_secret_matches(&client, &secret) {
         return oauth_error(401, "invalid_client", "Unauthorized");
@@ -547,7 +668,9 @@ async fn google_token(
     match param(&form, "grant_type") {
         Some("authorization_code") => {
             let Some(code) = param(&form, "code") else {
-                return oauth_error(400, "invalid_request", "Missing required parameter: code");
+                let detail = "Missing required parameter: code";
+                let response = oauth_error(400, "invalid_request", detail);
+                return flagged(response, "google", Some("missing_parameter"), detail);
             };
             let accounts = match redeem(
                 &state,
@@ -558,7 +681,10 @@ async fn google_token(
                 param(&form, "code_verifier"),
             ) {
                 Ok(accounts) => accounts,
-                Err(message) => return oauth_error(400, "invalid_grant", message),
+                Err((message, rule)) => {
+                    let response = oauth_error(400, "invalid_grant", message);
+                    return flagged(response, "google", rule, message);
+                }
             };
             let Some((_, ext)) = accounts.first() else {
                 return oauth_error(400, "invalid_grant", "no account");
@@ -585,7 +711,12 @@ async fn google_token(
                 "scope": "https://www.googleapis.com/auth/youtube.upload", "token_type": "Bearer",
             }))
         }
-        _ => oauth_error(400, "unsupported_grant_type", "Invalid grant_type"),
+        _ => flagged(
+            oauth_error(400, "unsupported_grant_type", "Invalid grant_type"),
+            "google",
+            Some("wrong_grant_type"),
+            "Invalid grant_type",
+        ),
     }
 }
 
@@ -610,19 +741,21 @@ async fn x_token(
         }
         None => match param(&form, "client_id") {
             Some(id) if idp.knows_client(id) => id.to_string(),
-            _ => {
-                return oauth_error(
-                    401,
-                    "unauthorized_client",
-                    "Missing valid authorization header",
-                );
+            // An unknown client id is configuration; none at all is the client's mistake.
+            other => {
+                let detail = "Missing valid authorization header";
+                let response = oauth_error(401, "unauthorized_client", detail);
+                let rule = other.is_none().then_some("missing_client_auth");
+                return flagged(response, "x", rule, detail);
             }
         },
     };
     let ext = match param(&form, "grant_type") {
         Some("authorization_code") => {
             let Some(code) = param(&form, "code") else {
-                return oauth_error(400, "invalid_request", "Missing required parameter [code].");
+                let detail = "Missing required parameter [code].";
+                let response = oauth_error(400, "invalid_request", detail);
+                return flagged(response, "x", Some("missing_parameter"), detail);
             };
             match redeem(
                 &state,
@@ -633,18 +766,19 @@ async fn x_token(
                 param(&form, "code_verifier"),
             ) {
                 Ok(accounts) => accounts.into_iter().next().map(|(_, ext)| ext),
-                Err(message) => return oauth_error(400, "invalid_request", message),
+                Err((message, rule)) => {
+                    let response = oauth_error(400, "invalid_request", message);
+                    return flagged(response, "x", rule, message);
+                }
             }
         }
         Some("refresh_token") => {
             param(&form, "refresh_token").and_then(|rt| refresh_owner(&state, "x", rt, true))
         }
         _ => {
-            return oauth_error(
-                400,
-                "invalid_request",
-                "Value passed for the grant type was invalid.",
-            );
+            let detail = "Value passed for the grant type was invalid.";
+            let response = oauth_error(400, "invalid_request", detail);
+            return flagged(response, "x", Some("wrong_grant_type"), detail);
         }
     };
     let Some(ext) = ext else {
@@ -671,8 +805,13 @@ async fn x_me(req: HttpRequest, state: web::Data<SimState>) -> HttpResponse {
         Ok(account) => HttpResponse::Ok().json(json!({"data": {
             "id": account.external_id, "name": account.name, "username": account.username,
         }})),
-        Err(_) => HttpResponse::Unauthorized().json(json!({
-            "title": "Unauthorized", "type": "about:blank", "status": 401, "detail": "Unauthorized",
-        })),
+        Err(refusal) => {
+            let response = HttpResponse::Unauthorized().json(json!({
+                "title": "Unauthorized", "type": "about:blank", "status": 401, "detail": "Unauthorized",
+            }));
+            // Calling without a token is the client's mistake; an unknown one may be revoked.
+            let rule = (refusal == Refusal::NoToken).then_some("missing_token");
+            flagged(response, "x", rule, "no bearer token")
+        }
     }
 }

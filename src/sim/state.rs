@@ -124,6 +124,46 @@ pub struct SimObject {
     pub created: Instant,
 }
 
+/// A request the simulator refused because the client broke the platform's protocol (unknown
+/// field, missing parameter, missing scope, wrong flow), as opposed to a business answer (not
+/// found, expired token, rate limit) or an injected fault. Tests assert none happened: a
+/// violation means an adapter would fail against the real platform.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Violation {
+    pub platform: String,
+    pub method: String,
+    pub path: String,
+    /// A short stable name of the broken rule (`unknown_field`, `missing_parameter`…).
+    pub rule: String,
+    pub detail: String,
+}
+
+/// What a refusal site attaches to its response (in the response's extensions) so the
+/// simulator's middleware records the violation with the request's method and path: the sites
+/// then need neither the request nor the state.
+#[derive(Debug, Clone)]
+pub struct ViolationMark {
+    pub platform: String,
+    pub rule: String,
+    pub detail: String,
+}
+
+/// Marks `response` as the refusal of a protocol violation (see [`Violation`]); the
+/// simulator's middleware records it. Returns the response for use in tail position.
+pub fn violation(
+    mut response: actix_web::HttpResponse,
+    platform: &str,
+    rule: &str,
+    detail: impl Into<String>,
+) -> actix_web::HttpResponse {
+    response.extensions_mut().insert(ViolationMark {
+        platform: platform.to_string(),
+        rule: rule.to_string(),
+        detail: detail.into(),
+    });
+    response
+}
+
 pub struct SimState {
     accounts: DashMap<(String, String), SimAccount>,
     /// access token → (platform, external id)
@@ -134,6 +174,8 @@ pub struct SimState {
     scopes: DashMap<String, Vec<String>>,
     published: Mutex<Vec<PublishedItem>>,
     requests: DashMap<(String, String), u64>,
+    /// Protocol violations seen, in order (see [`Violation`]).
+    violations: Mutex<Vec<Violation>>,
     /// Every HTTP request received, on any mount, with a token or not.
     received: AtomicU64,
     next_id: AtomicU64,
@@ -154,6 +196,7 @@ impl SimState {
             scopes: DashMap::new(),
             published: Mutex::new(Vec::new()),
             requests: DashMap::new(),
+            violations: Mutex::new(Vec::new()),
             received: AtomicU64::new(0),
             next_id: AtomicU64::new(1),
             objects: DashMap::new(),
@@ -441,6 +484,42 @@ impl SimState {
             .unwrap_or(0)
     }
 
+    /// Records a protocol violation (usually through a [`ViolationMark`] on the refusal).
+    pub fn record_violation(
+        &self,
+        platform: &str,
+        method: &str,
+        path: &str,
+        rule: &str,
+        detail: &str,
+    ) {
+        let violation = Violation {
+            platform: platform.to_string(),
+            method: method.to_string(),
+            path: path.to_string(),
+            rule: rule.to_string(),
+            detail: detail.to_string(),
+        };
+        // A poisoned lock still holds a usable list: a panic elsewhere must not hide violations.
+        self.violations
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(violation);
+    }
+
+    /// The violations recorded so far, oldest first.
+    pub fn violations(&self) -> Vec<Violation> {
+        self.violations
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The violations recorded so far, clearing the log.
+    pub fn take_violations(&self) -> Vec<Violation> {
+        std::mem::take(&mut *self.violations.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
     pub fn put_object(&self, id: &str, object: SimObject) {
         self.objects.insert(id.to_string(), object);
     }
@@ -499,4 +578,22 @@ pub fn bearer_token(req: &actix_web::HttpRequest) -> Option<String> {
     let (scheme, token) = value.split_once(' ')?;
     (scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("oauth"))
         .then(|| token.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn violations_are_kept_in_order_until_taken() {
+        let state = SimState::new(Duration::from_millis(1));
+        assert!(state.violations().is_empty());
+        state.record_violation("threads", "GET", "/threads/v1.0/me", "unknown_field", "a");
+        state.record_violation("tiktok", "POST", "/tiktok/v2/x", "invalid_params", "b");
+        let rules: Vec<String> = state.violations().into_iter().map(|v| v.rule).collect();
+        assert_eq!(rules, ["unknown_field", "invalid_params"]);
+        // Reading leaves the log; taking empties it.
+        assert_eq!(state.take_violations().len(), 2);
+        assert!(state.violations().is_empty());
+    }
 }

@@ -66,7 +66,8 @@ pub(crate) fn check_media_fields(fields: &[String]) -> Result<(), MetaError> {
         Some(field) => Err(MetaError::param(format!(
             "Tried accessing nonexisting field ({field}) on node type (ThreadsMedia)"
         ))
-        .kind("THApiException")),
+        .kind("THApiException")
+        .violation("unknown_field")),
         None => Ok(()),
     }
 }
@@ -83,7 +84,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 async fn handle(req: HttpRequest, body: web::Bytes, state: web::Data<SimState>) -> HttpResponse {
     match serve(&req, &body, &state).await {
         Ok(response) => response,
-        Err(error) => error.response(),
+        Err(error) => error.response("threads"),
     }
 }
 
@@ -210,15 +211,19 @@ async fn create_container(
 ) -> Result<HttpResponse, MetaError> {
     let media_type = params
         .get("media_type")
-        .ok_or_else(|| MetaError::param("The parameter media_type is required."))?
+        .ok_or_else(|| {
+            MetaError::param("The parameter media_type is required.").violation("missing_parameter")
+        })?
         .to_ascii_uppercase();
     let text = params.get("text");
     if let Some(text) = text
         && text.chars().count() > TEXT_LIMIT
     {
+        // Content over a limit is the user's, not a protocol error.
         return Err(MetaError::param(format!(
             "Param text must be at most {TEXT_LIMIT} characters long."
-        )));
+        ))
+        .legitimate());
     }
     let is_item = params.flag("is_carousel_item").unwrap_or(false);
     let reply_to = params.get("reply_to_id");
@@ -227,9 +232,11 @@ async fn create_container(
             .published_item(parent)
             .is_none_or(|i| i.platform != "threads")
     {
+        // An unknown (or deleted) post: a business answer.
         return Err(MetaError::param(format!(
             "Param reply_to_id {parent} is not a valid Threads post."
-        )));
+        ))
+        .legitimate());
     }
     let mut data = json!({
         "media_type": media_type,
@@ -249,9 +256,10 @@ async fn create_container(
             }
         }
         "IMAGE" => {
-            let url = params
-                .get("image_url")
-                .ok_or_else(|| MetaError::param("The parameter image_url is required."))?;
+            let url = params.get("image_url").ok_or_else(|| {
+                MetaError::param("The parameter image_url is required.")
+                    .violation("missing_parameter")
+            })?;
             match fetch(state, url).await {
                 Ok(ct) if ct.starts_with("image/") => {}
                 Ok(ct) => return Err(MetaError::media_download(&format!("content type {ct}"))),
@@ -264,9 +272,10 @@ async fn create_container(
             data["image_url"] = json!(url);
         }
         "VIDEO" => {
-            let url = params
-                .get("video_url")
-                .ok_or_else(|| MetaError::param("The parameter video_url is required."))?;
+            let url = params.get("video_url").ok_or_else(|| {
+                MetaError::param("The parameter video_url is required.")
+                    .violation("missing_parameter")
+            })?;
             data["video_url"] = json!(url);
             data["video"] = json!(true);
             data["fail_text"] = json!("FAILED_PROCESSING_VIDEO");
@@ -303,9 +312,9 @@ fn publish(
     account: &SimAccount,
     params: &Params,
 ) -> Result<HttpResponse, MetaError> {
-    let creation_id = params
-        .get("creation_id")
-        .ok_or_else(|| MetaError::param("The parameter creation_id is required."))?;
+    let creation_id = params.get("creation_id").ok_or_else(|| {
+        MetaError::param("The parameter creation_id is required.").violation("missing_parameter")
+    })?;
     let container = state
         .object(creation_id)
         .filter(|o| o.kind == "threads_container" && o.owner == account.external_id)

@@ -77,6 +77,9 @@ struct TtError {
     status: StatusCode,
     code: &'static str,
     message: String,
+    /// The protocol rule the client broke, when this refuses a violation (see
+    /// [`super::state::Violation`]); `None` for business answers and injected faults.
+    violation: Option<&'static str>,
 }
 
 impl TtError {
@@ -85,6 +88,7 @@ impl TtError {
             status: StatusCode::BAD_REQUEST,
             code: "invalid_params",
             message: message.into(),
+            violation: Some("invalid_params"),
         }
     }
 
@@ -93,7 +97,14 @@ impl TtError {
             status: StatusCode::BAD_REQUEST,
             code: "invalid_file_upload",
             message: message.into(),
+            violation: Some("invalid_file_upload"),
         }
+    }
+
+    /// Unmarks an error: a business answer, not a protocol violation.
+    fn legitimate(mut self) -> Self {
+        self.violation = None;
+        self
     }
 
     fn from_refusal(refusal: Refusal) -> Self {
@@ -133,14 +144,20 @@ impl TtError {
             status,
             code,
             message: message.to_string(),
+            // Calling without a token is the client's mistake; an unknown one may be revoked.
+            violation: (refusal == Refusal::NoToken).then_some("missing_token"),
         }
     }
 
     fn into_response(self) -> HttpResponse {
-        HttpResponse::build(self.status).json(json!({
+        let response = HttpResponse::build(self.status).json(json!({
             "data": {},
-            "error": {"code": self.code, "message": self.message, "log_id": log_id()},
-        }))
+            "error": {"code": self.code, "message": &self.message, "log_id": log_id()},
+        }));
+        match self.violation {
+            Some(rule) => super::state::violation(response, "tiktok", rule, self.message),
+            None => response,
+        }
     }
 }
 
@@ -239,6 +256,8 @@ fn privacy_level(post_info: &Value) -> Result<String, TtError> {
             message: format!(
                 "privacy_level {level} is not one of the creator's privacy_level_options"
             ),
+            // The options come from creator_info: a client must pick one of them.
+            violation: Some("privacy_level_option_mismatch"),
         });
     }
     Ok(level.to_string())
@@ -317,9 +336,11 @@ async fn init_video(
         let privacy = privacy_level(post_info)?;
         let title = post_info["title"].as_str().unwrap_or_default();
         if utf16_len(title) > 2200 {
-            return Err(TtError::invalid_params(
-                "post_info.title is over 2200 UTF-16 code units",
-            ));
+            // Content over a limit is the user's, not a protocol error.
+            return Err(
+                TtError::invalid_params("post_info.title is over 2200 UTF-16 code units")
+                    .legitimate(),
+            );
         }
         data["privacy_level"] = json!(privacy);
         data["title"] = json!(title);
@@ -424,14 +445,13 @@ async fn init_photos(
     let title = post_info["title"].as_str().unwrap_or_default();
     let description = post_info["description"].as_str().unwrap_or_default();
     if utf16_len(title) > 90 {
-        return Err(TtError::invalid_params(
-            "post_info.title is over 90 characters",
-        ));
+        // Content over a limit is the user's, not a protocol error.
+        return Err(TtError::invalid_params("post_info.title is over 90 characters").legitimate());
     }
     if utf16_len(description) > 4000 {
-        return Err(TtError::invalid_params(
-            "post_info.description is over 4000 characters",
-        ));
+        return Err(
+            TtError::invalid_params("post_info.description is over 4000 characters").legitimate(),
+        );
     }
     let privacy = if inbox {
         None
@@ -453,9 +473,11 @@ async fn init_photos(
         })
         .unwrap_or_default();
     if images.is_empty() || images.len() > MAX_PHOTOS {
+        // How many photos a post has is the user's content.
         return Err(TtError::invalid_params(format!(
             "source_info.photo_images must hold 1 to {MAX_PHOTOS} URLs"
-        )));
+        ))
+        .legitimate());
     }
     let cover = source_info["photo_cover_index"].as_u64().unwrap_or(0);
     if cover >= images.len() as u64 {
@@ -521,6 +543,8 @@ async fn upload_chunk(
             status: StatusCode::NOT_FOUND,
             code: "invalid_params",
             message: "The upload URL is unknown or has expired.".into(),
+            // An expired upload is a business answer.
+            violation: None,
         }
         .into_response();
     };
@@ -561,7 +585,9 @@ async fn upload_chunk(
     };
     // Check and apply under the object's lock so concurrent chunks cannot both land.
     let Some(mut entry) = state.objects.get_mut(publish_id.as_str()) else {
+        // Gone since the check above (expired): a business answer.
         return TtError::invalid_file_upload("The upload URL is unknown or has expired.")
+            .legitimate()
             .into_response();
     };
     let data = &mut entry.data;
@@ -629,9 +655,10 @@ fn status_of(state: &SimState, account: &SimAccount, body: &[u8]) -> Result<Valu
         .object(publish_id)
         .filter(|o| o.platform == PLATFORM && o.owner == account.external_id)
     else {
-        return Err(TtError::invalid_params(format!(
-            "publish_id {publish_id} was not found"
-        )));
+        // An unknown object id: a business answer.
+        return Err(
+            TtError::invalid_params(format!("publish_id {publish_id} was not found")).legitimate(),
+        );
     };
     let data = &object.data;
     let pulled = data["source"] == "PULL_FROM_URL";
@@ -791,6 +818,7 @@ fn require_scope(state: &SimState, req: &HttpRequest, scope: &str) -> Result<(),
         code: "scope_not_authorized",
         message: "The user did not authorize the scope required for completing this request."
             .into(),
+        violation: Some("scope_not_authorized"),
     })
 }
 

@@ -145,6 +145,7 @@ impl Call {
         Problem {
             status: StatusCode::BAD_REQUEST,
             body: invalid_request_body(parameter, value, message),
+            violation: Some(format!("{parameter}: {message}")),
         }
     }
 
@@ -154,7 +155,11 @@ impl Call {
     }
 
     fn fail(&self, problem: Problem) -> HttpResponse {
-        self.problem(problem.status, problem.body)
+        let response = self.problem(problem.status, problem.body);
+        match problem.violation {
+            Some(detail) => super::state::violation(response, PLATFORM, "invalid_request", detail),
+            None => response,
+        }
     }
 }
 
@@ -162,6 +167,18 @@ impl Call {
 struct Problem {
     status: StatusCode,
     body: Value,
+    /// What the client got wrong, when this refuses a protocol violation (see
+    /// [`super::state::Violation`]); `None` for business answers.
+    violation: Option<String>,
+}
+
+impl Problem {
+    /// Unmarks a refusal: a business answer (unknown or expired object, content over a
+    /// limit), not a protocol violation.
+    fn legitimate(mut self) -> Self {
+        self.violation = None;
+        self
+    }
 }
 
 fn with_rate(mut builder: HttpResponseBuilder, rate: RateInfo) -> HttpResponseBuilder {
@@ -243,9 +260,14 @@ fn refusal_response(refusal: Refusal, endpoint: Endpoint) -> HttpResponse {
     };
     let unauthorized = generic_problem(401, "Unauthorized", "Unauthorized");
     match refusal {
-        Refusal::NoToken | Refusal::UnknownToken => {
-            problem(StatusCode::UNAUTHORIZED, unauthorized, rate)
-        }
+        // Calling without a token is the client's mistake; an unknown one may be revoked.
+        Refusal::NoToken => super::state::violation(
+            problem(StatusCode::UNAUTHORIZED, unauthorized, rate),
+            PLATFORM,
+            "missing_token",
+            "no bearer token",
+        ),
+        Refusal::UnknownToken => problem(StatusCode::UNAUTHORIZED, unauthorized, rate),
         // X answers the same body whether a token expired or was revoked; the RFC 6750
         // `WWW-Authenticate` challenge is where a client can tell them apart.
         Refusal::Fault(FaultKind::TokenExpired) => with_rate(
@@ -546,11 +568,14 @@ fn open_session(
         ));
     }
     if total_bytes == 0 || total_bytes > limit {
-        return Err(call.invalid(
-            "total_bytes",
-            &total_bytes.to_string(),
-            &format!("total_bytes must be between 1 and {limit} for {category}"),
-        ));
+        return Err(call
+            .invalid(
+                "total_bytes",
+                &total_bytes.to_string(),
+                &format!("total_bytes must be between 1 and {limit} for {category}"),
+            )
+            // The file's size is the user's content.
+            .legitimate());
     }
     let id = state.next_id().to_string();
     let prefix = if is_video {
@@ -579,9 +604,12 @@ fn open_session(
 fn open_media(call: &Call, state: &SimState, id: &str) -> Result<(Media, Instant), Problem> {
     let (media, created) = load_media(state, &call.account.external_id, id).ok_or_else(|| {
         call.invalid("media_id", id, "The media_id is not a valid upload session")
+            .legitimate()
     })?;
     if media.expires_at < Utc::now().timestamp() {
-        return Err(call.invalid("media_id", id, "The upload session has expired"));
+        return Err(call
+            .invalid("media_id", id, "The upload session has expired")
+            .legitimate());
     }
     Ok((media, created))
 }
@@ -693,8 +721,10 @@ fn processing_state(
 }
 
 fn status_data(state: &SimState, call: &Call, id: &str) -> Result<Value, Problem> {
-    let (media, started) = load_media(state, &call.account.external_id, id)
-        .ok_or_else(|| call.invalid("media_id", id, "The media_id is not a valid upload"))?;
+    let (media, started) = load_media(state, &call.account.external_id, id).ok_or_else(|| {
+        call.invalid("media_id", id, "The media_id is not a valid upload")
+            .legitimate()
+    })?;
     let (stage, progress, error) =
         processing_state(state, &call.account.external_id, &media, started);
     let mut info = json!({"state": stage, "progress_percent": progress});
@@ -931,10 +961,14 @@ async fn create_tweet(req: HttpRequest, state: web::Data<SimState>, body: Bytes)
     let owner = call.account.external_id.clone();
     let text = request.text.unwrap_or_default();
     if text.chars().count() > MAX_TEXT_CHARS {
-        return call.bad(
-            "text",
-            &text,
-            &format!("text must be at most {MAX_TEXT_CHARS} characters"),
+        // Content over a limit is the user's, not a protocol error.
+        return call.fail(
+            call.invalid(
+                "text",
+                &text,
+                &format!("text must be at most {MAX_TEXT_CHARS} characters"),
+            )
+            .legitimate(),
         );
     }
     let media_ids = request.media.map(|m| m.media_ids).unwrap_or_default();
@@ -949,10 +983,14 @@ async fn create_tweet(req: HttpRequest, state: web::Data<SimState>, body: Bytes)
     if let Some(parent) = &reply_to
         && live_tweet(&state, parent).is_none()
     {
-        return call.bad(
-            "reply.in_reply_to_tweet_id",
-            parent,
-            "The post you are replying to does not exist or was deleted",
+        // An unknown or deleted post: a business answer.
+        return call.fail(
+            call.invalid(
+                "reply.in_reply_to_tweet_id",
+                parent,
+                "The post you are replying to does not exist or was deleted",
+            )
+            .legitimate(),
         );
     }
     if !text.is_empty()
@@ -1002,11 +1040,14 @@ fn check_media(
     }
     let joined = ids.join(",");
     if ids.len() > 4 {
-        return Err(call.invalid(
-            "media.media_ids",
-            &joined,
-            "media.media_ids must hold 1 to 4 ids",
-        ));
+        return Err(call
+            .invalid(
+                "media.media_ids",
+                &joined,
+                "media.media_ids must hold 1 to 4 ids",
+            )
+            // How many media a post has is the user's content.
+            .legitimate());
     }
     let mut single_only = false;
     for id in ids {
@@ -1014,7 +1055,10 @@ fn check_media(
             processing_state(state, &call.account.external_id, media, *started).0 == "succeeded"
         });
         let Some((media, _)) = ready else {
-            return Err(call.invalid("media.media_ids", id, "Your media IDs are invalid."));
+            // Unknown or unfinished media: a business answer.
+            return Err(call
+                .invalid("media.media_ids", id, "Your media IDs are invalid.")
+                .legitimate());
         };
         single_only |= media.async_processing;
         described.push(json!({
@@ -1028,11 +1072,13 @@ fn check_media(
         }));
     }
     if single_only && ids.len() > 1 {
-        return Err(call.invalid(
-            "media.media_ids",
-            &joined,
-            "A post may carry 4 images or 1 video or 1 GIF",
-        ));
+        return Err(call
+            .invalid(
+                "media.media_ids",
+                &joined,
+                "A post may carry 4 images or 1 video or 1 GIF",
+            )
+            .legitimate());
     }
     Ok(())
 }

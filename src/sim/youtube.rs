@@ -92,6 +92,9 @@ struct GError {
     reason: &'static str,
     domain: &'static str,
     message: String,
+    /// The protocol rule the client broke, when this refuses a violation (see
+    /// [`super::state::Violation`]); `None` for business answers and injected faults.
+    violation: Option<&'static str>,
 }
 
 impl GError {
@@ -107,11 +110,26 @@ impl GError {
                 "global"
             },
             message: message.into(),
+            violation: None,
         }
     }
 
+    /// A 400: a protocol violation named by its reason unless the site says
+    /// [`Self::legitimate`].
     fn bad_request(reason: &'static str, message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, reason, message)
+        Self::new(StatusCode::BAD_REQUEST, reason, message).violation(reason)
+    }
+
+    /// Marks the error as the refusal of a protocol violation of `rule`.
+    fn violation(mut self, rule: &'static str) -> Self {
+        self.violation = Some(rule);
+        self
+    }
+
+    /// Unmarks an error: a business answer (content over a limit), not a protocol violation.
+    fn legitimate(mut self) -> Self {
+        self.violation = None;
+        self
     }
 
     /// A refused YouTube Analytics query: 400 `badRequest`/`required` in the `global` domain
@@ -121,6 +139,7 @@ impl GError {
             domain: "global",
             ..Self::bad_request(reason, message)
         }
+        .violation("report_query")
     }
 
     fn quota_exceeded() -> Self {
@@ -144,6 +163,8 @@ impl GError {
                 message: "Request is missing required authentication credential. Expected \
                     OAuth 2 access token, login cookie or other valid authentication credential."
                     .into(),
+                // Calling without a token is the client's mistake; an unknown one may be revoked.
+                violation: Some("missing_token"),
             },
             Refusal::UnknownToken => Self::new(StatusCode::UNAUTHORIZED, "authError", INVALID),
             Refusal::Fault(FaultKind::TokenExpired) => Self::new(
@@ -161,6 +182,7 @@ impl GError {
                 reason: "insufficientPermissions",
                 domain: "global",
                 message: "Request had insufficient authentication scopes.".into(),
+                violation: None,
             },
             Refusal::Fault(FaultKind::RateLimit) => Self::quota_exceeded(),
             Refusal::Fault(FaultKind::ServerError) => Self::new(
@@ -184,14 +206,18 @@ impl GError {
     }
 
     fn into_response(self) -> HttpResponse {
-        HttpResponse::build(self.status).json(json!({
+        let response = HttpResponse::build(self.status).json(json!({
             "error": {
                 "code": self.status.as_u16(),
                 "message": self.message,
                 "errors": [{"message": self.message, "domain": self.domain, "reason": self.reason}],
                 "status": self.status_text(),
             }
-        }))
+        }));
+        match self.violation {
+            Some(rule) => super::state::violation(response, PLATFORM, rule, self.message),
+            None => response,
+        }
     }
 }
 
@@ -279,7 +305,9 @@ async fn init_session(req: &HttpRequest, state: &SimState, body: &[u8]) -> Resul
         return Err(GError::bad_request(
             "invalidTitle",
             "The request metadata specifies an invalid or empty video title.",
-        ));
+        )
+        // The title is the user's content.
+        .legitimate());
     }
     let description = metadata["snippet"]["description"]
         .as_str()
@@ -288,7 +316,8 @@ async fn init_session(req: &HttpRequest, state: &SimState, body: &[u8]) -> Resul
         return Err(GError::bad_request(
             "invalidDescription",
             "The request metadata specifies an invalid video description.",
-        ));
+        )
+        .legitimate());
     }
     let privacy = metadata["status"]["privacyStatus"]
         .as_str()
@@ -422,7 +451,8 @@ async fn put_bytes(req: &HttpRequest, state: &SimState, body: &[u8]) -> Result<P
             StatusCode::LENGTH_REQUIRED,
             "required",
             "A Content-Length header is required to upload the file.",
-        ));
+        )
+        .violation("content_length_required"));
     }
     let (completed, received) = {
         let Some(mut entry) = state.objects.get_mut(&key) else {
@@ -696,7 +726,9 @@ async fn set_thumbnail(req: HttpRequest, state: web::Data<SimState>, body: Bytes
                     "The thumbnail is {} bytes; the maximum is {MAX_THUMBNAIL_BYTES}.",
                     body.len()
                 ),
-            ));
+            )
+            // The image is the user's content.
+            .legitimate());
         }
         let content_type = header_str(&req, "content-type")
             .unwrap_or_default()
@@ -712,7 +744,9 @@ async fn set_thumbnail(req: HttpRequest, state: web::Data<SimState>, body: Bytes
             return Err(GError::bad_request(
                 "invalidImage",
                 format!("The provided image content is invalid: media type '{content_type}' is not image/jpeg or image/png."),
-            ));
+            )
+            // The image is the user's content.
+            .legitimate());
         }
         let thumbnail = json!({"content_type": content_type, "bytes": body.len()});
         if let Some(mut entry) = state.objects.get_mut(&video_key(&video_id)) {
@@ -997,7 +1031,7 @@ fn report_query(
     }
     let ids = param("ids").unwrap_or_default();
     if ids != "channel==MINE" && ids != format!("channel=={}", account.external_id) {
-        return Err(GError::new(StatusCode::FORBIDDEN, "forbidden", "Forbidden"));
+        return Err(GError::new(StatusCode::FORBIDDEN, "forbidden", "Forbidden").violation("ids"));
     }
     let date = |name: &str| -> Result<chrono::NaiveDate, GError> {
         let raw = param(name).unwrap_or_default();
@@ -1020,10 +1054,16 @@ fn report_query(
     }
     let metrics = insights::metric_list(param("metrics").as_deref());
     if let Some(bad) = insights::refused(state, account, &metrics, &insights::YOUTUBE_METRICS) {
-        return Err(GError::analytics(
+        let error = GError::analytics(
             "badRequest",
             format!("Unknown identifier ({bad}) given in field parameters.metrics."),
-        ));
+        );
+        // An injected failure (`fail_metrics`) is a fault, not the client's violation.
+        let injected = state
+            .failing_metrics(&account.platform, &account.external_id)
+            .iter()
+            .any(|m| m == bad);
+        return Err(if injected { error.legitimate() } else { error });
     }
     let positive = |name: &str| -> Result<Option<u32>, GError> {
         param(name)

@@ -20,6 +20,12 @@ pub struct Harness {
     pub config: PlatformsConfig,
 }
 
+impl Drop for Harness {
+    fn drop(&mut self) {
+        crate::helpers::assert_no_violations(&self.sim);
+    }
+}
+
 impl Harness {
     pub async fn start() -> Self {
         let sim = Simulator::start(SimConfig {
@@ -38,6 +44,17 @@ impl Harness {
             config,
             sim,
         }
+    }
+
+    /// The rules of the protocol violations the simulator saw, clearing its log (see
+    /// `helpers::assert_no_violations`).
+    pub fn take_violation_rules(&self) -> Vec<String> {
+        self.sim
+            .state()
+            .take_violations()
+            .into_iter()
+            .map(|v| v.rule)
+            .collect()
     }
 
     /// A new account on the simulator.

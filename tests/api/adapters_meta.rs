@@ -914,6 +914,8 @@ async fn sim_graph_errors_follow_meta() {
         .await;
     assert_eq!(status, 500);
     assert_eq!(body["error"]["is_transient"], true);
+    // The call without a token is the one protocol violation here.
+    assert_eq!(h.take_violation_rules(), ["missing_token"]);
 }
 
 #[actix_web::test]
@@ -1049,6 +1051,11 @@ async fn sim_instagram_container_rules() {
         )
         .await;
     assert_eq!(err["error"]["code"], 100);
+    // The one-child carousel, the item published alone and the unknown field.
+    assert_eq!(
+        h.take_violation_rules(),
+        ["invalid_parameter", "invalid_parameter", "unknown_field"]
+    );
 }
 
 #[actix_web::test]
@@ -1260,4 +1267,78 @@ async fn instagram_publishing_quota() {
         (Some(9), Some(2_207_042))
     );
     assert_eq!(published(&h, &ig).len(), 100);
+}
+
+/// The simulator logs a request refused for breaking the protocol, with its method and path,
+/// serves the log on `/_sim/violations` and clears it there; an unknown token, an unknown
+/// object and an injected fault are answers, not violations.
+#[actix_web::test]
+async fn sim_logs_protocol_violations_but_not_answers_or_faults() {
+    let h = Harness::start().await;
+    let w = Wire::new(&h);
+    let ig = h.account("instagram", "Insta");
+    let violations = format!("{}/_sim/violations", h.sim.base_url);
+    // Answers: an unknown token, an unknown object, an injected fault.
+    let (status, _) = w
+        .send(
+            w.http
+                .get(w.graph(&ig.external_id))
+                .bearer_auth("IGAA-nope"),
+        )
+        .await;
+    assert_eq!(status, 401);
+    let (status, _) = w
+        .send(w.http.get(w.graph("12345")).bearer_auth(&ig.access_token))
+        .await;
+    assert_eq!(status, 400);
+    h.sim.state().set_faults(
+        "instagram",
+        &ig.external_id,
+        FaultSpec {
+            error: Some(FaultKind::ServerError),
+            times: Some(1),
+            ..FaultSpec::default()
+        },
+    );
+    let (status, _) = w
+        .send(
+            w.http
+                .get(w.graph(&ig.external_id))
+                .bearer_auth(&ig.access_token),
+        )
+        .await;
+    assert_eq!(status, 500);
+    let (status, log) = w.send(w.http.get(&violations)).await;
+    assert_eq!(status, 200);
+    assert_eq!(log, json!({"count": 0, "violations": []}));
+
+    // A violation: a field the node does not have.
+    let (status, _) = w
+        .send(
+            w.http
+                .get(w.graph(&ig.external_id))
+                .bearer_auth(&ig.access_token)
+                .query(&[("fields", "id,bogus")]),
+        )
+        .await;
+    assert_eq!(status, 400);
+    let (_, log) = w.send(w.http.get(&violations)).await;
+    assert_eq!(log["count"], 1, "{log}");
+    let logged = &log["violations"][0];
+    assert_eq!(logged["platform"], "instagram", "{logged}");
+    assert_eq!(logged["method"], "GET", "{logged}");
+    assert_eq!(
+        logged["path"],
+        format!("/graph/v24.0/{}", ig.external_id),
+        "{logged}"
+    );
+    assert_eq!(logged["rule"], "unknown_field", "{logged}");
+    assert!(
+        logged["detail"].as_str().unwrap().contains("bogus"),
+        "{logged}"
+    );
+    let response = w.http.delete(&violations).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::NO_CONTENT);
+    let (_, log) = w.send(w.http.get(&violations)).await;
+    assert_eq!(log["count"], 0, "{log}");
 }

@@ -444,6 +444,11 @@ async fn tiktok_sim_speaks_the_envelope_and_checks_ranges() {
     // Asking again does not publish twice.
     status().await.unwrap();
     assert_eq!(published(&h, "tiktok", &account).len(), 1);
+    // The bad chunk plan and the short chunk.
+    assert_eq!(
+        h.take_violation_rules(),
+        ["invalid_params", "invalid_file_upload"]
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -777,6 +782,8 @@ async fn youtube_sim_resumable_session_in_chunks() {
         .unwrap();
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
     assert_eq!(published(&h, "youtube", &account).len(), 1);
+    // The chunk that did not continue where the upload stood.
+    assert_eq!(h.take_violation_rules(), ["badRequest"]);
 }
 
 #[actix_web::test]
@@ -826,4 +833,6 @@ async fn youtube_sim_errors_and_quota() {
     let other = h.account("youtube", "Other");
     let response = open_session(&client, &h, &other.access_token, "t", 10).await;
     assert_eq!(response.status(), StatusCode::OK);
+    // The body shorter than declared.
+    assert_eq!(h.take_violation_rules(), ["badRequest"]);
 }

@@ -446,6 +446,8 @@ async fn sim_rejects_unknown_media_long_text_and_missing_token() {
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["title"], "Unauthorized");
     assert_eq!(body["type"], "about:blank");
+    // Unknown media and long text are business answers; the missing token is a violation.
+    assert_eq!(h.take_violation_rules(), ["missing_token"]);
 }
 
 #[actix_web::test]
@@ -592,4 +594,6 @@ async fn sim_upload_sizes_and_command_style() {
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::CREATED);
+    // Finalizing before the bytes were appended.
+    assert_eq!(h.take_violation_rules(), ["invalid_request"]);
 }

@@ -631,6 +631,8 @@ async fn tiktok_connects_with_the_scopes_its_fields_need_and_a_missing_one_is_na
     let text = body["error"].as_str().unwrap();
     assert!(text.contains("user.info.profile"), "{text}");
     assert!(text.contains("scope_not_authorized"), "{text}");
+    // The token made to lack the scope was refused once, logged as that violation.
+    assert_eq!(app.take_violation_rules(), ["scope_not_authorized"]);
     let listed: Value = dashboard
         .client
         .get(app.url("/api/accounts"))

@@ -44,6 +44,12 @@ struct Rig {
     user: entity::user::Model,
 }
 
+impl Drop for Rig {
+    fn drop(&mut self) {
+        crate::helpers::assert_no_violations(&self.sim);
+    }
+}
+
 impl Rig {
     async fn new(name: &str) -> Self {
         let sim = Simulator::start(SimConfig::default()).unwrap();

@@ -7,6 +7,8 @@ use std::{
 
 use serde_json::{Value, json};
 
+use crate::helpers::sim_violations;
+
 struct Demo {
     child: Child,
     summary: Value,
@@ -165,6 +167,9 @@ async fn the_demo_publishes_on_every_platform_and_describes_itself() {
         .unwrap();
     assert_eq!(me["user"]["email"], "demo@example.com");
     assert_eq!(me["user"]["plan"], "ultra");
+    // The demo's adapters kept every platform's protocol.
+    let violations = sim_violations(s["simulator_url"].as_str().unwrap()).await;
+    assert_eq!(violations["count"], 0, "{violations:#}");
 }
 
 /// Splits a printed shell command into words: single quotes group, `\`+newline continues.
@@ -267,6 +272,8 @@ async fn twenty_demo_starts_each_publish_with_the_printed_curl() {
                 .expect("printed publish curl");
             let end = start + printed[start..].find("\n\n").expect("end of the curl");
             let (status, body) = run_printed_curl(&printed[start..end]).await;
+            let violations = sim_violations(demo.summary["simulator_url"].as_str().unwrap()).await;
+            assert_eq!(violations["count"], 0, "{violations:#}");
             drop(demo);
             (run, status, body)
         });

@@ -115,10 +115,40 @@ fn close_pool(db: sea_orm::DatabaseConnection) {
     .join();
 }
 
+impl TestApp {
+    /// The rules of the protocol violations the simulator saw, clearing its log: for tests
+    /// that break the protocol on purpose and assert it (the log must end empty, see `Drop`).
+    pub fn take_violation_rules(&self) -> Vec<String> {
+        self.sim
+            .state()
+            .take_violations()
+            .into_iter()
+            .map(|v| v.rule)
+            .collect()
+    }
+}
+
 impl Drop for TestApp {
     fn drop(&mut self) {
         close_pool(self.state.store.connection().clone());
+        assert_no_violations(&self.sim);
     }
+}
+
+/// Every black-box test ends with the simulator having seen no protocol violation: one means
+/// an adapter would be refused by the real platform. Tests that break the protocol on purpose
+/// take theirs (`take_violations`) and assert them. Called from `Drop`s; skipped while
+/// panicking, where a second panic would abort and hide the first failure.
+pub fn assert_no_violations(sim: &Simulator) {
+    if std::thread::panicking() {
+        return;
+    }
+    let violations = sim.state().violations();
+    assert!(
+        violations.is_empty(),
+        "the simulator saw {} protocol violation(s): {violations:#?}",
+        violations.len()
+    );
 }
 
 impl Drop for SecondInstance {
@@ -516,4 +546,15 @@ pub async fn status_and_json(response: Response) -> (u16, Value) {
 /// The exact catalogue body of an error.
 pub fn error_body(code: &str, message: &str) -> Value {
     json!({ "success": false, "error": code, "message": message })
+}
+
+/// `GET /_sim/violations` of a simulator running in another process (the demo binary's):
+/// `{count, violations}`.
+pub async fn sim_violations(simulator_url: &str) -> Value {
+    reqwest::get(format!("{simulator_url}/_sim/violations"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
 }

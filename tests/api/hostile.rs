@@ -1951,6 +1951,9 @@ async fn hostile_requests_get_catalogue_answers_and_leave_the_service_healthy() 
         .map(|r| r.status().as_u16())
         .map_err(|e| e.to_string());
     let rss_after = demo.rss_kb();
+    // Hostile input reaches the service, never the simulator raw: whatever the service passed
+    // on must still keep every platform's protocol.
+    let violations = crate::helpers::sim_violations(&demo.text("simulator_url")).await;
     let log = std::fs::read_to_string(&demo.log_path).unwrap();
     let errors: Vec<&str> = log
         .lines()
@@ -1984,6 +1987,11 @@ async fn hostile_requests_get_catalogue_answers_and_leave_the_service_healthy() 
         for (message, count) in by_message.iter().take(20) {
             report.push(format!("    ×{count} {message}"));
         }
+    }
+    if violations["count"] != 0 {
+        report.push(format!(
+            "  the simulator saw protocol violations: {violations:#}"
+        ));
     }
     if health != Ok(200) {
         report.push(format!("  /healthz after the batch: {health:?}"));

@@ -756,6 +756,9 @@ async fn the_simulator_refuses_reports_google_would_refuse() {
         rows[0][1].as_u64().unwrap() >= rows[1][1].as_u64().unwrap(),
         "{body}"
     );
+    // Each refusal was logged as a violation: six unsupported queries, the unknown parameter
+    // and the missing one.
+    assert_eq!(app.take_violation_rules(), vec!["report_query"; 8]);
 }
 
 #[actix_rt::test]
@@ -793,6 +796,7 @@ async fn the_simulator_refuses_instagram_totals_asked_as_series() {
         assert!(item["total_value"]["value"].is_u64(), "{item}");
         assert!(item.get("values").is_none(), "{item}");
     }
+    assert_eq!(app.take_violation_rules(), vec!["total_value_required"; 2]);
 }
 
 /// Threads lists `is_reply` only on its reply edges (`/replies`, `/conversation`): the
@@ -852,4 +856,6 @@ async fn threads_reads_ask_each_edge_only_for_its_fields() {
         let (status, body) = status_and_json(response).await;
         assert_eq!(status, 200, "{path}: {body}");
     }
+    // Only the two direct asks broke the protocol; our own reads did not.
+    assert_eq!(app.take_violation_rules(), vec!["unknown_field"; 2]);
 }

@@ -456,4 +456,5 @@ async fn logs_of_a_publish_and_a_connection_carry_no_secret() {
     ] {
         assert!(!logs.contains(secret), "the log contains the {what}");
     }
+    crate::helpers::assert_no_violations(&sim);
 }
