@@ -100,6 +100,22 @@ pub async fn add_account(
             crate::http::reject_nul(name, value)?;
         }
     }
+    // Every platform call sends the token and names the account by its id: an empty one would
+    // only reach the platform as a request it refuses (no token, no such node).
+    for (name, value) in [
+        ("external_id", &manual.external_id),
+        ("name", &manual.name),
+        ("access_token", &manual.access_token),
+    ] {
+        if value.trim().is_empty() {
+            return Err(ApiError::missing_parameter(name));
+        }
+    }
+    if !manual.access_token.chars().all(|c| c.is_ascii_graphic()) {
+        return Err(ApiError::invalid_request(
+            "access_token must be printable ASCII without spaces",
+        ));
+    }
     if store.find_user(manual.user_id).await?.is_none() {
         return Err(ApiError::not_found("User not found"));
     }

@@ -169,3 +169,77 @@ async fn text_with_a_nul_character_is_refused_on_every_backend() {
         )
     );
 }
+
+/// An account added by an operator carries what every platform call needs: an id and a token
+/// (an empty token only reached the platform as a call without one).
+#[actix_web::test]
+async fn an_operator_account_needs_an_id_a_name_and_a_usable_token() {
+    let app = TestApp::spawn().await;
+    let dashboard = app.sign_in("owner@example.com").await;
+    let account = |external_id: &str, name: &str, token: &str| {
+        json!({"user_id": dashboard.user_id, "platform": "facebook", "external_id": external_id,
+               "name": name, "access_token": token})
+    };
+    let cases = [
+        (
+            account("123", "Page", ""),
+            400,
+            "MissingParameter",
+            "access_token",
+        ),
+        (
+            account("123", "Page", "   "),
+            400,
+            "MissingParameter",
+            "access_token",
+        ),
+        (
+            account("", "Page", "token"),
+            400,
+            "MissingParameter",
+            "external_id",
+        ),
+        (
+            account("123", " ", "token"),
+            400,
+            "MissingParameter",
+            "name",
+        ),
+        (
+            account("123", "Page", "to ken"),
+            400,
+            "InvalidRequest",
+            "access_token",
+        ),
+    ];
+    for (body, status, code, names) in cases {
+        let response = app
+            .http
+            .post(app.url("/admin/accounts"))
+            .bearer_auth(crate::helpers::OPERATOR_TOKEN)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let (got, answer) = status_and_json(response).await;
+        assert_eq!(
+            (got, answer["error"].as_str()),
+            (status, Some(code)),
+            "{body}: {answer}"
+        );
+        assert!(
+            answer["message"].as_str().unwrap().contains(names),
+            "{answer}"
+        );
+    }
+    // A usable one is added.
+    let response = app
+        .http
+        .post(app.url("/admin/accounts"))
+        .bearer_auth(crate::helpers::OPERATOR_TOKEN)
+        .json(&account("123", "Page", "token-1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+}

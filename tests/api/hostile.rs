@@ -232,6 +232,10 @@ const ROUTES: &[Route] = &[
         &["token", "platform", "state"],
         Body::None,
     ),
+    route("GET", "/admin/login", Auth::None, &["failed"], Body::None),
+    // A form post (the operator token); every body the generator sends is some kind of wrong.
+    route("POST", "/admin/login", Auth::None, &[], Body::Plan),
+    route("POST", "/admin/logout", Auth::None, &[], Body::None),
     route(
         "GET",
         "/admin/users",
@@ -1766,7 +1770,9 @@ fn path_of(target: &str) -> &str {
 
 /// Routes whose success is not JSON by design.
 fn non_json_success(path: &str) -> bool {
-    path.starts_with("/metrics") || path.starts_with("/admin/actors")
+    path.starts_with("/metrics")
+        || path.starts_with("/admin/actors")
+        || path.starts_with("/admin/login")
 }
 
 /// Why a reply is not acceptable, or `None` when it is.
