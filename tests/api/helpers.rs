@@ -385,7 +385,8 @@ impl TestApp {
             username: Some(name.into()),
             account_type: (platform == "instagram").then(|| "CREATOR".into()),
             profile_picture_url: None,
-            access_token: format!("plaintext-token-{name}"),
+            // A token has no spaces (the operator endpoint refuses one that does).
+            access_token: format!("plaintext-token-{}", name.replace(' ', "-")),
             refresh_token: None,
             token_expires_at: (platform != "facebook").then(|| now + chrono::Duration::days(30)),
             data_access_expires_at: (platform == "facebook")
