@@ -22,6 +22,9 @@ pub struct LastUsedRecorder {
     /// need no admission check, so they skip the per-request write (and the row lock every call
     /// of one user would otherwise queue on).
     calls: Arc<DashMap<(Uuid, String), i64>>,
+    /// Held for writing while counts move from `calls` to the database, and for reading by
+    /// whoever adds the two up: a reader never sees a count in both places, or in neither.
+    usage_gate: Arc<tokio::sync::RwLock<()>>,
 }
 
 impl LastUsedRecorder {
@@ -42,6 +45,11 @@ impl LastUsedRecorder {
         *self.calls.entry((user_id, period_key)).or_insert(0) += 1;
     }
 
+    /// Hold while reading the written count and [`Self::pending_calls`] together.
+    pub async fn reading_usage(&self) -> tokio::sync::RwLockReadGuard<'_, ()> {
+        self.usage_gate.read().await
+    }
+
     /// Counted calls not yet written.
     pub fn pending_calls(&self, user_id: Uuid, period_key: &str) -> i64 {
         self.calls
@@ -59,13 +67,24 @@ impl LastUsedRecorder {
 
     /// Writes everything pending now (also used on shutdown).
     pub async fn flush(&self, store: &Store) {
-        let counted: Vec<(Uuid, String)> = self.calls.iter().map(|e| e.key().clone()).collect();
-        for key in counted {
-            if let Some(((user_id, period), n)) = self.calls.remove(&key)
-                && let Err(err) = store.add_usage(user_id, &period, n, Utc::now()).await
-            {
-                tracing::warn!(error = %err, "could not write usage counts; will retry");
-                *self.calls.entry((user_id, period)).or_insert(0) += n;
+        let counted: Vec<((Uuid, String), i64)> = self
+            .calls
+            .iter()
+            .map(|e| (e.key().clone(), *e.value()))
+            .collect();
+        if !counted.is_empty() {
+            let _moving = self.usage_gate.write().await;
+            for ((user_id, period), n) in counted {
+                if let Err(err) = store.add_usage(user_id, &period, n, Utc::now()).await {
+                    tracing::warn!(error = %err, "could not write usage counts; will retry");
+                    continue;
+                }
+                // Written: take those `n` off (calls counted meanwhile stay for the next flush).
+                let key = (user_id, period);
+                if let Some(mut left) = self.calls.get_mut(&key) {
+                    *left -= n;
+                }
+                self.calls.remove_if(&key, |_, left| *left <= 0);
             }
         }
         let batch = self.drain();

@@ -28,9 +28,13 @@ async fn subscription_status(
     let plan = Plan::parse(&user.plan).unwrap_or(Plan::Free);
     let now = state.clock.now();
     let period = usage::usage_period(user.created_at, now);
-    // Written counts plus this instance's counts not yet written (unlimited plans).
-    let used = state.store.period_usage(user.id, &period.key()).await?
-        + state.last_used.pending_calls(user.id, &period.key());
+    // Written counts plus this instance's counts not yet written (unlimited plans), read
+    // while no flush is moving counts from one to the other.
+    let used = {
+        let _reading = state.last_used.reading_usage().await;
+        state.store.period_usage(user.id, &period.key()).await?
+            + state.last_used.pending_calls(user.id, &period.key())
+    };
     let (limit, remaining) = match plan.monthly_limit(state.config.usage.free_monthly_limit) {
         Some(limit) => (limit, (limit - used).max(0)),
         None => (-1, -1),
