@@ -22,6 +22,7 @@ pub mod insights;
 pub mod media;
 mod meta_insights;
 pub mod oauth;
+pub mod spec;
 pub mod state;
 pub mod threads;
 pub mod tiktok;

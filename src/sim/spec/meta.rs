@@ -1,0 +1,1 @@
+//! Checks derived from `data/meta/` (filled in by issue 13).

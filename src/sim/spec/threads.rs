@@ -1,0 +1,1 @@
+//! Checks derived from `data/threads/` (filled in by issue 13).

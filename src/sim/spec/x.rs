@@ -1,0 +1,1 @@
+//! Checks derived from `data/x/` (filled in by issue 13).

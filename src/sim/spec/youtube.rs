@@ -1,0 +1,1 @@
+//! Checks derived from `data/youtube/` (filled in by issue 13).
