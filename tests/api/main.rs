@@ -29,6 +29,7 @@ mod operator_signin;
 mod ops;
 mod performance;
 mod publish;
+mod read_check;
 mod scheduled;
 mod slow_clients;
 mod unconfirmed;
