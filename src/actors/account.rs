@@ -983,7 +983,9 @@ async fn refresh_under_lease(
         oauth: &deps.oauth,
         now,
     };
-    let refreshed = match oauth::refresh(&ctx, platform, route, &access, refresh_token.as_deref()).await {
+    let refreshed = match oauth::refresh(&ctx, platform, route, &access, refresh_token.as_deref())
+        .await
+    {
         Ok(refreshed) => refreshed,
         Err(error) if error.invalidates_token() => return RefreshOutcome::Dead(error.to_string()),
         Err(error) => return RefreshOutcome::Failed(error.to_string()),

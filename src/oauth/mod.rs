@@ -85,8 +85,7 @@ impl From<PlatformError> for OAuthError {
 
 /// The scopes Instagram Login asks for: reading the profile and media, publishing, insights
 /// (the `instagram_business_*` names; the older `business_*` ones are dead since 2025-01-27).
-pub const INSTAGRAM_LOGIN_SCOPES: &str =
-    "instagram_business_basic,instagram_business_content_publish,instagram_business_manage_insights";
+pub const INSTAGRAM_LOGIN_SCOPES: &str = "instagram_business_basic,instagram_business_content_publish,instagram_business_manage_insights";
 
 /// The shortest age at which Meta refreshes an Instagram Login token (`platform-apis.md` §3.7).
 pub const INSTAGRAM_LOGIN_MIN_REFRESH_AGE_HOURS: i64 = 24;

@@ -79,7 +79,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         "/instagram-api/oauth/access_token",
         web::post().to(code_exchange),
     )
-    .route("/instagram/access_token", web::get().to(long_lived_exchange))
+    .route(
+        "/instagram/access_token",
+        web::get().to(long_lived_exchange),
+    )
     .route("/instagram/refresh_access_token", web::get().to(refresh))
     .service(
         web::scope("/instagram")
@@ -140,7 +143,10 @@ pub fn token_record(state: &SimState, token: &str) -> Option<TokenRecord> {
     let object = state.object(&token_key(token))?;
     Some(TokenRecord {
         external_id: object.owner,
-        client: object.data["client"].as_str().unwrap_or_default().to_string(),
+        client: object.data["client"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
         issued_at: object.data["issued_at"]
             .as_str()
             .and_then(|t| DateTime::parse_from_rfc3339(t).ok())?
@@ -210,8 +216,11 @@ pub(crate) fn check_host(
 
 fn wrong_host(detail: &str) -> MetaError {
     tracing::debug!(detail, "simulator: token on the wrong Meta host");
-    MetaError::new(190, "Invalid OAuth access token - Cannot parse access token")
-        .violation("wrong_host_token")
+    MetaError::new(
+        190,
+        "Invalid OAuth access token - Cannot parse access token",
+    )
+    .violation("wrong_host_token")
 }
 
 // --- Token endpoints -------------------------------------------------------------------------
@@ -302,15 +311,11 @@ async fn code_exchange(
     let scopes = state
         .object(&format!("oauth-code:{code}"))
         .and_then(|o| o.data["scope"].as_str().map(str::to_string));
-    let accounts = match super::oauth::redeem_instagram(
-        &state,
-        code,
-        client,
-        param(&form, "redirect_uri"),
-    ) {
-        Ok(accounts) => accounts,
-        Err((message, rule)) => return token_error(100, message, rule),
-    };
+    let accounts =
+        match super::oauth::redeem_instagram(&state, code, client, param(&form, "redirect_uri")) {
+            Ok(accounts) => accounts,
+            Err((message, rule)) => return token_error(100, message, rule),
+        };
     let Some((_, ext)) = accounts.into_iter().find(|(p, _)| p == "instagram") else {
         return token_error(100, "no instagram account", None);
     };
@@ -356,7 +361,11 @@ async fn long_lived_exchange(
         );
     };
     let Some(record) = token_record(&state, short) else {
-        return token_error(190, "Invalid OAuth access token - Cannot parse access token", None);
+        return token_error(
+            190,
+            "Invalid OAuth access token - Cannot parse access token",
+            None,
+        );
     };
     // The secret is that of the app the token was issued to.
     if !idp.client_secret_matches(&record.client, secret) {
@@ -374,10 +383,13 @@ async fn long_lived_exchange(
     }
     let scopes = scopes_of(&state, short);
     match issue(&state, &record.client, &record.external_id, scopes, true) {
-        Some((token, expires_in)) => HttpResponse::Ok().json(
-            json!({"access_token": token, "token_type": "bearer", "expires_in": expires_in}),
+        Some((token, expires_in)) => HttpResponse::Ok()
+            .json(json!({"access_token": token, "token_type": "bearer", "expires_in": expires_in})),
+        None => token_error(
+            190,
+            "Invalid OAuth access token - Cannot parse access token",
+            None,
         ),
-        None => token_error(190, "Invalid OAuth access token - Cannot parse access token", None),
     }
 }
 
@@ -442,10 +454,13 @@ async fn refresh(req: HttpRequest, state: web::Data<SimState>) -> HttpResponse {
     }
     let scopes = scopes_of(&state, old);
     match issue(&state, &record.client, &record.external_id, scopes, true) {
-        Some((token, expires_in)) => HttpResponse::Ok().json(
-            json!({"access_token": token, "token_type": "bearer", "expires_in": expires_in}),
+        Some((token, expires_in)) => HttpResponse::Ok()
+            .json(json!({"access_token": token, "token_type": "bearer", "expires_in": expires_in})),
+        None => token_error(
+            190,
+            "Invalid OAuth access token - Cannot parse access token",
+            None,
         ),
-        None => token_error(190, "Invalid OAuth access token - Cannot parse access token", None),
     }
 }
 
@@ -470,10 +485,49 @@ fn missing_permission(scope: &str) -> MetaError {
     .violation("missing_scope")
 }
 
+/// Calls graph.instagram.com answered successfully for the account `external_id` (tests read
+/// it to see where an account's publishing and reads went).
+pub fn calls_on_host(state: &SimState, external_id: &str) -> u64 {
+    state
+        .object(&calls_key(external_id))
+        .and_then(|o| o.data["count"].as_u64())
+        .unwrap_or(0)
+}
+
+fn calls_key(external_id: &str) -> String {
+    format!("instagram-login:calls:{external_id}")
+}
+
+fn count_call(state: &SimState, token: Option<&str>) {
+    let Some(account) = token.and_then(|t| state.account_for_token(t)) else {
+        return;
+    };
+    state
+        .objects
+        .entry(calls_key(&account.external_id))
+        .and_modify(|o| o.data["count"] = json!(o.data["count"].as_u64().unwrap_or(0) + 1))
+        .or_insert_with(|| SimObject {
+            platform: "instagram".into(),
+            owner: account.external_id.clone(),
+            kind: "call_count".into(),
+            data: json!({ "count": 1 }),
+            created: Instant::now(),
+        });
+}
+
 async fn handle(req: HttpRequest, body: web::Bytes, state: web::Data<SimState>) -> HttpResponse {
-    match precheck(&req, &body, &state) {
+    let response = answer(&req, &body, &state).await;
+    if response.status().is_success() {
+        let token = Params::parse(&req, &body).ok().and_then(|p| p.token(&req));
+        count_call(&state, token.as_deref());
+    }
+    response
+}
+
+async fn answer(req: &HttpRequest, body: &[u8], state: &web::Data<SimState>) -> HttpResponse {
+    match precheck(req, body, state) {
         Ok(Some(response)) => response,
-        Ok(None) => graph::handle_on(Host::Instagram, &req, &body, &state).await,
+        Ok(None) => graph::handle_on(Host::Instagram, req, body, state).await,
         Err(error) => error.response("instagram"),
     }
 }
