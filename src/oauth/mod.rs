@@ -844,13 +844,15 @@ async fn instagram_login(
             .or_else(|| me["name"].as_str().map(str::to_string))
             .unwrap_or_default(),
         username,
-        // Instagram Login serves professional accounts only; the profile says which kind.
+        // Instagram Login serves professional accounts only; the profile says which kind, in
+        // the IG user reference's spelling (`Business`, `Media_Creator`), which spec §2.2
+        // writes in capitals.
         account_type: Some(
             me["account_type"]
                 .as_str()
                 .filter(|t| !t.is_empty())
                 .unwrap_or("BUSINESS")
-                .to_string(),
+                .to_ascii_uppercase(),
         ),
         profile_picture_url: me["profile_picture_url"].as_str().map(str::to_string),
         access_token: token,

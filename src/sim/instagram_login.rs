@@ -185,6 +185,30 @@ fn issue(
     Some((token, expires_in))
 }
 
+/// Takes a 60-day Instagram Login token issued elsewhere (the demo introduces its stored
+/// accounts to a fresh simulator on every start), issued to `client` at `issued_at`. Its
+/// account must be registered already; with no scopes recorded it has them all.
+pub fn adopt_token(state: &SimState, client: &str, token: &str, issued_at: DateTime<Utc>) {
+    let Some(account) = state.account_for_token(token) else {
+        return;
+    };
+    state.put_object(
+        &token_key(token),
+        SimObject {
+            platform: "instagram".into(),
+            owner: account.external_id,
+            kind: "instagram_login_token".into(),
+            data: json!({
+                "client": client,
+                "issued_at": issued_at.to_rfc3339(),
+                "expires_in": LONG_LIVED,
+                "long_lived": true,
+            }),
+            created: Instant::now(),
+        },
+    );
+}
+
 /// The scopes granted with `token` (for carrying them to its exchange or refresh).
 fn scopes_of(state: &SimState, token: &str) -> Vec<String> {
     [BASIC, CONTENT_PUBLISH, MANAGE_INSIGHTS]
@@ -593,7 +617,8 @@ fn precheck(
             "user_id": account.external_id,
             "username": account.username,
             "name": account.name,
-            "account_type": "BUSINESS",
+            // The IG user reference's spelling on this host (`Business`, `Media_Creator`).
+            "account_type": "Business",
             "profile_picture_url": format!("https://scontent.cdninstagram.com/{}.jpg", account.external_id),
             "followers_count": 1_200,
             "follows_count": 80,
