@@ -242,6 +242,8 @@ async fn call(
         .as_str()
         .or(body["error"]["message"].as_str())
         .or(body["error"].as_str())
+        // api.instagram.com's own shape: `{"error_type","code","error_message"}`.
+        .or(body["error_message"].as_str())
         .or(body["detail"].as_str())
         .map(str::to_string)
         .unwrap_or_else(|| {
