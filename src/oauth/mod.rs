@@ -863,3 +863,55 @@ async fn instagram_login(
         data_access_expires_at: None,
     }])
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn at(hours: i64) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-11-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc)
+            + Duration::hours(hours)
+    }
+
+    /// Instagram Login: 5 days before the 60 days end by default, never before 24 h of age;
+    /// Facebook Login instagram tokens are not refreshed.
+    #[test]
+    fn instagram_login_refreshes_in_its_window_and_not_before_24_hours() {
+        let mut config = OAuthConfig::default();
+        let issued = at(0);
+        let expires = issued + Duration::seconds(INSTAGRAM_LOGIN_LIFETIME_SECS);
+        let due = |config: &OAuthConfig, route, issued_at| {
+            refresh_due(config, Platform::Instagram, route, Some(expires), issued_at)
+        };
+        assert_eq!(
+            due(&config, LoginRoute::InstagramLogin, Some(issued)),
+            Some(expires - Duration::days(5))
+        );
+        assert_eq!(due(&config, LoginRoute::FacebookLogin, Some(issued)), None);
+        config.instagram_login_refresh_days_before = 60;
+        assert_eq!(
+            due(&config, LoginRoute::InstagramLogin, Some(issued)),
+            Some(issued + Duration::hours(24))
+        );
+        // An unknown issue time is taken as a full lifetime before the expiry.
+        assert_eq!(
+            due(&config, LoginRoute::InstagramLogin, None),
+            Some(issued + Duration::hours(24))
+        );
+        // The route means nothing to other platforms.
+        assert_eq!(
+            refresh_due(
+                &config,
+                Platform::Threads,
+                LoginRoute::InstagramLogin,
+                Some(expires),
+                Some(issued)
+            ),
+            Some(expires - Duration::days(config.threads_refresh_days_before))
+        );
+    }
+}
