@@ -534,3 +534,28 @@ async fn the_simulator_refuses_a_call_without_its_scope() {
         ["missing_scope", "missing_scope"]
     );
 }
+
+#[actix_rt::test]
+async fn connecting_again_through_facebook_login_moves_the_account_to_graph_facebook_com() {
+    let app = TestApp::spawn().await;
+    let (dashboard, key, id, sim) = instagram_login_publisher(&app, "Yara").await;
+    // The same professional account, now linked to a page and connected through Facebook Login.
+    let again = connect_via(&app, &dashboard, "facebook_login", "Yara").await;
+    assert_eq!(again["account_id"], id.as_str(), "the same account");
+    let (row, _) = stored(&app, &id).await;
+    assert_eq!(row.login_route, entity::account::LoginRoute::FacebookLogin);
+    let calls = instagram_login::calls_on_host(app.sim.state(), &sim.external_id);
+    let jpg = app.media_url("sample.jpg");
+    let (status, body) = app
+        .post(
+            &key,
+            &post(&id, json!({"text": "now via facebook", "mediaUrls": [jpg]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        instagram_login::calls_on_host(app.sim.state(), &sim.external_id),
+        calls,
+        "nothing more on graph.instagram.com"
+    );
+}
