@@ -384,6 +384,8 @@ async fn main() {
                     disabled_at: Set(None),
                     last_error: Set(None),
                     refresh_lease_until: Set(None),
+                    login_route: Set(Default::default()),
+                    token_issued_at: Set(None),
                     created_at: Set(now),
                     updated_at: Set(now),
                 }

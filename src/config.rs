@@ -221,6 +221,11 @@ pub struct PlatformsConfig {
     /// Meta Graph API host (facebook pages and instagram with Facebook Login).
     pub graph_url: String,
     pub graph_version: String,
+    /// Instagram API with Instagram Login host (`graph.instagram.com`): instagram accounts
+    /// connected through Instagram Login publish and read insights here, and exchange and
+    /// refresh their tokens at `{instagram_login_graph_url}/access_token` and
+    /// `/refresh_access_token`. `graph_version` applies (Meta versions both hosts together).
+    pub instagram_login_graph_url: String,
     /// Meta's video host: facebook page videos (`POST /{page}/videos`) are created there, as
     /// Meta asks for video uploads; `graph_version` applies.
     pub graph_video_url: String,
@@ -258,6 +263,7 @@ impl Default for PlatformsConfig {
             graph_url: "https://graph.facebook.com".into(),
             graph_version: "v24.0".into(),
             graph_video_url: "https://graph-video.facebook.com".into(),
+            instagram_login_graph_url: "https://graph.instagram.com".into(),
             threads_url: "https://graph.threads.net".into(),
             threads_version: "v1.0".into(),
             tiktok_url: "https://open.tiktokapis.com".into(),
@@ -282,6 +288,7 @@ impl PlatformsConfig {
             graph_url: format!("{base}/graph"),
             // The simulator serves video creation on its one graph mount.
             graph_video_url: format!("{base}/graph"),
+            instagram_login_graph_url: format!("{base}/instagram"),
             threads_url: format!("{base}/threads"),
             tiktok_url: format!("{base}/tiktok"),
             youtube_url: format!("{base}/youtube"),
@@ -413,6 +420,20 @@ pub struct OAuthConfig {
     pub meta_authorize_url: String,
     /// Code → short-lived user token, and short → long-lived (`fb_exchange_token`): one endpoint.
     pub meta_token_url: String,
+    /// The Instagram app (Instagram API with Instagram Login: professional instagram accounts
+    /// without a facebook page). Its app id and secret are the Instagram app's own, shown under
+    /// "Instagram > API setup with Instagram login" in the Meta app dashboard, not the
+    /// Facebook app id.
+    pub instagram_login_client_id: String,
+    #[serde(serialize_with = "serialize_secret")]
+    pub instagram_login_client_secret: Option<SecretString>,
+    pub instagram_login_authorize_url: String,
+    /// Code → short-lived (1 h) token (`POST`, form). The 60-day exchange and the refresh are on
+    /// `platforms.instagram_login_graph_url`.
+    pub instagram_login_token_url: String,
+    /// Instagram Login tokens (60 days) are refreshed this many days before they expire, and
+    /// never before they are 24 h old (Meta refuses younger ones).
+    pub instagram_login_refresh_days_before: i64,
     pub threads_client_id: String,
     #[serde(serialize_with = "serialize_secret")]
     pub threads_client_secret: Option<SecretString>,
@@ -458,6 +479,11 @@ impl Default for OAuthConfig {
             meta_client_secret: None,
             meta_authorize_url: "https://www.facebook.com/v24.0/dialog/oauth".into(),
             meta_token_url: "https://graph.facebook.com/v24.0/oauth/access_token".into(),
+            instagram_login_client_id: String::new(),
+            instagram_login_client_secret: None,
+            instagram_login_authorize_url: "https://www.instagram.com/oauth/authorize".into(),
+            instagram_login_token_url: "https://api.instagram.com/oauth/access_token".into(),
+            instagram_login_refresh_days_before: 5,
             threads_client_id: String::new(),
             threads_client_secret: None,
             threads_authorize_url: "https://threads.net/oauth/authorize".into(),
@@ -496,6 +522,10 @@ impl OAuthConfig {
                 "{base}/graph/{}/oauth/access_token",
                 PlatformsConfig::default().graph_version
             ),
+            instagram_login_client_id: client_id.into(),
+            instagram_login_client_secret: secret(),
+            instagram_login_authorize_url: format!("{base}/oauth/instagram/authorize"),
+            instagram_login_token_url: format!("{base}/instagram-api/oauth/access_token"),
             threads_client_id: client_id.into(),
             threads_client_secret: secret(),
             threads_authorize_url: format!("{base}/oauth/threads/authorize"),
@@ -609,6 +639,7 @@ const STRING_KEYS: &[&str] = &[
     "platforms.graph_url",
     "platforms.graph_version",
     "platforms.graph_video_url",
+    "platforms.instagram_login_graph_url",
     "platforms.threads_url",
     "platforms.threads_version",
     "platforms.tiktok_url",
@@ -622,6 +653,10 @@ const STRING_KEYS: &[&str] = &[
     "oauth.meta_client_secret",
     "oauth.meta_authorize_url",
     "oauth.meta_token_url",
+    "oauth.instagram_login_client_id",
+    "oauth.instagram_login_client_secret",
+    "oauth.instagram_login_authorize_url",
+    "oauth.instagram_login_token_url",
     "oauth.threads_client_id",
     "oauth.threads_client_secret",
     "oauth.threads_authorize_url",
@@ -810,6 +845,7 @@ mod upstream_url_tests {
     fn upstream_urls_default_to_the_real_hosts() {
         let p = PlatformsConfig::default();
         assert_eq!(p.graph_video_url, "https://graph-video.facebook.com");
+        assert_eq!(p.instagram_login_graph_url, "https://graph.instagram.com");
         assert_eq!(p.youtube_url, "https://www.googleapis.com");
         assert_eq!(p.youtube_upload_url, "https://www.googleapis.com");
         let o = OAuthConfig::default();
@@ -836,6 +872,14 @@ mod upstream_url_tests {
             ),
             (&o.google_token_url, "https://oauth2.googleapis.com/token"),
             (&o.x_token_url, "https://api.x.com/2/oauth2/token"),
+            (
+                &o.instagram_login_authorize_url,
+                "https://www.instagram.com/oauth/authorize",
+            ),
+            (
+                &o.instagram_login_token_url,
+                "https://api.instagram.com/oauth/access_token",
+            ),
         ] {
             assert_eq!(url, real);
         }

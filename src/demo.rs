@@ -169,10 +169,19 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
                 .username
                 .clone()
                 .unwrap_or_else(|| account.display_name.clone()),
-            access_token: token,
+            access_token: token.clone(),
             refresh_token: String::new(),
             expires_in: 0,
         });
+        // Instagram Login tokens are good only on the simulator's graph.instagram.com.
+        if account.login_route == entity::account::LoginRoute::InstagramLogin {
+            crate::sim::instagram_login::adopt_token(
+                simulator.state(),
+                DEMO_CLIENT_ID,
+                &token,
+                account.token_issued_at.unwrap_or(now),
+            );
+        }
     }
     app.start_background();
     let key = crypto::generate_api_key();

@@ -132,6 +132,9 @@ pub async fn add_account(
         refresh_token_enc: manual.refresh_token.as_deref().map(encrypt).transpose()?,
         token_expires_at: manual.token_expires_at,
         data_access_expires_at: manual.data_access_expires_at,
+        // An operator adds Facebook-Login tokens; Instagram Login accounts connect by OAuth.
+        login_route: Default::default(),
+        token_issued_at: None,
     };
     Ok(store.insert_account(new, now).await?)
 }

@@ -33,6 +33,47 @@ pub struct Model {
     pub refresh_lease_until: Option<DateTimeUtc>,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
+    /// How the account was connected: instagram through Facebook Login or Instagram Login
+    /// (the host and token policy follow from it); every other platform has one route, stored
+    /// as the default.
+    pub login_route: LoginRoute,
+    /// When the current access token was issued (connect or refresh); `None` on rows from
+    /// before it was recorded. Instagram Login refuses to refresh a token younger than 24 h.
+    pub token_issued_at: Option<DateTimeUtc>,
+}
+
+/// The login an account was connected through.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, EnumIter, DeriveActiveEnum)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(32))")]
+pub enum LoginRoute {
+    /// Facebook Login (the Meta app): facebook pages, and instagram accounts linked to a page,
+    /// on graph.facebook.com.
+    #[default]
+    #[sea_orm(string_value = "facebook_login")]
+    FacebookLogin,
+    /// Instagram API with Instagram Login: professional instagram accounts without a page, on
+    /// graph.instagram.com.
+    #[sea_orm(string_value = "instagram_login")]
+    InstagramLogin,
+}
+
+impl LoginRoute {
+    /// The `via` value of `GET /api/connect/instagram?via=`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::FacebookLogin => "facebook_login",
+            Self::InstagramLogin => "instagram_login",
+        }
+    }
+
+    /// The route a `via` value names.
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw {
+            "facebook_login" => Some(Self::FacebookLogin),
+            "instagram_login" => Some(Self::InstagramLogin),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -112,6 +112,8 @@ pub struct AccountActor {
     /// `None` while the token is usable; otherwise the code and reason it is not.
     token_failure: Option<(ErrorCode, String)>,
     token_expires_at: Option<DateTime<Utc>>,
+    /// When the token was issued (Instagram Login refreshes only tokens at least 24 h old).
+    token_issued_at: Option<DateTime<Utc>>,
     limiter: Arc<AccountLimiter>,
     queue: VecDeque<QueuedJob>,
     in_flight: Option<InFlight>,
@@ -188,6 +190,7 @@ pub struct AccountActorInit {
     pub display_name: String,
     pub credentials: AccountCredentials,
     pub token_expires_at: Option<DateTime<Utc>>,
+    pub token_issued_at: Option<DateTime<Utc>>,
     pub limiter: Arc<AccountLimiter>,
     pub deps: Arc<PublishDeps>,
 }
@@ -207,6 +210,7 @@ impl AccountActor {
             credentials: init.credentials,
             token_failure: None,
             token_expires_at: init.token_expires_at,
+            token_issued_at: init.token_issued_at,
             limiter: init.limiter,
             queue: VecDeque::new(),
             in_flight: None,
@@ -355,8 +359,14 @@ impl AccountActor {
         let Some(platform) = Platform::parse(self.platform) else {
             return false;
         };
-        oauth::refresh_due(&self.deps.oauth, platform, self.token_expires_at)
-            .is_some_and(|due| due <= self.deps.clock.now())
+        oauth::refresh_due(
+            &self.deps.oauth,
+            platform,
+            self.credentials.login_route,
+            self.token_expires_at,
+            self.token_issued_at,
+        )
+        .is_some_and(|due| due <= self.deps.clock.now())
     }
 
     /// Refreshes the token in a spawned future, once at a time. Across instances the account's
@@ -371,13 +381,15 @@ impl AccountActor {
         self.refreshing = true;
         let deps = self.deps.clone();
         let account_id = self.seat.account_id;
-        let work = async move { refresh_account(&deps, account_id, platform).await };
+        let route = self.credentials.login_route;
+        let work = async move { refresh_account(&deps, account_id, platform, route).await };
         ctx.spawn(in_runtime(work).into_actor(self).map(|outcome, actor, ctx| {
             actor.refreshing = false;
             match outcome {
-                RefreshOutcome::Refreshed { access_token, expires_at } => {
+                RefreshOutcome::Refreshed { access_token, expires_at, issued_at } => {
                     actor.credentials.access_token = access_token;
                     actor.token_expires_at = expires_at;
+                    actor.token_issued_at = issued_at;
                     actor.deps.metrics.inc("token_refreshes_total", &[("platform", actor.platform), ("outcome", "refreshed")]);
                 }
                 RefreshOutcome::Dead(reason) => {
@@ -885,6 +897,7 @@ enum RefreshOutcome {
     Refreshed {
         access_token: secrecy::SecretString,
         expires_at: Option<DateTime<Utc>>,
+        issued_at: Option<DateTime<Utc>>,
     },
     /// The platform refused the refresh for good (revoked, expired refresh token).
     Dead(String),
@@ -899,6 +912,7 @@ async fn refresh_account(
     deps: &PublishDeps,
     account_id: Uuid,
     platform: Platform,
+    route: oauth::LoginRoute,
 ) -> RefreshOutcome {
     let store = &deps.store;
     let now = deps.clock.now();
@@ -910,7 +924,7 @@ async fn refresh_account(
         Ok(false) => return RefreshOutcome::Busy,
         Err(e) => return RefreshOutcome::Failed(format!("database: {e}")),
     }
-    let outcome = refresh_under_lease(deps, account_id, platform, now).await;
+    let outcome = refresh_under_lease(deps, account_id, platform, route, now).await;
     if !matches!(outcome, RefreshOutcome::Refreshed { .. })
         && let Err(e) = store.release_refresh_lease(account_id).await
     {
@@ -923,6 +937,7 @@ async fn refresh_under_lease(
     deps: &PublishDeps,
     account_id: Uuid,
     platform: Platform,
+    route: oauth::LoginRoute,
     now: DateTime<Utc>,
 ) -> RefreshOutcome {
     let row = match deps.store.find_account(account_id).await {
@@ -940,8 +955,14 @@ async fn refresh_under_lease(
         Err(outcome) => return outcome,
     };
     // Another instance refreshed since this actor loaded its token: adopt it.
-    let still_due = oauth::refresh_due(&deps.oauth, platform, row.token_expires_at)
-        .is_some_and(|due| due <= now);
+    let still_due = oauth::refresh_due(
+        &deps.oauth,
+        platform,
+        route,
+        row.token_expires_at,
+        row.token_issued_at,
+    )
+    .is_some_and(|due| due <= now);
     if !still_due {
         if let Err(e) = deps.store.release_refresh_lease(account_id).await {
             tracing::warn!(error = %e, %account_id, "cannot release a refresh lease");
@@ -949,6 +970,7 @@ async fn refresh_under_lease(
         return RefreshOutcome::Refreshed {
             access_token: secrecy::SecretString::from(access),
             expires_at: row.token_expires_at,
+            issued_at: row.token_issued_at,
         };
     }
     let refresh_token = match row.refresh_token_enc.as_deref().map(decrypt).transpose() {
@@ -961,7 +983,9 @@ async fn refresh_under_lease(
         oauth: &deps.oauth,
         now,
     };
-    let refreshed = match oauth::refresh(&ctx, platform, &access, refresh_token.as_deref()).await {
+    let refreshed = match oauth::refresh(&ctx, platform, route, &access, refresh_token.as_deref())
+        .await
+    {
         Ok(refreshed) => refreshed,
         Err(error) if error.invalidates_token() => return RefreshOutcome::Dead(error.to_string()),
         Err(error) => return RefreshOutcome::Failed(error.to_string()),
@@ -991,5 +1015,6 @@ async fn refresh_under_lease(
     RefreshOutcome::Refreshed {
         access_token: secrecy::SecretString::from(refreshed.access_token),
         expires_at: refreshed.expires_at,
+        issued_at: Some(now),
     }
 }

@@ -130,6 +130,7 @@ impl Supervisor {
             external_id: account.external_id.clone(),
             display_name: account.display_name.clone(),
             access_token: SecretString::from(access_token),
+            login_route: account.login_route,
         };
         let start = || {
             let generation = self.generation.fetch_add(1, Ordering::Relaxed);
@@ -144,6 +145,7 @@ impl Supervisor {
                 display_name: account.display_name.clone(),
                 credentials: credentials.clone(),
                 token_expires_at: account.token_expires_at,
+                token_issued_at: account.token_issued_at,
                 limiter: limiter.clone(),
                 deps: self.deps.clone(),
             };
@@ -337,6 +339,8 @@ mod tests {
                     refresh_token_enc: None,
                     token_expires_at: None,
                     data_access_expires_at: None,
+                    login_route: Default::default(),
+                    token_issued_at: None,
                 },
                 now,
             )

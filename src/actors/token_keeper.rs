@@ -3,8 +3,13 @@
 //! - asks the account actor of every token in its refresh window to refresh it (threads 5 days
 //!   before expiry; tiktok, youtube and x `oauth.refresh_margin_secs` before), the actor owning
 //!   the refresh;
+//! - asks for the refresh of instagram tokens from Instagram Login
+//!   `oauth.instagram_login_refresh_days_before` days before their 60 days end (the account's
+//!   actor also waits until the token is 24 h old, which Meta requires; see
+//!   [`crate::oauth::refresh_due`]);
 //! - marks instagram accounts whose 60-day token has expired invalid (instagram tokens from
-//!   Facebook Login have no refresh grant: the user reconnects).
+//!   Facebook Login have no refresh grant: the user reconnects; an Instagram Login token that
+//!   could not be refreshed in time ends the same way).
 
 use std::time::Duration;
 
@@ -63,7 +68,29 @@ async fn sweep(state: &AppState) -> Result<(), sea_orm::DbErr> {
             now + chrono::Duration::seconds(config.refresh_margin_secs),
         )
         .await?;
-    for account in threads.iter().chain(&short_lived) {
+    // Facebook Login instagram tokens have no refresh grant: only Instagram Login ones.
+    let instagram_login: Vec<_> = state
+        .store
+        .accounts_expiring(
+            &["instagram"],
+            now + chrono::Duration::days(config.instagram_login_refresh_days_before),
+        )
+        .await?
+        .into_iter()
+        .filter(|a| a.login_route == entity::account::LoginRoute::InstagramLogin)
+        .filter(|a| {
+            // Not before it is 24 h old, which the actor would only put off anyway.
+            crate::oauth::refresh_due(
+                config,
+                crate::publish::plan::Platform::Instagram,
+                a.login_route,
+                a.token_expires_at,
+                a.token_issued_at,
+            )
+            .is_some_and(|due| due <= now)
+        })
+        .collect();
+    for account in threads.iter().chain(&short_lived).chain(&instagram_login) {
         if let Err(error) = state.supervisor.refresh_token(account).await {
             tracing::warn!(account = %account.id, %error, "could not ask for a token refresh");
         }

@@ -6,6 +6,11 @@
 //! The `state` is single-use, expires after `oauth.state_ttl_secs`, and is bound to the user and
 //! the session that started the connection: a forged, replayed, expired or foreign state is
 //! refused with `InvalidOAuthState` and connects nothing.
+//!
+//! instagram connects through Facebook Login (the default, `via=facebook_login`: accounts linked
+//! to a facebook page) or Instagram Login (`via=instagram_login`: professional accounts without
+//! a page). The state remembers the route, so the callback (the same URL for both) finishes the
+//! flow that was started.
 
 use actix_web::{HttpResponse, http::header, middleware::from_fn, web};
 use chrono::Duration;
@@ -17,7 +22,7 @@ use crate::{
     AppState,
     crypto::{self, Pkce},
     error::{ApiError, ErrorCode},
-    oauth::{self, OAuthContext, OAuthError},
+    oauth::{self, LoginRoute, OAuthContext, OAuthError},
     publish::plan::Platform,
     store::{NewAccount, StateOwner},
     views,
@@ -74,6 +79,36 @@ impl From<OAuthError> for ApiError {
 struct StartQuery {
     /// Passed to the platform's sign-in page (Google honours it; the simulator signs in as it).
     login_hint: Option<String>,
+    /// instagram only: `facebook_login` (default) or `instagram_login`.
+    via: Option<String>,
+}
+
+/// The login route a connection of `platform` asked for with `via`.
+fn route_of(platform: Platform, via: Option<&str>) -> Result<LoginRoute, ApiError> {
+    let Some(via) = via else {
+        return Ok(LoginRoute::FacebookLogin);
+    };
+    match (platform, LoginRoute::parse(via)) {
+        (Platform::Instagram, Some(route)) => Ok(route),
+        (Platform::Facebook, Some(LoginRoute::FacebookLogin)) => Ok(LoginRoute::FacebookLogin),
+        (Platform::Instagram, None) => Err(ApiError::invalid_request(format!(
+            "Unknown via {via:?}: instagram connects via facebook_login or instagram_login"
+        ))),
+        _ => Err(ApiError::invalid_request(format!(
+            "{} has one login; via {via:?} does not apply",
+            platform.as_str()
+        ))),
+    }
+}
+
+/// What the stored state names as the connection's kind: the platform, or for instagram
+/// through Instagram Login, the route (so its callback finishes that flow).
+fn state_kind(platform: Platform, route: LoginRoute) -> &'static str {
+    if oauth::is_instagram_login(platform, route) {
+        LoginRoute::InstagramLogin.as_str()
+    } else {
+        platform.as_str()
+    }
 }
 
 #[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
@@ -84,12 +119,14 @@ async fn start(
     query: web::Query<StartQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let platform = platform_of(&path)?;
+    let route = route_of(platform, query.via.as_deref())?;
     let now = state.clock.now();
     let pkce = Pkce::generate();
     let state_value = crypto::random_token(24);
     let url = oauth::authorize_url(
         &state.config.oauth,
         platform,
+        route,
         &state_value,
         &pkce.challenge,
         &redirect_uri(&state, platform),
@@ -107,7 +144,7 @@ async fn start(
                 user_id: session.user.id,
                 session_hash: &session.token_hash,
             },
-            platform.as_str(),
+            state_kind(platform, route),
             verifier,
             now,
             now + Duration::seconds(state.config.oauth.state_ttl_secs.max(1) as i64),
@@ -137,19 +174,32 @@ async fn callback(
     let query = query.into_inner();
     let now = state.clock.now();
     let presented = query.state.unwrap_or_default();
-    let pending = state
-        .store
-        .consume_oauth_state(
-            &crypto::sha256_hex(&presented),
-            StateOwner {
-                user_id: session.user.id,
-                session_hash: &session.token_hash,
-            },
-            platform.as_str(),
-            now,
-        )
-        .await?
-        .ok_or_else(|| {
+    // An instagram state was started through one of two routes; the state names which.
+    let routes: &[LoginRoute] = if platform == Platform::Instagram {
+        &[LoginRoute::InstagramLogin, LoginRoute::FacebookLogin]
+    } else {
+        &[LoginRoute::FacebookLogin]
+    };
+    let mut pending = None;
+    for &route in routes {
+        if let Some(found) = state
+            .store
+            .consume_oauth_state(
+                &crypto::sha256_hex(&presented),
+                StateOwner {
+                    user_id: session.user.id,
+                    session_hash: &session.token_hash,
+                },
+                state_kind(platform, route),
+                now,
+            )
+            .await?
+        {
+            pending = Some((found, route));
+            break;
+        }
+    }
+    let (pending, route) = pending.ok_or_else(|| {
             ApiError::new(
                 ErrorCode::InvalidOAuthState,
                 "This connection link is unknown, expired, already used or was started in another session; start the connection again",
@@ -181,6 +231,7 @@ async fn callback(
     let identities = oauth::complete(
         &ctx,
         platform,
+        route,
         &code,
         &verifier,
         &redirect_uri(&state, platform),
@@ -206,6 +257,8 @@ async fn callback(
             refresh_token_enc: identity.refresh_token.as_deref().map(encrypt).transpose()?,
             token_expires_at: identity.token_expires_at,
             data_access_expires_at: identity.data_access_expires_at,
+            login_route: route,
+            token_issued_at: Some(now),
         };
         let (account, created) = state.store.upsert_connected_account(new, now).await?;
         if !created {

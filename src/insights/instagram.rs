@@ -42,14 +42,11 @@ pub const REELS_METRICS: [&str; 8] = [
 const MEDIA_FIELDS: &str =
     "id,caption,media_type,media_product_type,permalink,timestamp,like_count,comments_count";
 
+/// graph.facebook.com or graph.instagram.com, by the account's login route. No metric asked
+/// for here is one of the Facebook-Login-only ones (`total_likes`, `total_comments`,
+/// `total_views`), so both hosts get the same requests.
 fn graph<'a>(ctx: &'a InsightsContext<'a>) -> Graph<'a> {
-    Graph::with_parts(
-        ctx.http,
-        ctx.config,
-        &ctx.credentials.access_token,
-        &ctx.config.graph_url,
-        &ctx.config.graph_version,
-    )
+    Graph::instagram_for(ctx.http, ctx.config, ctx.credentials)
 }
 
 /// The spec's media type: REELS for reels (their `media_type` is VIDEO), else `media_type`.

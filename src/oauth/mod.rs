@@ -5,11 +5,18 @@
 //! facebook and instagram both use the Meta app (Facebook Login): a user token, exchanged for a
 //! long-lived one, lists the user's pages with their page tokens (which do not expire) and the
 //! instagram business account linked to each page (used with the 60-day user token).
+//!
+//! instagram also connects through Instagram Login (`platform-apis.md` §3.7), the route Meta
+//! offers professional accounts without a facebook page: the Instagram app's authorize page, a
+//! code → short-lived token → 60-day token, the user's profile from `graph.instagram.com`, and a
+//! refresh once the token is at least 24 h old ([`LoginRoute`]).
 
 use chrono::{DateTime, Duration, Utc};
 use reqwest::Method;
 use secrecy::ExposeSecret;
 use serde_json::Value;
+
+pub use entity::account::LoginRoute;
 
 use crate::{
     config::{OAuthConfig, PlatformsConfig},
@@ -76,9 +83,31 @@ impl From<PlatformError> for OAuthError {
     }
 }
 
+/// The scopes Instagram Login asks for: reading the profile and media, publishing, insights
+/// (the `instagram_business_*` names; the older `business_*` ones are dead since 2025-01-27).
+pub const INSTAGRAM_LOGIN_SCOPES: &str = "instagram_business_basic,instagram_business_content_publish,instagram_business_manage_insights";
+
+/// The shortest age at which Meta refreshes an Instagram Login token (`platform-apis.md` §3.7).
+pub const INSTAGRAM_LOGIN_MIN_REFRESH_AGE_HOURS: i64 = 24;
+
+/// Whether an account of `platform` connected through `route` uses Instagram Login.
+pub fn is_instagram_login(platform: Platform, route: LoginRoute) -> bool {
+    platform == Platform::Instagram && route == LoginRoute::InstagramLogin
+}
+
 /// The app a platform connects through: (client id, secret, authorize URL).
-fn app(config: &OAuthConfig, platform: Platform) -> Result<(&str, &str, &str), OAuthError> {
+fn app(
+    config: &OAuthConfig,
+    platform: Platform,
+    route: LoginRoute,
+) -> Result<(&str, &str, &str), OAuthError> {
     let (name, id, secret, url) = match platform {
+        Platform::Instagram if route == LoginRoute::InstagramLogin => (
+            "instagram_login",
+            &config.instagram_login_client_id,
+            &config.instagram_login_client_secret,
+            &config.instagram_login_authorize_url,
+        ),
         Platform::Facebook | Platform::Instagram => (
             "meta",
             &config.meta_client_id,
@@ -125,17 +154,23 @@ pub fn uses_pkce(platform: Platform) -> bool {
 pub fn authorize_url(
     config: &OAuthConfig,
     platform: Platform,
+    route: LoginRoute,
     state: &str,
     code_challenge: &str,
     redirect_uri: &str,
     login_hint: Option<&str>,
 ) -> Result<String, OAuthError> {
-    let (client, _, base) = app(config, platform)?;
+    let (client, _, base) = app(config, platform, route)?;
     let mut url =
         url::Url::parse(base).map_err(|e| OAuthError::Refused(format!("authorize URL: {e}")))?;
     {
         let mut q = url.query_pairs_mut();
         match platform {
+            _ if is_instagram_login(platform, route) => {
+                q.append_pair("client_id", client)
+                    .append_pair("response_type", "code")
+                    .append_pair("scope", INSTAGRAM_LOGIN_SCOPES);
+            }
             Platform::Facebook | Platform::Instagram => {
                 q.append_pair("client_id", client).append_pair("response_type", "code").append_pair(
                     "scope",
@@ -207,6 +242,8 @@ async fn call(
         .as_str()
         .or(body["error"]["message"].as_str())
         .or(body["error"].as_str())
+        // api.instagram.com's own shape: `{"error_type","code","error_message"}`.
+        .or(body["error_message"].as_str())
         .or(body["detail"].as_str())
         .map(str::to_string)
         .unwrap_or_else(|| {
@@ -291,15 +328,19 @@ fn graph_base(p: &PlatformsConfig) -> String {
 pub async fn complete(
     ctx: &OAuthContext<'_>,
     platform: Platform,
+    route: LoginRoute,
     code: &str,
     code_verifier: &str,
     redirect_uri: &str,
 ) -> Result<Vec<Identity>, OAuthError> {
-    let (client, secret, _) = app(ctx.oauth, platform)?;
+    let (client, secret, _) = app(ctx.oauth, platform, route)?;
     let http = ctx.http;
     let p = ctx.platforms;
     let now = ctx.now;
     match platform {
+        _ if is_instagram_login(platform, route) => {
+            instagram_login(ctx, client, secret, code, redirect_uri).await
+        }
         Platform::Facebook | Platform::Instagram => {
             let url = &ctx.oauth.meta_token_url;
             let short = call(
@@ -590,19 +631,33 @@ pub async fn complete(
 pub async fn refresh(
     ctx: &OAuthContext<'_>,
     platform: Platform,
+    route: LoginRoute,
     access_token: &str,
     refresh_token: Option<&str>,
 ) -> Result<Refreshed, PlatformError> {
     let http = ctx.http;
     let now = ctx.now;
-    let secret_of =
-        |platform| app(ctx.oauth, platform).map_err(|e| PlatformError::Rejected(e.to_string()));
+    let secret_of = |platform| {
+        app(ctx.oauth, platform, route).map_err(|e| PlatformError::Rejected(e.to_string()))
+    };
     let need_refresh_token = || {
         refresh_token.ok_or_else(|| {
             PlatformError::TokenInvalid("no refresh token is stored; reconnect the account".into())
         })
     };
     let body = match platform {
+        _ if is_instagram_login(platform, route) => {
+            call(
+                ctx,
+                "instagram",
+                http.get(instagram_login_url(ctx.platforms, "refresh_access_token"))
+                    .query(&[
+                        ("grant_type", "ig_refresh_token"),
+                        ("access_token", access_token),
+                    ]),
+            )
+            .await?
+        }
         Platform::Threads => {
             call(
                 ctx,
@@ -676,17 +731,187 @@ pub async fn refresh(
 }
 
 /// When an account's token should be refreshed (`None`: never, by us).
+///
+/// Instagram Login: `oauth.instagram_login_refresh_days_before` days before the 60-day token
+/// expires, and not before the token is 24 h old (Meta refuses younger ones); a token issued
+/// at an unknown time is taken as issued a full lifetime before its expiry.
 pub fn refresh_due(
     config: &OAuthConfig,
     platform: Platform,
+    route: LoginRoute,
     expires_at: Option<DateTime<Utc>>,
+    issued_at: Option<DateTime<Utc>>,
 ) -> Option<DateTime<Utc>> {
     let expires_at = expires_at?;
     match platform {
+        _ if is_instagram_login(platform, route) => {
+            let issued_at = issued_at
+                .unwrap_or_else(|| expires_at - Duration::seconds(INSTAGRAM_LOGIN_LIFETIME_SECS));
+            let window = expires_at - Duration::days(config.instagram_login_refresh_days_before);
+            Some(window.max(issued_at + Duration::hours(INSTAGRAM_LOGIN_MIN_REFRESH_AGE_HOURS)))
+        }
         Platform::Threads => Some(expires_at - Duration::days(config.threads_refresh_days_before)),
         Platform::Tiktok | Platform::Youtube | Platform::X => {
             Some(expires_at - Duration::seconds(config.refresh_margin_secs))
         }
         Platform::Facebook | Platform::Instagram => None,
+    }
+}
+
+/// The lifetime of a long-lived Instagram Login token as Meta states it (`expires_in`).
+const INSTAGRAM_LOGIN_LIFETIME_SECS: i64 = 5_183_944;
+
+/// `{instagram_login_graph_url}/{endpoint}`: the token endpoints have no version segment.
+fn instagram_login_url(p: &PlatformsConfig, endpoint: &str) -> String {
+    format!(
+        "{}/{endpoint}",
+        p.instagram_login_graph_url.trim_end_matches('/')
+    )
+}
+
+/// Instagram Login (`platform-apis.md` §3.7): code → short-lived token (`POST`, form) → 60-day
+/// token (`ig_exchange_token`) → the professional account's profile.
+async fn instagram_login(
+    ctx: &OAuthContext<'_>,
+    client: &str,
+    secret: &str,
+    code: &str,
+    redirect_uri: &str,
+) -> Result<Vec<Identity>, OAuthError> {
+    let http = ctx.http;
+    let p = ctx.platforms;
+    let short = call(
+        ctx,
+        "instagram",
+        http.post(&ctx.oauth.instagram_login_token_url).form(&[
+            ("client_id", client),
+            ("client_secret", secret),
+            ("grant_type", "authorization_code"),
+            ("redirect_uri", redirect_uri),
+            ("code", code),
+        ]),
+    )
+    .await?;
+    // Meta documents `{"data":[{"access_token","user_id","permissions"}]}`; clients in the wild
+    // read it flat. Either is accepted (tolerant adapter; the simulator answers the documented
+    // form).
+    let short_token = short["data"][0]["access_token"]
+        .as_str()
+        .or(short["access_token"].as_str())
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| OAuthError::Refused("instagram gave no access token".into()))?
+        .to_string();
+    let long = call(
+        ctx,
+        "instagram",
+        http.get(instagram_login_url(p, "access_token")).query(&[
+            ("grant_type", "ig_exchange_token"),
+            ("client_secret", secret),
+            ("access_token", short_token.as_str()),
+        ]),
+    )
+    .await?;
+    let token = long["access_token"]
+        .as_str()
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| OAuthError::Refused("instagram gave no long-lived token".into()))?
+        .to_string();
+    let me = call(
+        ctx,
+        "instagram",
+        http.get(format!(
+            "{}/{}/me",
+            p.instagram_login_graph_url.trim_end_matches('/'),
+            p.graph_version.trim_matches('/')
+        ))
+        .query(&[(
+            "fields",
+            "user_id,username,name,account_type,profile_picture_url",
+        )])
+        .bearer_auth(&token),
+    )
+    .await?;
+    // `user_id` is the professional account's id, the one media and insights are addressed
+    // by (`id` is app-scoped); checked before it goes into paths.
+    let user_id = text(&me["user_id"])
+        .or_else(|| text(&me["id"]))
+        .ok_or_else(|| OAuthError::Refused("instagram gave no user id".into()))?;
+    GraphId::parse(&user_id).map_err(InvalidId::unexpected)?;
+    let username = me["username"].as_str().map(str::to_string);
+    Ok(vec![Identity {
+        platform: Platform::Instagram,
+        external_id: user_id,
+        display_name: username
+            .clone()
+            .or_else(|| me["name"].as_str().map(str::to_string))
+            .unwrap_or_default(),
+        username,
+        // Instagram Login serves professional accounts only; the profile says which kind, in
+        // the IG user reference's spelling (`Business`, `Media_Creator`), which spec §2.2
+        // writes in capitals.
+        account_type: Some(
+            me["account_type"]
+                .as_str()
+                .filter(|t| !t.is_empty())
+                .unwrap_or("BUSINESS")
+                .to_ascii_uppercase(),
+        ),
+        profile_picture_url: me["profile_picture_url"].as_str().map(str::to_string),
+        access_token: token,
+        refresh_token: None,
+        token_expires_at: expiry(ctx.now, &long, "expires_in"),
+        data_access_expires_at: None,
+    }])
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn at(hours: i64) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-11-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc)
+            + Duration::hours(hours)
+    }
+
+    /// Instagram Login: 5 days before the 60 days end by default, never before 24 h of age;
+    /// Facebook Login instagram tokens are not refreshed.
+    #[test]
+    fn instagram_login_refreshes_in_its_window_and_not_before_24_hours() {
+        let mut config = OAuthConfig::default();
+        let issued = at(0);
+        let expires = issued + Duration::seconds(INSTAGRAM_LOGIN_LIFETIME_SECS);
+        let due = |config: &OAuthConfig, route, issued_at| {
+            refresh_due(config, Platform::Instagram, route, Some(expires), issued_at)
+        };
+        assert_eq!(
+            due(&config, LoginRoute::InstagramLogin, Some(issued)),
+            Some(expires - Duration::days(5))
+        );
+        assert_eq!(due(&config, LoginRoute::FacebookLogin, Some(issued)), None);
+        config.instagram_login_refresh_days_before = 60;
+        assert_eq!(
+            due(&config, LoginRoute::InstagramLogin, Some(issued)),
+            Some(issued + Duration::hours(24))
+        );
+        // An unknown issue time is taken as a full lifetime before the expiry.
+        assert_eq!(
+            due(&config, LoginRoute::InstagramLogin, None),
+            Some(issued + Duration::hours(24))
+        );
+        // The route means nothing to other platforms.
+        assert_eq!(
+            refresh_due(
+                &config,
+                Platform::Threads,
+                LoginRoute::InstagramLogin,
+                Some(expires),
+                Some(issued)
+            ),
+            Some(expires - Duration::days(config.threads_refresh_days_before))
+        );
     }
 }

@@ -1,4 +1,6 @@
-//! Instagram adapter (Instagram API with Facebook Login, `../shared/design/platform-apis.md` §3):
+//! Instagram adapter (Instagram API with Facebook Login or with Instagram Login,
+//! `../shared/design/platform-apis.md` §3; the host follows the account's login route, see
+//! [`Graph::instagram`]):
 //! containers on `POST /{ig-user}/media`, status polls on `GET /{container}?fields=status_code`,
 //! then `POST /{ig-user}/media_publish?creation_id=` → `{"id"}`.
 //!
@@ -24,7 +26,7 @@ pub async fn publish(
     ctx: &PlatformContext<'_>,
     post: &InstagramPost,
 ) -> Result<Published, PlatformError> {
-    let graph = Graph::facebook(ctx);
+    let graph = Graph::instagram(ctx);
     let user = ctx.account.graph_id()?;
     let media_path = ApiPath::id(&user).then("media");
     let container = match post {
@@ -93,7 +95,7 @@ pub async fn resume(
     ctx: &PlatformContext<'_>,
     container: &str,
 ) -> Result<Option<Published>, PlatformError> {
-    let graph = Graph::facebook(ctx);
+    let graph = Graph::instagram(ctx);
     let user = ctx.account.graph_id()?;
     // Stored from the platform's own answer; still checked before it goes into a URL.
     let container = GraphId::parse(container).map_err(InvalidId::not_found)?;

@@ -8,8 +8,10 @@ use reqwest::{Method, header::HeaderMap};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 
+use entity::account::LoginRoute;
+
 use super::{
-    PlatformContext, PlatformError,
+    AccountCredentials, PlatformContext, PlatformError,
     ids::{ApiPath, GraphId, InvalidId},
     poll_pause, processing_deadline,
 };
@@ -29,9 +31,36 @@ pub struct Graph<'a> {
 }
 
 impl<'a> Graph<'a> {
-    /// `graph.facebook.com` (facebook pages, instagram with Facebook Login).
+    /// `graph.facebook.com` (facebook pages).
     pub fn facebook(ctx: &'a PlatformContext<'a>) -> Self {
         Self::new(ctx, &ctx.config.graph_url, &ctx.config.graph_version)
+    }
+
+    /// The host of an instagram account, by how it was connected: graph.facebook.com with
+    /// Facebook Login, graph.instagram.com with Instagram Login (`platform-apis.md` §3 "Hosts";
+    /// paths, parameters and answers are the same on both). Publishing and insights both build
+    /// their client here, so the route is decided in one place.
+    pub fn instagram(ctx: &'a PlatformContext<'a>) -> Self {
+        Self::instagram_for(ctx.http, ctx.config, ctx.account)
+    }
+
+    /// [`Self::instagram`] from its parts (the insights readers have no publish context).
+    pub fn instagram_for(
+        http: &'a reqwest::Client,
+        config: &'a PlatformsConfig,
+        account: &'a AccountCredentials,
+    ) -> Self {
+        let url = match account.login_route {
+            LoginRoute::FacebookLogin => &config.graph_url,
+            LoginRoute::InstagramLogin => &config.instagram_login_graph_url,
+        };
+        Self::with_parts(
+            http,
+            config,
+            &account.access_token,
+            url,
+            &config.graph_version,
+        )
     }
 
     /// `graph-video.facebook.com`: where Meta takes video uploads (facebook page videos).

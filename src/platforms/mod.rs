@@ -47,6 +47,9 @@ pub struct AccountCredentials {
     pub external_id: String,
     pub display_name: String,
     pub access_token: SecretString,
+    /// How the account was connected: for instagram, which host and token it uses
+    /// (graph.facebook.com with Facebook Login, graph.instagram.com with Instagram Login).
+    pub login_route: entity::account::LoginRoute,
 }
 
 impl AccountCredentials {

@@ -595,13 +595,32 @@ pub(crate) fn select_fields(
 // Graph host
 
 async fn handle(req: HttpRequest, body: web::Bytes, state: web::Data<SimState>) -> HttpResponse {
-    match serve(&req, &body, &state).await {
+    handle_on(Host::Facebook, &req, &body, &state).await
+}
+
+/// The Meta host a request came in on: graph.facebook.com, or graph.instagram.com (Instagram
+/// API with Instagram Login, [`super::instagram_login`]), which serves the same IG handlers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Host {
+    Facebook,
+    Instagram,
+}
+
+/// The Graph entry point for `host`: the same checks and handlers on both hosts, after the
+/// token is found to belong to the host.
+pub(crate) async fn handle_on(
+    host: Host,
+    req: &HttpRequest,
+    body: &[u8],
+    state: &web::Data<SimState>,
+) -> HttpResponse {
+    match serve(host, req, body, state).await {
         Ok(response) => response,
         Err(error) => {
             // The mount serves two platforms: the token says whose protocol was broken.
-            let platform = Params::parse(&req, &body)
+            let platform = Params::parse(req, body)
                 .ok()
-                .and_then(|p| p.token(&req))
+                .and_then(|p| p.token(req))
                 .and_then(|t| state.account_for_token(&t))
                 .map_or_else(|| "facebook".to_string(), |a| a.platform);
             error.response(&platform)
@@ -610,6 +629,7 @@ async fn handle(req: HttpRequest, body: web::Bytes, state: web::Data<SimState>) 
 }
 
 async fn serve(
+    host: Host,
     req: &HttpRequest,
     body: &[u8],
     state: &web::Data<SimState>,
@@ -620,6 +640,7 @@ async fn serve(
         .admit(&["facebook", "instagram"], token.as_deref(), req.path())
         .await
         .map_err(|r| refusal(state, r, token.as_deref()))?;
+    super::instagram_login::check_host(state, host, token.as_deref())?;
     let parts = segments(req.match_info().query("tail"));
     let method = req.method().clone();
     let Some(node) = parts.first() else {

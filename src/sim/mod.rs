@@ -4,6 +4,9 @@
 //! Mounts, each built from the platform's documentation (`../shared/design/platform-apis.md`),
 //! not from our adapters' habits:
 //! - `/graph/{ver}/…`: Meta Graph API, facebook pages and instagram ([`graph`]);
+//! - `/instagram/{ver}/…`, `/instagram/access_token`, `/instagram/refresh_access_token` and
+//!   `/instagram-api/oauth/access_token`: graph.instagram.com and api.instagram.com, instagram
+//!   with Instagram Login ([`instagram_login`]);
 //! - `/threads/{ver}/…`: Threads API ([`threads`]);
 //! - `/tiktok/v2/…`: TikTok Content Posting API ([`tiktok`]);
 //! - `/youtube/youtube/v3/…` and `/youtube/upload/youtube/v3/…`: YouTube Data API ([`youtube`]);
@@ -19,6 +22,7 @@ pub mod control;
 pub mod graph;
 pub mod idp;
 pub mod insights;
+pub mod instagram_login;
 pub mod media;
 mod meta_insights;
 pub mod oauth;
@@ -124,6 +128,7 @@ impl Simulator {
                 .service(web::scope("/media").configure(media::configure))
                 // Before the platform scopes: their catch-all routes would take these.
                 .configure(oauth::configure)
+                .configure(instagram_login::configure)
                 .service(web::scope("/graph").configure(graph::configure))
                 .service(web::scope("/threads").configure(threads::configure))
                 .service(web::scope("/tiktok").configure(tiktok::configure))

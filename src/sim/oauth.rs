@@ -6,7 +6,8 @@
 //! `GET /oauth/{app}/authorize` takes two test parameters besides the platform's own:
 //! `login_hint` (the person's name: the same name finds the same accounts again) and `deny=1`
 //! (the person refuses: `error=access_denied`). Apps: `meta` (facebook pages and instagram via
-//! Facebook Login), `threads`, `tiktok`, `google` (youtube), `x`.
+//! Facebook Login), `instagram` (instagram via Instagram Login; its token endpoints are in
+//! [`super::instagram_login`]), `threads`, `tiktok`, `google` (youtube), `x`.
 
 use std::time::Instant;
 
@@ -109,6 +110,8 @@ fn accounts_for(state: &SimState, app: &str, person: &str) -> Vec<(String, Strin
             ensure("facebook", &format!("{person} Page"), &username),
             ensure("instagram", person, &username),
         ],
+        // The professional account itself (the same one the meta app reaches through a page).
+        "instagram" => vec![ensure("instagram", person, &username)],
         "threads" => vec![ensure("threads", person, &username)],
         "tiktok" => vec![ensure("tiktok", person, &username)],
         "google" => vec![ensure("youtube", &format!("{person} Channel"), &username)],
@@ -123,7 +126,7 @@ async fn authorize(
     idp: web::Data<IdpState>,
 ) -> HttpResponse {
     let app = path.into_inner();
-    if !["meta", "threads", "tiktok", "google", "x"].contains(&app.as_str()) {
+    if !["meta", "instagram", "threads", "tiktok", "google", "x"].contains(&app.as_str()) {
         return HttpResponse::NotFound().finish();
     }
     let q = params(req.query_string());
@@ -153,6 +156,16 @@ async fn authorize(
             &app,
             Some("pkce_required"),
             detail,
+        );
+    }
+    if app == "instagram"
+        && let Err(detail) = super::instagram_login::check_scopes(param(&q, "scope"))
+    {
+        return flagged(
+            oauth_error(400, "invalid_scope", &detail),
+            &app,
+            Some("invalid_scope"),
+            &detail,
         );
     }
     let Ok(mut back) = url::Url::parse(redirect_uri) else {
@@ -253,6 +266,17 @@ fn redeem(
         .flatten()
         .filter_map(|pair| Some((pair[0].as_str()?.to_string(), pair[1].as_str()?.to_string())))
         .collect())
+}
+
+/// [`redeem`] for the `instagram` app (Instagram Login, whose code exchange is in
+/// [`super::instagram_login`]).
+pub(crate) fn redeem_instagram(
+    state: &SimState,
+    code: &str,
+    client: &str,
+    redirect_uri: Option<&str>,
+) -> Result<Vec<(String, String)>, CodeRefusal> {
+    redeem(state, "instagram", code, client, redirect_uri, None)
 }
 
 /// A refresh token for an account, remembered until used (rotation) or forever.

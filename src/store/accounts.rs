@@ -24,6 +24,10 @@ pub struct NewAccount {
     pub refresh_token_enc: Option<String>,
     pub token_expires_at: Option<DateTime<Utc>>,
     pub data_access_expires_at: Option<DateTime<Utc>>,
+    /// How the account was connected (instagram: Facebook or Instagram Login).
+    pub login_route: account::LoginRoute,
+    /// When the access token was issued (`None`: unknown, e.g. an operator-added token).
+    pub token_issued_at: Option<DateTime<Utc>>,
 }
 
 impl Store {
@@ -50,6 +54,8 @@ impl Store {
             disabled_at: Set(None),
             last_error: Set(None),
             refresh_lease_until: Set(None),
+            login_route: Set(new.login_route),
+            token_issued_at: Set(new.token_issued_at),
             created_at: Set(now),
             updated_at: Set(now),
         }
@@ -163,6 +169,10 @@ impl Store {
         row.refresh_token_enc = Set(new.refresh_token_enc);
         row.token_expires_at = Set(new.token_expires_at);
         row.data_access_expires_at = Set(new.data_access_expires_at);
+        // Connecting again through the other login moves the account to that route (the
+        // professional account's id is the same on both).
+        row.login_route = Set(new.login_route);
+        row.token_issued_at = Set(new.token_issued_at);
         row.is_valid = Set(true);
         row.last_error = Set(None);
         row.updated_at = Set(now);
@@ -209,6 +219,7 @@ impl Store {
                 account::Column::RefreshLeaseUntil,
                 Expr::value(Option::<DateTime<Utc>>::None),
             )
+            .col_expr(account::Column::TokenIssuedAt, Expr::value(now))
             .col_expr(account::Column::UpdatedAt, Expr::value(now));
         if let Some(refresh) = tokens.refresh_token_enc {
             update = update.col_expr(account::Column::RefreshTokenEnc, Expr::value(refresh));

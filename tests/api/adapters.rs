@@ -86,6 +86,7 @@ impl Harness {
             external_id: account.external_id.clone(),
             display_name: account.name.clone(),
             access_token: SecretString::from(account.access_token.clone()),
+            login_route: Default::default(),
         };
         let steps = StepRecorder::in_memory();
         let ctx = PlatformContext {

@@ -23,6 +23,7 @@ mod errors;
 mod history;
 mod hostile;
 mod ids;
+mod instagram_login;
 mod keys;
 mod media;
 mod operator_signin;
