@@ -154,3 +154,8 @@ async fn tiktok_reads_fully_with_the_scopes_we_ask_for() {
 async fn youtube_reads_fully_with_the_scopes_we_ask_for() {
     read_check("youtube", "").await;
 }
+
+#[actix_rt::test]
+async fn instagram_through_instagram_login_reads_fully_with_the_scopes_we_ask_for() {
+    read_check("instagram", "&via=instagram_login").await;
+}
