@@ -967,7 +967,13 @@ async fn video_list(req: HttpRequest, state: web::Data<SimState>, body: Bytes) -
             let account = admit(&state, &req).await?;
             let fields = video_fields(&req)?;
             let body = parse_body(&body)?;
-            let max = body["max_count"].as_u64().unwrap_or(10);
+            // An integer (the documentation's type); a string or fraction is refused.
+            let max = match &body["max_count"] {
+                Value::Null => 10,
+                value => value.as_u64().ok_or_else(|| {
+                    TtError::invalid_params(format!("max_count must be an integer, not {value}."))
+                })?,
+            };
             if !(1..=20).contains(&max) {
                 return Err(TtError::invalid_params("max_count must be between 1 and 20."));
             }

@@ -276,7 +276,8 @@ async fn admit_checked(
     let pairs: Vec<(String, String)> = url::form_urlencoded::parse(req.query_string().as_bytes())
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
         .collect();
-    check_query(&method.params, &pairs).map_err(param_error)?;
+    let analytics = std::ptr::eq(api, analytics_api());
+    check_query(&method.params, &pairs).map_err(|e| param_error(e, analytics))?;
     if method.params.contains_key("part") {
         // Insert takes the parts of the resource it sends; a list, those of what it answers.
         let resource = method
@@ -324,7 +325,7 @@ fn require_scope(state: &SimState, req: &HttpRequest, method: &Method) -> Result
 }
 
 /// Google's answer to a query that does not fit the method's parameters.
-fn param_error(error: ParamError) -> GError {
+fn param_error(error: ParamError, analytics: bool) -> GError {
     let (reason, message) = match &error {
         ParamError::Unknown { name, .. } => (
             "badRequest",
@@ -332,6 +333,11 @@ fn param_error(error: ParamError) -> GError {
                 "Invalid JSON payload received. Unknown name \"{name}\": Cannot bind query \
                  parameter. Field '{name}' could not be found in request message."
             ),
+        ),
+        // The Data API and Analytics word it differently.
+        ParamError::Missing { name } if analytics => (
+            "required",
+            format!("Required value for parameter {name} is missing."),
         ),
         ParamError::Missing { name } => ("required", format!("Required parameter: {name}")),
         ParamError::BadType { name, value, kind } => (
