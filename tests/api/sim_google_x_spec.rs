@@ -370,7 +370,7 @@ async fn tiktok_refuses_each_endpoint_without_its_documented_scope_and_bad_param
     assert_eq!(app.take_violation_rules(), ["scope_not_authorized"]);
 
     // Display API: an unknown field, a missing `fields`, a bad enum, a badly typed count.
-    scoped(&app, token, &["user.info.basic", "video.list"]);
+    scoped(&app, token, &["user.info.basic", "video.list", "video.upload"]);
     for (path, body) in [
         ("/tiktok/v2/video/list/?fields=id,colour", json!({"max_count": 5})),
         ("/tiktok/v2/video/list/", json!({"max_count": 5})),
