@@ -877,9 +877,12 @@ fn require_any_scope(state: &SimState, req: &HttpRequest, scopes: &[&str]) -> Re
     })
 }
 
-fn pick(all: Value, fields: &[String]) -> Value {
+/// The asked `fields` of `all`, less those an injected `fail_metrics` fault makes TikTok leave
+/// out (it answers the fields it can and omits the others).
+fn pick(state: &SimState, account: &SimAccount, all: Value, fields: &[String]) -> Value {
+    let failing = state.failing_metrics(&account.platform, &account.external_id);
     let mut out = serde_json::Map::new();
-    for field in fields {
+    for field in fields.iter().filter(|f| !failing.contains(f)) {
         if let Some(value) = all.get(field) {
             out.insert(field.clone(), value.clone());
         }
@@ -955,7 +958,7 @@ async fn user_info(req: HttpRequest, state: web::Data<SimState>) -> HttpResponse
                 "likes_count": stat("likes_count"),
                 "video_count": insights::posts(&state, &account).len(),
             });
-            Ok(json!({ "user": pick(all, &fields) }))
+            Ok(json!({ "user": pick(&state, &account, all, &fields) }))
         }
         .await,
     )
@@ -986,7 +989,7 @@ async fn video_list(req: HttpRequest, state: web::Data<SimState>, body: Bytes) -
             let page: Vec<&SimPost> = posts.iter().take(max as usize).collect();
             let next = page.last().map(|p| p.created.timestamp_millis()).unwrap_or(0);
             Ok(json!({
-                "videos": page.iter().map(|p| pick(video_object(&account, p), &fields)).collect::<Vec<_>>(),
+                "videos": page.iter().map(|p| pick(&state, &account, video_object(&account, p), &fields)).collect::<Vec<_>>(),
                 "cursor": next,
                 "has_more": posts.len() > page.len(),
             }))
@@ -1017,7 +1020,7 @@ async fn video_query(req: HttpRequest, state: web::Data<SimState>, body: Bytes) 
             let videos: Vec<Value> = ids
                 .iter()
                 .filter_map(|id| insights::post(&state, &account, id))
-                .map(|p| pick(video_object(&account, &p), &fields))
+                .map(|p| pick(&state, &account, video_object(&account, &p), &fields))
                 .collect();
             Ok(json!({ "videos": videos }))
         }

@@ -10,6 +10,7 @@ mod insights;
 
 mod accounts;
 mod adapters_meta;
+mod adapters_scopes_metrics;
 mod adapters_tiktok_youtube;
 mod adapters_x;
 mod auth;
