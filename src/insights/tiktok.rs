@@ -3,7 +3,6 @@
 //! counts as of now: TikTok keeps no daily history there), videos from `/v2/video/list/`, one
 //! video from `/v2/video/query/`.
 
-
 use chrono::{DateTime, NaiveDate, Utc};
 use reqwest::Method;
 use secrecy::ExposeSecret;

@@ -62,7 +62,10 @@ fn refresh_scope(state: &SimState, refresh_token: &str) -> Option<String> {
 /// Grants `scope` (space-separated, as Google and X write it) to an access token and to the
 /// refresh token it came with, so a refresh keeps it.
 fn grant_spaced(state: &SimState, access: &str, refresh: &str, scope: &str) {
-    state.grant_scopes(access, scope.split_whitespace().map(str::to_string).collect());
+    state.grant_scopes(
+        access,
+        scope.split_whitespace().map(str::to_string).collect(),
+    );
     if let Some(mut object) = state.objects.get_mut(&format!("refresh:{refresh}")) {
         object.data = json!({ "scope": scope });
     }
@@ -739,7 +742,8 @@ async fn google_token(
             let Some(ext) = refresh_owner(&state, "youtube", refresh, false) else {
                 return oauth_error(400, "invalid_grant", "Token has been expired or revoked.");
             };
-            let granted = refresh_scope(&state, refresh).unwrap_or_else(|| GOOGLE_ALL_SCOPES.into());
+            let granted =
+                refresh_scope(&state, refresh).unwrap_or_else(|| GOOGLE_ALL_SCOPES.into());
             let access = state.issue_token("youtube", &ext).unwrap_or_default();
             grant_spaced(&state, &access, refresh, &granted);
             HttpResponse::Ok().json(json!({

@@ -489,7 +489,11 @@ async fn init_photos(
     require_scope(
         state,
         req,
-        if inbox { "video.upload" } else { "video.publish" },
+        if inbox {
+            "video.upload"
+        } else {
+            "video.publish"
+        },
     )?;
     let post_info = &body["post_info"];
     let title = post_info["title"].as_str().unwrap_or_default();

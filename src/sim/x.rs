@@ -279,13 +279,21 @@ pub(super) fn spec_check(
         // A handler naming an operation the documents lack is a simulator bug.
         return Err(Problem {
             status: StatusCode::INTERNAL_SERVER_ERROR,
-            body: generic_problem(500, "Internal Error", &format!("no spec for {method} {path}")),
+            body: generic_problem(
+                500,
+                "Internal Error",
+                &format!("no spec for {method} {path}"),
+            ),
             violation: None,
             rule: "invalid_request",
         });
     };
     let token = bearer_token(req).unwrap_or_default();
-    if let Some(missing) = operation.scopes.iter().find(|s| !state.has_scope(&token, s)) {
+    if let Some(missing) = operation
+        .scopes
+        .iter()
+        .find(|s| !state.has_scope(&token, s))
+    {
         return Err(Problem {
             status: StatusCode::FORBIDDEN,
             body: generic_problem(403, "Forbidden", "Forbidden"),
@@ -305,7 +313,10 @@ fn query_problem(params: &std::collections::BTreeMap<String, Param>, error: Para
     let message = match &error {
         ParamError::Unknown { name, .. } => {
             let known: Vec<&str> = params.keys().map(String::as_str).collect();
-            format!("The query parameter [{name}] is not one of [{}]", known.join(","))
+            format!(
+                "The query parameter [{name}] is not one of [{}]",
+                known.join(",")
+            )
         }
         ParamError::Missing { name } => format!("The `{name}` query parameter can not be empty"),
         ParamError::BadType { name, value, kind } => format!(

@@ -215,7 +215,8 @@ impl GError {
     }
 
     fn into_response(self) -> HttpResponse {
-        let mut item = json!({"message": self.message, "domain": self.domain, "reason": self.reason});
+        let mut item =
+            json!({"message": self.message, "domain": self.domain, "reason": self.reason});
         if let Some(location) = &self.location {
             item["location"] = json!(location);
             item["locationType"] = json!("parameter");
@@ -342,9 +343,16 @@ fn param_error(error: ParamError, analytics: bool) -> GError {
         ParamError::Missing { name } => ("required", format!("Required parameter: {name}")),
         ParamError::BadType { name, value, kind } => (
             "invalidParameter",
-            format!("Invalid value '{value}' for parameter {name}: expected {}.", kind.name()),
+            format!(
+                "Invalid value '{value}' for parameter {name}: expected {}.",
+                kind.name()
+            ),
         ),
-        ParamError::BadEnum { name, value, allowed } => (
+        ParamError::BadEnum {
+            name,
+            value,
+            allowed,
+        } => (
             "invalidParameter",
             format!(
                 "Invalid value '{value}' for parameter {name}. Allowed values: [{}]",

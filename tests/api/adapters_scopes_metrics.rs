@@ -79,7 +79,10 @@ async fn a_publish_refused_for_a_scope_is_insufficient_permissions_naming_it() {
         grant_only(&app, &publisher, &scopes);
         let (status, body) = app.post(&publisher.key, &publisher.body(content)).await;
         assert_eq!(status, 403, "{platform}: {body}");
-        assert_eq!(body["error"], "InsufficientPermissions", "{platform}: {body}");
+        assert_eq!(
+            body["error"], "InsufficientPermissions",
+            "{platform}: {body}"
+        );
         assert!(
             body.to_string().contains(needed),
             "{platform} should name {needed}: {body}"
@@ -136,7 +139,11 @@ async fn a_tiktok_metric_the_platform_left_out_is_null_and_failed_never_zero() {
     let (status, account) = performance(&app, &creator, "account").await;
     assert_eq!(status, 200, "{account}");
     let metrics = &account["data"]["metrics"];
-    assert_eq!(metrics.get("follower_count"), Some(&Value::Null), "{account}");
+    assert_eq!(
+        metrics.get("follower_count"),
+        Some(&Value::Null),
+        "{account}"
+    );
     assert!(metrics["video_count"].is_u64(), "{account}");
     let failed: Vec<&str> = account["failed_metrics"]
         .as_array()

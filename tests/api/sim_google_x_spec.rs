@@ -35,7 +35,11 @@ async fn post_json(app: &TestApp, token: &str, path: &str, body: Value) -> (u16,
 fn google_item(status: u16, body: &Value, code: u16) -> &Value {
     assert_eq!(status, code, "{body}");
     assert_eq!(body["error"]["code"], code, "{body}");
-    assert_eq!(body["error"]["errors"].as_array().map(Vec::len), Some(1), "{body}");
+    assert_eq!(
+        body["error"]["errors"].as_array().map(Vec::len),
+        Some(1),
+        "{body}"
+    );
     &body["error"]["errors"][0]
 }
 
@@ -55,7 +59,12 @@ async fn youtube_data_api_refuses_what_the_discovery_document_does_not_allow() {
     let token = &channel.access_token;
 
     // Well-formed: answered.
-    let (status, body) = get(&app, token, "/youtube/youtube/v3/videos?part=status&id=nope").await;
+    let (status, body) = get(
+        &app,
+        token,
+        "/youtube/youtube/v3/videos?part=status&id=nope",
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
 
     let cases: [(&str, &str, &str, &str); 6] = [
@@ -220,7 +229,10 @@ async fn youtube_analytics_refuses_badly_typed_parameters_and_a_token_without_it
 #[actix_rt::test]
 async fn x_refuses_what_the_openapi_documents_do_not_allow() {
     let app = TestApp::spawn().await;
-    let user = app.sim.state().create_account("x", "Spec User", Some("spec"));
+    let user = app
+        .sim
+        .state()
+        .create_account("x", "Spec User", Some("spec"));
     let token = &user.access_token;
     let (status, body) = post_json(&app, token, "/x/2/tweets", json!({"text": "first"})).await;
     assert_eq!(status, 201, "{body}");
@@ -257,7 +269,8 @@ async fn x_refuses_what_the_openapi_documents_do_not_allow() {
     .await;
     let message = invalid(status, &body, "tweet.fields");
     assert!(
-        message.starts_with("The `tweet.fields` query parameter value [view_count] is not one of ["),
+        message
+            .starts_with("The `tweet.fields` query parameter value [view_count] is not one of ["),
         "{message}"
     );
     let (status, body) = get(&app, token, &format!("/x/2/tweets/{id}?fields=id")).await;
@@ -370,11 +383,21 @@ async fn tiktok_refuses_each_endpoint_without_its_documented_scope_and_bad_param
     assert_eq!(app.take_violation_rules(), ["scope_not_authorized"]);
 
     // Display API: an unknown field, a missing `fields`, a bad enum, a badly typed count.
-    scoped(&app, token, &["user.info.basic", "video.list", "video.upload"]);
+    scoped(
+        &app,
+        token,
+        &["user.info.basic", "video.list", "video.upload"],
+    );
     for (path, body) in [
-        ("/tiktok/v2/video/list/?fields=id,colour", json!({"max_count": 5})),
+        (
+            "/tiktok/v2/video/list/?fields=id,colour",
+            json!({"max_count": 5}),
+        ),
         ("/tiktok/v2/video/list/", json!({"max_count": 5})),
-        ("/tiktok/v2/video/list/?fields=id", json!({"max_count": "five"})),
+        (
+            "/tiktok/v2/video/list/?fields=id",
+            json!({"max_count": "five"}),
+        ),
         (
             "/tiktok/v2/post/publish/content/init/",
             json!({"media_type": "PHOTO", "post_mode": "LATER"}),
@@ -382,7 +405,10 @@ async fn tiktok_refuses_each_endpoint_without_its_documented_scope_and_bad_param
     ] {
         let (status, answer) = post_json(&app, token, path, body).await;
         assert_eq!(status, 400, "{path}: {answer}");
-        assert_eq!(answer["error"]["code"], "invalid_params", "{path}: {answer}");
+        assert_eq!(
+            answer["error"]["code"], "invalid_params",
+            "{path}: {answer}"
+        );
     }
     assert_eq!(app.take_violation_rules(), ["invalid_params"; 4]);
 }
@@ -402,7 +428,10 @@ async fn authorize(app: &TestApp, platform: &str, scope: &str, person: &str) -> 
             ("scope", scope),
             ("state", "s"),
             ("login_hint", person),
-            ("code_challenge", "verifier-verifier-verifier-verifier-verifier"),
+            (
+                "code_challenge",
+                "verifier-verifier-verifier-verifier-verifier",
+            ),
             ("code_challenge_method", "plain"),
         ])
         .send()

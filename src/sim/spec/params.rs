@@ -308,7 +308,10 @@ impl BodyShape {
     pub fn missing_field(&self, body: &serde_json::Value) -> Option<&str> {
         self.required
             .iter()
-            .find(|name| body.get(name.as_str()).is_none_or(serde_json::Value::is_null))
+            .find(|name| {
+                body.get(name.as_str())
+                    .is_none_or(serde_json::Value::is_null)
+            })
             .map(String::as_str)
     }
 }
@@ -339,12 +342,18 @@ mod tests {
         params.insert("ids".to_string(), ids);
 
         assert_eq!(
-            check_query(&params, &pairs(&[("ids", "1"), ("tweet.fields", "id,text")])),
+            check_query(
+                &params,
+                &pairs(&[("ids", "1"), ("tweet.fields", "id,text")])
+            ),
             Ok(())
         );
         assert_eq!(
-            check_query(&params, &pairs(&[("ids", "1"), ("tweet.fields", "id,nope")]))
-                .map_err(|e| (e.rule(), e.value().to_string())),
+            check_query(
+                &params,
+                &pairs(&[("ids", "1"), ("tweet.fields", "id,nope")])
+            )
+            .map_err(|e| (e.rule(), e.value().to_string())),
             Err(("invalid_enum", "nope".to_string()))
         );
         assert_eq!(
