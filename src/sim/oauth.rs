@@ -3,10 +3,12 @@
 //! with a code, and each platform's token endpoint (code exchange with client authentication and
 //! PKCE where the platform has it, long-lived exchange, refresh, rotation).
 //!
-//! `GET /oauth/{app}/authorize` takes two test parameters besides the platform's own:
-//! `login_hint` (the person's name: the same name finds the same accounts again) and `deny=1`
-//! (the person refuses: `error=access_denied`). Apps: `meta` (facebook pages and instagram via
-//! Facebook Login), `threads`, `tiktok`, `google` (youtube), `x`.
+//! `GET /oauth/{app}/authorize` takes test parameters besides the platform's own:
+//! `login_hint` (the person's name: the same name finds the same accounts again), `deny=1`
+//! (the person refuses: `error=access_denied`) and `grant` (the scopes the person grants, in the
+//! platform's `scope` syntax, when not all that were asked: Google and TikTok let them untick).
+//! Apps: `meta` (facebook pages and instagram via Facebook Login), `threads`, `tiktok`, `google`
+//! (youtube), `x`.
 
 use std::time::Instant;
 
@@ -217,7 +219,9 @@ async fn authorize(
                         "redirect_uri": redirect_uri,
                         "challenge": challenge,
                         "method": param(&q, "code_challenge_method").unwrap_or("plain"),
-                        "scope": param(&q, "scope"),
+                        // `grant` (a test parameter): the scopes the person leaves ticked on
+                        // a consent screen that lets them untick some (Google, TikTok).
+                        "scope": param(&q, "grant").or(param(&q, "scope")),
                         "accounts": accounts_for(&state, &app, person),
                     }),
                     created: Instant::now(),

@@ -92,6 +92,73 @@ async fn a_publish_refused_for_a_scope_is_insufficient_permissions_naming_it() {
     }
 }
 
+/// Connects `platform` as `person`, the person granting only `grant` on the consent screen.
+async fn connect_granting(
+    app: &TestApp,
+    platform: &str,
+    person: &str,
+    grant: &str,
+) -> (u16, Value) {
+    let dashboard = app.sign_in(&format!("{person}@example.com")).await;
+    let response = dashboard
+        .no_redirect
+        .get(app.url(&format!("/api/connect/{platform}?login_hint={person}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 302);
+    let mut authorize = url::Url::parse(response.headers()["location"].to_str().unwrap()).unwrap();
+    authorize.query_pairs_mut().append_pair("grant", grant);
+    let response = dashboard.no_redirect.get(authorize).send().await.unwrap();
+    assert_eq!(response.status(), 302, "the simulator redirects back");
+    let callback = response.headers()["location"].to_str().unwrap().to_string();
+    let (status, body) =
+        status_and_json(dashboard.client.get(&callback).send().await.unwrap()).await;
+    let listed: Value = dashboard
+        .client
+        .get(app.url("/api/accounts"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed["accounts"], json!([]), "nothing connected: {listed}");
+    (status, body)
+}
+
+#[actix_rt::test]
+async fn a_connection_missing_a_scope_we_need_is_refused_naming_it() {
+    let app = TestApp::spawn().await;
+    for (platform, grant, named) in [
+        (
+            "youtube",
+            "https://www.googleapis.com/auth/youtube.upload",
+            "https://www.googleapis.com/auth/youtube.readonly, \
+             https://www.googleapis.com/auth/yt-analytics.readonly",
+        ),
+        (
+            "x",
+            "tweet.read users.read offline.access",
+            "tweet.write, media.write",
+        ),
+        (
+            "tiktok",
+            "user.info.basic,user.info.profile,user.info.stats,video.list,video.upload",
+            "video.publish",
+        ),
+    ] {
+        let person = format!("Una{platform}");
+        let (status, body) = connect_granting(&app, platform, &person, grant).await;
+        assert_eq!(status, 400, "{platform}: {body}");
+        assert_eq!(body["error"], "ConnectionFailed", "{platform}: {body}");
+        assert!(
+            body.to_string().contains(named),
+            "{platform} should name {named}: {body}"
+        );
+    }
+}
+
 #[actix_rt::test]
 async fn youtube_insights_without_a_read_scope_name_the_one_needed() {
     let app = TestApp::spawn().await;
