@@ -844,7 +844,8 @@ async fn x_token(
         "access_token": access,
         "scope": granted,
     });
-    // X issues a refresh token only to an authorization that asked for `offline.access`.
+    // X issues a refresh token only to an authorization that asked for `offline.access`
+    // (<https://docs.x.com/fundamentals/authentication/oauth-2-0/authorization-code>).
     if granted.split_whitespace().any(|s| s == "offline.access") {
         let refresh = new_refresh_token(&state, "x", &ext);
         grant_spaced(&state, &access, &refresh, &granted);
