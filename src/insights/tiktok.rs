@@ -3,14 +3,14 @@
 //! counts as of now: TikTok keeps no daily history there), videos from `/v2/video/list/`, one
 //! video from `/v2/video/query/`.
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, NaiveDate, Utc};
 use reqwest::Method;
 use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
-use super::{DailyMetrics, InsightsContext, InsightsQuery, PostId, with_failures};
+use super::{
+    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId, has_failed, with_failures,
+};
 use crate::{
     platforms::{
         PlatformError, SendTraced,
@@ -98,15 +98,39 @@ async fn user(ctx: &InsightsContext<'_>) -> Result<Value, PlatformError> {
     Ok(call(ctx, Method::GET, "/v2/user/info/", &fields, None).await?["user"].clone())
 }
 
-fn video_item(raw: &Value) -> Value {
+/// `metrics` of a TikTok object: each a number, or null and listed in `failures` when TikTok
+/// left it out (or sent something else): unknown, never a measured 0.
+fn metrics_of(
+    raw: &Value,
+    metrics: &[&str],
+    failures: &mut Vec<MetricFailure>,
+) -> serde_json::Map<String, Value> {
+    metrics
+        .iter()
+        .map(|m| {
+            let value = match raw[*m].as_u64() {
+                Some(n) => json!(n),
+                None => {
+                    if !has_failed(failures, m) {
+                        failures.push(MetricFailure {
+                            metric: (*m).to_string(),
+                            error: format!("tiktok did not return {m}"),
+                        });
+                    }
+                    Value::Null
+                }
+            };
+            ((*m).to_string(), value)
+        })
+        .collect()
+}
+
+fn video_item(raw: &Value, failures: &mut Vec<MetricFailure>) -> Value {
     let published = raw["create_time"]
         .as_i64()
         .and_then(|t| DateTime::from_timestamp(t, 0))
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-    let metrics: serde_json::Map<String, Value> = VIDEO_METRICS
-        .iter()
-        .map(|m| ((*m).to_string(), json!(raw[*m].as_u64().unwrap_or(0))))
-        .collect();
+    let metrics = metrics_of(raw, &VIDEO_METRICS, failures);
     json!({
         "video_id": raw["id"],
         "title": raw["title"].as_str().unwrap_or_default(),
@@ -170,23 +194,19 @@ pub async fn query(
         "account_name": ctx.account.name,
         "platform": "tiktok",
     });
+    let mut failures = Vec::new();
     match query {
         InsightsQuery::Account { .. } => {
             let user = user(ctx).await?;
             data["username"] = user["username"].clone();
             data["as_of"] = json!(Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-            data["metrics"] = json!(
-                ACCOUNT_METRICS
-                    .iter()
-                    .map(|m| ((*m).to_string(), json!(user[*m].as_u64().unwrap_or(0))))
-                    .collect::<BTreeMap<_, _>>()
-            );
+            data["metrics"] = Value::Object(metrics_of(&user, &ACCOUNT_METRICS, &mut failures));
         }
         InsightsQuery::Posts { limit } => {
             let items: Vec<Value> = videos(ctx, *limit, None)
                 .await?
                 .iter()
-                .map(video_item)
+                .map(|raw| video_item(raw, &mut failures))
                 .collect();
             data["count"] = json!(items.len());
             data["videos"] = Value::Array(items);
@@ -210,10 +230,10 @@ pub async fn query(
                     "tiktok has no video {id} on this account"
                 )));
             };
-            data["video"] = video_item(&raw);
+            data["video"] = video_item(&raw, &mut failures);
         }
     }
-    Ok(with_failures(json!({ "data": data }), &[]))
+    Ok(with_failures(json!({ "data": data }), &failures))
 }
 
 pub async fn daily(
@@ -221,9 +241,9 @@ pub async fn daily(
     date: NaiveDate,
 ) -> Result<DailyMetrics, PlatformError> {
     let user = user(ctx).await?;
-    let page_metrics = ACCOUNT_METRICS
-        .iter()
-        .map(|m| ((*m).to_string(), json!(user[*m].as_u64().unwrap_or(0))))
+    let mut failed_metrics = Vec::new();
+    let page_metrics = metrics_of(&user, &ACCOUNT_METRICS, &mut failed_metrics)
+        .into_iter()
         .collect();
     let that_day: Vec<Value> = videos(ctx, 100, Some(date))
         .await?
@@ -236,13 +256,18 @@ pub async fn daily(
                 == Some(date)
         })
         .collect();
+    // A video whose views TikTok left out makes the sum unknown: listed as failed (the sum
+    // is of the views it did give).
+    let mut view_failures = Vec::new();
+    let total_post_views = that_day
+        .iter()
+        .filter_map(|v| metrics_of(v, &["view_count"], &mut view_failures)["view_count"].as_u64())
+        .sum();
+    failed_metrics.extend(view_failures);
     Ok(DailyMetrics {
         page_metrics,
         posts_count: that_day.len() as u64,
-        total_post_views: that_day
-            .iter()
-            .map(|v| v["view_count"].as_u64().unwrap_or(0))
-            .sum(),
-        failed_metrics: Vec::new(),
+        total_post_views,
+        failed_metrics,
     })
 }

@@ -17,7 +17,7 @@ use crate::{
     platforms::{
         PlatformError, SendTraced,
         ids::{ApiPath, InvalidId, YoutubeVideoId},
-        youtube::classify,
+        youtube::{SCOPE_ANALYTICS, SCOPE_READONLY, classify, needs_scope},
     },
     publish::plan::Platform,
 };
@@ -51,6 +51,7 @@ async fn get(
     url: url::Url,
     params: &[(&str, &str)],
 ) -> Result<Value, PlatformError> {
+    let url_is_analytics = url.path().ends_with("/v2/reports");
     let response = ctx
         .http
         .get(url)
@@ -65,7 +66,13 @@ async fn get(
     let status = response.status();
     let text = response.text().await.map_err(PlatformError::from_reqwest)?;
     if !status.is_success() {
-        return Err(classify(status, &text, Utc::now()));
+        // Reports need the Analytics scope; channels, playlists and videos the read-only one.
+        let scope = if url_is_analytics {
+            SCOPE_ANALYTICS
+        } else {
+            SCOPE_READONLY
+        };
+        return Err(needs_scope(classify(status, &text, Utc::now()), scope));
     }
     serde_json::from_str(&text).map_err(|e| {
         PlatformError::Transient(format!("youtube answered something that is not JSON: {e}"))

@@ -95,6 +95,43 @@ pub fn is_instagram_login(platform: Platform, route: LoginRoute) -> bool {
     platform == Platform::Instagram && route == LoginRoute::InstagramLogin
 }
 
+/// What the Google authorization asks for: uploads, reading the channel and its videos, and
+/// Analytics reports (each the scope one of our calls relies on).
+const GOOGLE_SCOPES: &str = "https://www.googleapis.com/auth/youtube.upload \
+    https://www.googleapis.com/auth/youtube.readonly \
+    https://www.googleapis.com/auth/yt-analytics.readonly";
+/// What the X authorization asks for: posting (`tweet.write` with `tweet.read` and
+/// `users.read`, per `POST /2/tweets`'s security), media uploads, and a refresh token.
+const X_SCOPES: &str = "tweet.read tweet.write users.read media.write offline.access";
+
+/// The scopes of `asked` that a token response's `scope` (space- or comma-separated) lacks.
+/// Google and TikTok let the person untick scopes on the consent screen and say in `scope`
+/// what was granted; without `scope` the platform said nothing and nothing is presumed missing.
+fn missing_scopes<'a>(asked: &'a str, granted: Option<&str>) -> Vec<&'a str> {
+    let Some(granted) = granted else {
+        return Vec::new();
+    };
+    let granted: Vec<&str> = granted.split([' ', ',']).collect();
+    asked
+        .split([' ', ','])
+        .filter(|s| !s.is_empty() && !granted.contains(s))
+        .collect()
+}
+
+/// Refuses a connection whose authorization did not grant every scope we asked for, naming
+/// them: the account would otherwise connect and fail later with a bare permission error.
+fn require_granted(platform: &str, asked: &str, tokens: &Value) -> Result<(), OAuthError> {
+    let missing = missing_scopes(asked, tokens["scope"].as_str());
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(OAuthError::from(PlatformError::Permission(format!(
+        "the {platform} authorization did not grant {}; reconnect and allow {}",
+        missing.join(", "),
+        if missing.len() == 1 { "it" } else { "them" }
+    ))))
+}
+
 /// The app a platform connects through: (client id, secret, authorize URL).
 fn app(
     config: &OAuthConfig,
@@ -191,17 +228,14 @@ pub fn authorize_url(
             Platform::Youtube => {
                 q.append_pair("client_id", client)
                     .append_pair("response_type", "code")
-                    .append_pair("scope", "https://www.googleapis.com/auth/youtube.upload https://www.googleapis.com/auth/youtube.readonly https://www.googleapis.com/auth/yt-analytics.readonly")
+                    .append_pair("scope", GOOGLE_SCOPES)
                     .append_pair("access_type", "offline")
                     .append_pair("prompt", "consent");
             }
             Platform::X => {
                 q.append_pair("client_id", client)
                     .append_pair("response_type", "code")
-                    .append_pair(
-                        "scope",
-                        "tweet.read tweet.write users.read media.write offline.access",
-                    );
+                    .append_pair("scope", X_SCOPES);
             }
         }
         q.append_pair("redirect_uri", redirect_uri)
@@ -518,6 +552,7 @@ pub async fn complete(
                 ]),
             )
             .await?;
+            require_granted("tiktok", crate::platforms::tiktok::SCOPES, &tokens)?;
             let token = tokens["access_token"]
                 .as_str()
                 .unwrap_or_default()
@@ -558,6 +593,7 @@ pub async fn complete(
                 ]),
             )
             .await?;
+            require_granted("youtube", GOOGLE_SCOPES, &tokens)?;
             let token = tokens["access_token"]
                 .as_str()
                 .unwrap_or_default()
@@ -602,6 +638,7 @@ pub async fn complete(
                     ]),
             )
             .await?;
+            require_granted("x", X_SCOPES, &tokens)?;
             let token = tokens["access_token"]
                 .as_str()
                 .unwrap_or_default()
@@ -913,5 +950,35 @@ mod tests {
             ),
             Some(expires - Duration::days(config.threads_refresh_days_before))
         );
+    }
+
+    #[test]
+    fn a_scope_the_person_did_not_grant_is_named() {
+        assert_eq!(missing_scopes(X_SCOPES, Some(X_SCOPES)), Vec::<&str>::new());
+        assert_eq!(
+            missing_scopes(X_SCOPES, Some("tweet.read users.read offline.access")),
+            ["tweet.write", "media.write"]
+        );
+        // Google may add scopes (openid) and order them as it likes.
+        let granted = "openid https://www.googleapis.com/auth/yt-analytics.readonly \
+            https://www.googleapis.com/auth/youtube.upload";
+        assert_eq!(
+            missing_scopes(GOOGLE_SCOPES, Some(granted)),
+            ["https://www.googleapis.com/auth/youtube.readonly"]
+        );
+        // TikTok separates with commas.
+        assert_eq!(
+            missing_scopes("user.info.basic,video.publish", Some("user.info.basic")),
+            ["video.publish"]
+        );
+        assert_eq!(missing_scopes(X_SCOPES, None), Vec::<&str>::new());
+        let refused = require_granted("x", X_SCOPES, &serde_json::json!({"scope": "tweet.read"}));
+        match refused {
+            Err(OAuthError::Refused(message)) => {
+                assert!(message.contains("missing permission"), "{message}");
+                assert!(message.contains("tweet.write, users.read"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

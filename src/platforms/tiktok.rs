@@ -346,11 +346,20 @@ impl Api<'_, '_> {
         let envelope: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         match envelope["error"]["code"].as_str() {
             Some("ok") if status.is_success() => Ok(envelope["data"].clone()),
-            Some(code) => Err(classify(
-                status,
-                code,
-                envelope["error"]["message"].as_str().unwrap_or_default(),
-            )),
+            Some(code) => Err(
+                match classify(
+                    status,
+                    code,
+                    envelope["error"]["message"].as_str().unwrap_or_default(),
+                ) {
+                    // TikTok does not say which scope is missing: name the one this call needs.
+                    PlatformError::Permission(detail) => PlatformError::Permission(format!(
+                        "{detail} (this call needs the scope {})",
+                        posting_scope(path, body)
+                    )),
+                    other => other,
+                },
+            ),
             None => Err(unexpected(status, &text)),
         }
     }
@@ -470,6 +479,22 @@ pub async fn resume(
 }
 
 /// TikTok's error codes, classified.
+/// The scope a Content Posting call needs, per TikTok's reference for each endpoint: direct
+/// posts and creator info `video.publish`, inbox uploads `video.upload`, a photo post by its
+/// `post_mode`, the status either.
+fn posting_scope(path: &str, body: Option<&Value>) -> &'static str {
+    match path {
+        "/v2/post/publish/inbox/video/init/" => "video.upload",
+        "/v2/post/publish/content/init/"
+            if body.is_some_and(|b| b["post_mode"] == "MEDIA_UPLOAD") =>
+        {
+            "video.upload"
+        }
+        "/v2/post/publish/status/fetch/" => "video.publish or video.upload",
+        _ => "video.publish",
+    }
+}
+
 pub(crate) fn classify(status: StatusCode, code: &str, message: &str) -> PlatformError {
     let detail = format!("{code}: {message}");
     match code {

@@ -26,6 +26,21 @@ const MAX_CHUNK_BYTES: u64 = 4 * 1024 * 1024;
 const MAX_SEGMENTS: u64 = 1_000;
 /// Used when a 429 has no usable `x-rate-limit-reset` (X's window is 15 minutes).
 const DEFAULT_RETRY_AFTER: u64 = 900;
+/// The OAuth 2.0 scopes `POST /2/tweets` needs (its `security` in the OpenAPI spec).
+const POST_SCOPES: &str = "tweet.read, tweet.write, users.read";
+/// The scope of every media upload endpoint.
+const MEDIA_SCOPES: &str = "media.write";
+
+/// Names the scopes a call needs in a refusal for want of permission: X's 403 says only
+/// "Forbidden", and the user must know what to grant on reconnecting.
+fn needs_scopes(error: PlatformError, scopes: &str) -> PlatformError {
+    match error {
+        PlatformError::Permission(detail) => {
+            PlatformError::Permission(format!("{detail} (this call needs the scopes {scopes})"))
+        }
+        other => other,
+    }
+}
 
 pub async fn publish(ctx: &PlatformContext<'_>, post: &XPost) -> Result<Published, PlatformError> {
     if post.tweets.is_empty() {
@@ -192,7 +207,8 @@ impl<'a> Client<'a> {
                 self.request(Method::POST, &ApiPath::fixed("2/tweets"))?
                     .json(body),
             )
-            .await?;
+            .await
+            .map_err(|e| needs_scopes(e, POST_SCOPES))?;
         response["data"]["id"]
             .as_str()
             .map(str::to_string)
@@ -229,7 +245,8 @@ impl<'a> Client<'a> {
                         "media_category": category,
                     })),
             )
-            .await?;
+            .await
+            .map_err(|e| needs_scopes(e, MEDIA_SCOPES))?;
         let id = init["data"]["id"].as_str().ok_or_else(|| {
             PlatformError::Rejected(format!("x initialize gave no media id: {init}"))
         })?;
@@ -255,7 +272,8 @@ impl<'a> Client<'a> {
                 .header(reqwest::header::CONTENT_TYPE, content_type)
                 .body(body),
             )
-            .await?;
+            .await
+            .map_err(|e| needs_scopes(e, MEDIA_SCOPES))?;
             segment += 1;
         }
 
@@ -268,7 +286,8 @@ impl<'a> Client<'a> {
                         .then("finalize"),
                 )?,
             )
-            .await?;
+            .await
+            .map_err(|e| needs_scopes(e, MEDIA_SCOPES))?;
         self.await_processing(id.as_str(), &finalized["data"])
             .await?;
         Ok(id.into())
@@ -309,7 +328,8 @@ impl<'a> Client<'a> {
                 self.request(Method::GET, &ApiPath::fixed("2/media/upload"))?
                     .query(&[("command", "STATUS"), ("media_id", id.as_str())]),
             )
-            .await?;
+            .await
+            .map_err(|e| needs_scopes(e, MEDIA_SCOPES))?;
         Ok(status["data"]["processing_info"].clone())
     }
 }

@@ -25,6 +25,22 @@ const MAX_THUMBNAIL_BYTES: u64 = 2_097_152;
 /// Where no better hint exists (e.g. per-minute rate limits).
 const SHORT_RETRY_SECS: u64 = 60;
 const FALLBACK_RETRY_SECS: u64 = 3600;
+/// The scopes our authorization asks for (`oauth::authorize_url`), each the one a call below
+/// relies on among those its discovery entry accepts.
+pub(crate) const SCOPE_UPLOAD: &str = "https://www.googleapis.com/auth/youtube.upload";
+pub(crate) const SCOPE_READONLY: &str = "https://www.googleapis.com/auth/youtube.readonly";
+pub(crate) const SCOPE_ANALYTICS: &str = "https://www.googleapis.com/auth/yt-analytics.readonly";
+
+/// Names the scope a call needs in a refusal for want of one: Google's 403
+/// `insufficientPermissions` says only "insufficient authentication scopes".
+pub(crate) fn needs_scope(error: PlatformError, scope: &str) -> PlatformError {
+    match error {
+        PlatformError::Permission(detail) if detail.starts_with("insufficientPermissions") => {
+            PlatformError::Permission(format!("{detail} (this call needs the scope {scope})"))
+        }
+        other => other,
+    }
+}
 
 pub async fn publish(
     ctx: &PlatformContext<'_>,
@@ -140,7 +156,7 @@ impl Api<'_, '_> {
             .await
             .map_err(PlatformError::from_reqwest)?;
         if !response.status().is_success() {
-            return Err(google_error(response).await);
+            return Err(needs_scope(google_error(response).await, SCOPE_UPLOAD));
         }
         let location = response
             .headers()
@@ -290,7 +306,7 @@ impl Api<'_, '_> {
             .await
             .map_err(PlatformError::from_reqwest)?;
         if !response.status().is_success() {
-            return Err(google_error(response).await);
+            return Err(needs_scope(google_error(response).await, SCOPE_READONLY));
         }
         let body: Value = response.json().await.map_err(PlatformError::from_reqwest)?;
         Ok(body["items"]
@@ -343,7 +359,7 @@ impl Api<'_, '_> {
         if response.status().is_success() {
             Ok(())
         } else {
-            Err(google_error(response).await)
+            Err(needs_scope(google_error(response).await, SCOPE_UPLOAD))
         }
     }
 }

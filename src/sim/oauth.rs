@@ -3,11 +3,13 @@
 //! with a code, and each platform's token endpoint (code exchange with client authentication and
 //! PKCE where the platform has it, long-lived exchange, refresh, rotation).
 //!
-//! `GET /oauth/{app}/authorize` takes two test parameters besides the platform's own:
-//! `login_hint` (the person's name: the same name finds the same accounts again) and `deny=1`
-//! (the person refuses: `error=access_denied`). Apps: `meta` (facebook pages and instagram via
-//! Facebook Login), `instagram` (instagram via Instagram Login; its token endpoints are in
-//! [`super::instagram_login`]), `threads`, `tiktok`, `google` (youtube), `x`.
+//! `GET /oauth/{app}/authorize` takes test parameters besides the platform's own:
+//! `login_hint` (the person's name: the same name finds the same accounts again), `deny=1`
+//! (the person refuses: `error=access_denied`) and `grant` (the scopes the person grants, in the
+//! platform's `scope` syntax, when not all that were asked: Google and TikTok let them untick).
+//! Apps: `meta` (facebook pages and instagram via Facebook Login), `instagram` (instagram via
+//! Instagram Login; its token endpoints are in [`super::instagram_login`]), `threads`, `tiktok`,
+//! `google` (youtube), `x`.
 
 use std::time::Instant;
 
@@ -37,6 +39,40 @@ const TIKTOK_ALL_SCOPES: &str =
     "user.info.basic,user.info.profile,user.info.stats,video.publish,video.upload,video.list";
 const GOOGLE_ACCESS: u64 = 3_599;
 const X_ACCESS: u64 = 7_200;
+/// What a Google token made without a scope list (a refresh token of an account created
+/// directly) is granted: every scope the YouTube and Analytics methods the simulator serves list.
+const GOOGLE_ALL_SCOPES: &str = "https://www.googleapis.com/auth/youtube \
+    https://www.googleapis.com/auth/youtube.upload https://www.googleapis.com/auth/youtube.readonly \
+    https://www.googleapis.com/auth/youtube.force-ssl https://www.googleapis.com/auth/yt-analytics.readonly";
+/// The same for X (the scopes of the operations the simulator serves, and refresh).
+const X_ALL_SCOPES: &str = "tweet.read tweet.write users.read media.write offline.access";
+
+/// The scope an authorization code was granted with (what its authorize request asked for: the
+/// simulated person accepts all), read before the code is redeemed.
+fn code_scope(state: &SimState, code: &str) -> Option<String> {
+    state
+        .object(&format!("oauth-code:{code}"))
+        .and_then(|o| o.data["scope"].as_str().map(str::to_string))
+}
+
+/// The scope a refresh token carries (kept from the authorization it came from).
+fn refresh_scope(state: &SimState, refresh_token: &str) -> Option<String> {
+    state
+        .object(&format!("refresh:{refresh_token}"))
+        .and_then(|o| o.data["scope"].as_str().map(str::to_string))
+}
+
+/// Grants `scope` (space-separated, as Google and X write it) to an access token and to the
+/// refresh token it came with, so a refresh keeps it.
+fn grant_spaced(state: &SimState, access: &str, refresh: &str, scope: &str) {
+    state.grant_scopes(
+        access,
+        scope.split_whitespace().map(str::to_string).collect(),
+    );
+    if let Some(mut object) = state.objects.get_mut(&format!("refresh:{refresh}")) {
+        object.data = json!({ "scope": scope });
+    }
+}
 
 /// Routes at the app level (before the platform scopes, whose catch-alls would take them).
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -196,7 +232,9 @@ async fn authorize(
                         "redirect_uri": redirect_uri,
                         "challenge": challenge,
                         "method": param(&q, "code_challenge_method").unwrap_or("plain"),
-                        "scope": param(&q, "scope"),
+                        // `grant` (a test parameter): the scopes the person leaves ticked on
+                        // a consent screen that lets them untick some (Google, TikTok).
+                        "scope": param(&q, "grant").or(param(&q, "scope")),
                         "accounts": accounts_for(&state, &app, person),
                     }),
                     created: Instant::now(),
@@ -696,6 +734,7 @@ async fn google_token(
                 let response = oauth_error(400, "invalid_request", detail);
                 return flagged(response, "google", Some("missing_parameter"), detail);
             };
+            let granted = code_scope(&state, code).unwrap_or_else(|| GOOGLE_ALL_SCOPES.into());
             let accounts = match redeem(
                 &state,
                 "google",
@@ -714,25 +753,30 @@ async fn google_token(
                 return oauth_error(400, "invalid_grant", "no account");
             };
             let access = state.issue_token("youtube", ext).unwrap_or_default();
+            let refresh = new_refresh_token(&state, "youtube", ext);
+            grant_spaced(&state, &access, &refresh, &granted);
             HttpResponse::Ok().json(json!({
                 "access_token": access,
                 "expires_in": GOOGLE_ACCESS,
-                "refresh_token": new_refresh_token(&state, "youtube", ext),
-                "scope": "https://www.googleapis.com/auth/youtube.upload https://www.googleapis.com/auth/youtube.readonly https://www.googleapis.com/auth/yt-analytics.readonly",
+                "refresh_token": refresh,
+                "scope": granted,
                 "token_type": "Bearer",
             }))
         }
-        // Google keeps the refresh token: the answer has a new access token only.
+        // Google keeps the refresh token: the answer has a new access token only, with the
+        // scopes the refresh token was granted.
         Some("refresh_token") => {
-            let Some(ext) = param(&form, "refresh_token")
-                .and_then(|rt| refresh_owner(&state, "youtube", rt, false))
-            else {
+            let refresh = param(&form, "refresh_token").unwrap_or_default();
+            let Some(ext) = refresh_owner(&state, "youtube", refresh, false) else {
                 return oauth_error(400, "invalid_grant", "Token has been expired or revoked.");
             };
+            let granted =
+                refresh_scope(&state, refresh).unwrap_or_else(|| GOOGLE_ALL_SCOPES.into());
             let access = state.issue_token("youtube", &ext).unwrap_or_default();
+            grant_spaced(&state, &access, refresh, &granted);
             HttpResponse::Ok().json(json!({
                 "access_token": access, "expires_in": GOOGLE_ACCESS,
-                "scope": "https://www.googleapis.com/auth/youtube.upload", "token_type": "Bearer",
+                "scope": granted, "token_type": "Bearer",
             }))
         }
         _ => flagged(
@@ -774,6 +818,8 @@ async fn x_token(
             }
         },
     };
+    // The scopes granted: the authorize request's, kept by a refresh (the token rotates).
+    let mut granted: Option<String> = None;
     let ext = match param(&form, "grant_type") {
         Some("authorization_code") => {
             let Some(code) = param(&form, "code") else {
@@ -781,6 +827,7 @@ async fn x_token(
                 let response = oauth_error(400, "invalid_request", detail);
                 return flagged(response, "x", Some("missing_parameter"), detail);
             };
+            granted = code_scope(&state, code);
             match redeem(
                 &state,
                 "x",
@@ -796,9 +843,10 @@ async fn x_token(
                 }
             }
         }
-        Some("refresh_token") => {
-            param(&form, "refresh_token").and_then(|rt| refresh_owner(&state, "x", rt, true))
-        }
+        Some("refresh_token") => param(&form, "refresh_token").and_then(|rt| {
+            granted = refresh_scope(&state, rt);
+            refresh_owner(&state, "x", rt, true)
+        }),
         _ => {
             let detail = "Value passed for the grant type was invalid.";
             let response = oauth_error(400, "invalid_request", detail);
@@ -813,22 +861,35 @@ async fn x_token(
         );
     };
     let access = state.issue_token("x", &ext).unwrap_or_default();
-    HttpResponse::Ok().json(json!({
+    let granted = granted.unwrap_or_else(|| X_ALL_SCOPES.into());
+    let mut body = json!({
         "token_type": "bearer",
         "expires_in": X_ACCESS,
         "access_token": access,
-        "scope": "tweet.read tweet.write users.read media.write offline.access",
-        "refresh_token": new_refresh_token(&state, "x", &ext),
-    }))
+        "scope": granted,
+    });
+    // X issues a refresh token only to an authorization that asked for `offline.access`
+    // (<https://docs.x.com/fundamentals/authentication/oauth-2-0/authorization-code>).
+    if granted.split_whitespace().any(|s| s == "offline.access") {
+        let refresh = new_refresh_token(&state, "x", &ext);
+        grant_spaced(&state, &access, &refresh, &granted);
+        body["refresh_token"] = json!(refresh);
+    } else {
+        grant_spaced(&state, &access, "", &granted);
+    }
+    HttpResponse::Ok().json(body)
 }
 
 /// `GET /2/users/me`.
 async fn x_me(req: HttpRequest, state: web::Data<SimState>) -> HttpResponse {
     let token = bearer_token(&req);
     match state.admit(&["x"], token.as_deref(), req.path()).await {
-        Ok(account) => HttpResponse::Ok().json(json!({"data": {
-            "id": account.external_id, "name": account.name, "username": account.username,
-        }})),
+        Ok(account) => match super::x::spec_check(&state, &req, "GET", "/2/users/me", &[]) {
+            Ok(()) => HttpResponse::Ok().json(json!({"data": {
+                "id": account.external_id, "name": account.name, "username": account.username,
+            }})),
+            Err(problem) => problem.into_response(),
+        },
         Err(refusal) => {
             let response = HttpResponse::Unauthorized().json(json!({
                 "title": "Unauthorized", "type": "about:blank", "status": 401, "detail": "Unauthorized",

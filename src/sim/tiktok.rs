@@ -184,11 +184,54 @@ fn render(result: Result<Value, TtError>) -> HttpResponse {
     }
 }
 
+/// The scopes each endpoint needs, any one of which suffices, hand-written from TikTok's
+/// documentation (there is no machine-readable spec; `platform-apis.md` §5):
+/// - creator info: `video.publish`
+///   (<https://developers.tiktok.com/doc/content-posting-api-reference-query-creator-info>);
+/// - direct post: `video.publish`
+///   (<https://developers.tiktok.com/doc/content-posting-api-reference-direct-post>);
+/// - inbox upload: `video.upload`
+///   (<https://developers.tiktok.com/doc/content-posting-api-reference-upload-video>);
+/// - photo post: `video.publish` for `DIRECT_POST`, `video.upload` for `MEDIA_UPLOAD`
+///   (<https://developers.tiktok.com/doc/content-posting-api-reference-photo-post>; the mode
+///   is checked in [`init_photos`]);
+/// - post status: `video.publish` or `video.upload`
+///   (<https://developers.tiktok.com/doc/content-posting-api-reference-get-video-status>);
+/// - video list and query: `video.list`
+///   (<https://developers.tiktok.com/doc/tiktok-api-v2-video-list>,
+///   <https://developers.tiktok.com/doc/tiktok-api-v2-video-query>);
+/// - user info: per field, [`USER_FIELD_SCOPES`]
+///   (<https://developers.tiktok.com/doc/tiktok-api-v2-get-user-info>).
+const ENDPOINT_SCOPES: [(&str, &[&str]); 7] = [
+    ("/v2/post/publish/creator_info/query/", &["video.publish"]),
+    ("/v2/post/publish/video/init/", &["video.publish"]),
+    ("/v2/post/publish/inbox/video/init/", &["video.upload"]),
+    (
+        "/v2/post/publish/content/init/",
+        &["video.publish", "video.upload"],
+    ),
+    (
+        "/v2/post/publish/status/fetch/",
+        &["video.publish", "video.upload"],
+    ),
+    ("/v2/video/list/", &["video.list"]),
+    ("/v2/video/query/", &["video.list"]),
+];
+
+/// Authenticates a call and checks its token has a scope the endpoint needs
+/// ([`ENDPOINT_SCOPES`]); refusals in TikTok's terms.
 async fn admit(state: &SimState, req: &HttpRequest) -> Result<SimAccount, TtError> {
-    state
+    let account = state
         .admit(&[PLATFORM], bearer_token(req).as_deref(), req.path())
         .await
-        .map_err(TtError::from_refusal)
+        .map_err(TtError::from_refusal)?;
+    if let Some((_, scopes)) = ENDPOINT_SCOPES
+        .iter()
+        .find(|(path, _)| req.path().ends_with(path))
+    {
+        require_any_scope(state, req, scopes)?;
+    }
+    Ok(account)
 }
 
 fn parse_body(body: &[u8]) -> Result<Value, TtError> {
@@ -417,7 +460,7 @@ fn is_video_type(content_type: &str) -> bool {
 
 async fn content_init(req: HttpRequest, state: web::Data<SimState>, body: Bytes) -> HttpResponse {
     let result = match admit(&state, &req).await {
-        Ok(account) => init_photos(&state, &account, &body).await,
+        Ok(account) => init_photos(&state, &req, &account, &body).await,
         Err(e) => Err(e),
     };
     render(result)
@@ -425,6 +468,7 @@ async fn content_init(req: HttpRequest, state: web::Data<SimState>, body: Bytes)
 
 async fn init_photos(
     state: &SimState,
+    req: &HttpRequest,
     account: &SimAccount,
     body: &[u8],
 ) -> Result<Value, TtError> {
@@ -441,6 +485,16 @@ async fn init_photos(
             ));
         }
     };
+    // A direct post publishes (`video.publish`); an upload to the inbox does not.
+    require_scope(
+        state,
+        req,
+        if inbox {
+            "video.upload"
+        } else {
+            "video.publish"
+        },
+    )?;
     let post_info = &body["post_info"];
     let title = post_info["title"].as_str().unwrap_or_default();
     let description = post_info["description"].as_str().unwrap_or_default();
@@ -809,8 +863,13 @@ const USER_FIELD_SCOPES: [(&str, &str); 12] = [
 
 /// Refuses a call whose token was not granted `scope`: TikTok's `scope_not_authorized`, 401.
 fn require_scope(state: &SimState, req: &HttpRequest, scope: &str) -> Result<(), TtError> {
+    require_any_scope(state, req, &[scope])
+}
+
+/// Refuses a call whose token was granted none of `scopes`.
+fn require_any_scope(state: &SimState, req: &HttpRequest, scopes: &[&str]) -> Result<(), TtError> {
     let token = bearer_token(req).unwrap_or_default();
-    if state.has_scope(&token, scope) {
+    if scopes.iter().any(|scope| state.has_scope(&token, scope)) {
         return Ok(());
     }
     Err(TtError {
@@ -822,9 +881,12 @@ fn require_scope(state: &SimState, req: &HttpRequest, scope: &str) -> Result<(),
     })
 }
 
-fn pick(all: Value, fields: &[String]) -> Value {
+/// The asked `fields` of `all`, less those an injected `fail_metrics` fault makes TikTok leave
+/// out (it answers the fields it can and omits the others).
+fn pick(state: &SimState, account: &SimAccount, all: Value, fields: &[String]) -> Value {
+    let failing = state.failing_metrics(&account.platform, &account.external_id);
     let mut out = serde_json::Map::new();
-    for field in fields {
+    for field in fields.iter().filter(|f| !failing.contains(f)) {
         if let Some(value) = all.get(field) {
             out.insert(field.clone(), value.clone());
         }
@@ -900,7 +962,7 @@ async fn user_info(req: HttpRequest, state: web::Data<SimState>) -> HttpResponse
                 "likes_count": stat("likes_count"),
                 "video_count": insights::posts(&state, &account).len(),
             });
-            Ok(json!({ "user": pick(all, &fields) }))
+            Ok(json!({ "user": pick(&state, &account, all, &fields) }))
         }
         .await,
     )
@@ -910,10 +972,15 @@ async fn video_list(req: HttpRequest, state: web::Data<SimState>, body: Bytes) -
     render(
         async {
             let account = admit(&state, &req).await?;
-            require_scope(&state, &req, "video.list")?;
             let fields = video_fields(&req)?;
             let body = parse_body(&body)?;
-            let max = body["max_count"].as_u64().unwrap_or(10);
+            // An integer (the documentation's type); a string or fraction is refused.
+            let max = match &body["max_count"] {
+                Value::Null => 10,
+                value => value.as_u64().ok_or_else(|| {
+                    TtError::invalid_params(format!("max_count must be an integer, not {value}."))
+                })?,
+            };
             if !(1..=20).contains(&max) {
                 return Err(TtError::invalid_params("max_count must be between 1 and 20."));
             }
@@ -926,7 +993,7 @@ async fn video_list(req: HttpRequest, state: web::Data<SimState>, body: Bytes) -
             let page: Vec<&SimPost> = posts.iter().take(max as usize).collect();
             let next = page.last().map(|p| p.created.timestamp_millis()).unwrap_or(0);
             Ok(json!({
-                "videos": page.iter().map(|p| pick(video_object(&account, p), &fields)).collect::<Vec<_>>(),
+                "videos": page.iter().map(|p| pick(&state, &account, video_object(&account, p), &fields)).collect::<Vec<_>>(),
                 "cursor": next,
                 "has_more": posts.len() > page.len(),
             }))
@@ -939,7 +1006,6 @@ async fn video_query(req: HttpRequest, state: web::Data<SimState>, body: Bytes) 
     render(
         async {
             let account = admit(&state, &req).await?;
-            require_scope(&state, &req, "video.list")?;
             let fields = video_fields(&req)?;
             let body = parse_body(&body)?;
             let ids: Vec<String> = body["filters"]["video_ids"]
@@ -958,7 +1024,7 @@ async fn video_query(req: HttpRequest, state: web::Data<SimState>, body: Bytes) 
             let videos: Vec<Value> = ids
                 .iter()
                 .filter_map(|id| insights::post(&state, &account, id))
-                .map(|p| pick(video_object(&account, &p), &fields))
+                .map(|p| pick(&state, &account, video_object(&account, &p), &fields))
                 .collect();
             Ok(json!({ "videos": videos }))
         }

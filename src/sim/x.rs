@@ -29,8 +29,12 @@ use chrono::Utc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::state::{
-    FaultKind, PublishedItem, Refusal, SimAccount, SimObject, SimState, bearer_token,
+use super::{
+    spec::{
+        params::{Param, ParamError, check_query},
+        x::{self as spec, COMMAND_UPLOAD_FIELDS},
+    },
+    state::{FaultKind, PublishedItem, Refusal, SimAccount, SimObject, SimState, bearer_token},
 };
 
 const PLATFORM: &str = "x";
@@ -49,7 +53,8 @@ const MAX_VIDEO_BYTES: u64 = 512 * 1024 * 1024;
 /// Weighted-character limit of a post (counted here as plain characters).
 const MAX_TEXT_CHARS: usize = 280;
 
-const INVALID_REQUEST: &str = "https://api.twitter.com/2/problems/invalid-request";
+/// The problem type of the production spec (2.167); X answered `api.twitter.com` before.
+const INVALID_REQUEST: &str = "https://api.x.com/2/problems/invalid-request";
 const NOT_FOUND: &str = "https://api.twitter.com/2/problems/resource-not-found";
 
 const IMAGE_TYPES: [&str; 7] = [
@@ -102,6 +107,20 @@ impl Endpoint {
         }
     }
 
+    /// The operation in the OpenAPI documents: method and path template.
+    fn operation(self) -> (&'static str, &'static str) {
+        match self {
+            Endpoint::CreateTweet => ("POST", "/2/tweets"),
+            Endpoint::GetTweet => ("GET", "/2/tweets/{id}"),
+            Endpoint::DeleteTweet => ("DELETE", "/2/tweets/{id}"),
+            Endpoint::Initialize => ("POST", "/2/media/upload/initialize"),
+            Endpoint::Append => ("POST", "/2/media/upload/{id}/append"),
+            Endpoint::Finalize => ("POST", "/2/media/upload/{id}/finalize"),
+            Endpoint::Upload => ("POST", "/2/media/upload"),
+            Endpoint::Status => ("GET", "/2/media/upload"),
+        }
+    }
+
     fn key(self) -> &'static str {
         match self {
             Endpoint::CreateTweet => "create_tweet",
@@ -146,6 +165,7 @@ impl Call {
             status: StatusCode::BAD_REQUEST,
             body: invalid_request_body(parameter, value, message),
             violation: Some(format!("{parameter}: {message}")),
+            rule: "invalid_request",
         }
     }
 
@@ -157,22 +177,35 @@ impl Call {
     fn fail(&self, problem: Problem) -> HttpResponse {
         let response = self.problem(problem.status, problem.body);
         match problem.violation {
-            Some(detail) => super::state::violation(response, PLATFORM, "invalid_request", detail),
+            Some(detail) => super::state::violation(response, PLATFORM, problem.rule, detail),
             None => response,
         }
     }
 }
 
 /// A refusal decided in a helper, rendered with the call's rate-limit headers by the handler.
-struct Problem {
+pub(super) struct Problem {
     status: StatusCode,
     body: Value,
     /// What the client got wrong, when this refuses a protocol violation (see
     /// [`super::state::Violation`]); `None` for business answers.
     violation: Option<String>,
+    /// The violated rule recorded with it (`invalid_request` unless said otherwise).
+    rule: &'static str,
 }
 
 impl Problem {
+    /// The response, with no rate-limit headers (for routes outside this module).
+    pub(super) fn into_response(self) -> HttpResponse {
+        let response = HttpResponse::build(self.status)
+            .content_type("application/problem+json")
+            .json(self.body);
+        match self.violation {
+            Some(detail) => super::state::violation(response, PLATFORM, self.rule, detail),
+            None => response,
+        }
+    }
+
     /// Unmarks a refusal: a business answer (unknown or expired object, content over a
     /// limit), not a protocol violation.
     fn legitimate(mut self) -> Self {
@@ -215,9 +248,150 @@ async fn admit(
     match state.admit(&[PLATFORM], token.as_deref(), req.path()).await {
         Ok(account) => {
             let rate = count_call(state, &account.external_id, endpoint);
-            Ok(Call { account, rate })
+            let call = Call { account, rate };
+            let (method, path) = endpoint.operation();
+            // The command form of the upload may carry its fields in the query (docs only).
+            let extra: &[&str] = match endpoint {
+                Endpoint::Upload => &COMMAND_UPLOAD_FIELDS,
+                _ => &[],
+            };
+            match spec_check(state, req, method, path, extra) {
+                Ok(()) => Ok(call),
+                Err(problem) => Err(call.fail(problem)),
+            }
         }
         Err(refusal) => Err(refusal_response(refusal, endpoint)),
+    }
+}
+
+/// The one check every X call the simulator serves passes after authentication, from the
+/// OpenAPI documents (`super::spec::x`): the token has every OAuth 2.0 scope of the operation's
+/// `security`, and the query fits its parameters (names, types, enums item by item, bounds,
+/// required ones). `extra` names query fields the documentation adds to the spec.
+pub(super) fn spec_check(
+    state: &SimState,
+    req: &HttpRequest,
+    method: &str,
+    path: &str,
+    extra: &[&str],
+) -> Result<(), Problem> {
+    let Some(operation) = spec::operation(method, path) else {
+        // A handler naming an operation the documents lack is a simulator bug.
+        return Err(Problem {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            body: generic_problem(
+                500,
+                "Internal Error",
+                &format!("no spec for {method} {path}"),
+            ),
+            violation: None,
+            rule: "invalid_request",
+        });
+    };
+    let token = bearer_token(req).unwrap_or_default();
+    if let Some(missing) = operation
+        .scopes
+        .iter()
+        .find(|s| !state.has_scope(&token, s))
+    {
+        return Err(Problem {
+            status: StatusCode::FORBIDDEN,
+            body: generic_problem(403, "Forbidden", "Forbidden"),
+            violation: Some(format!("the token lacks the scope {missing}")),
+            rule: "missing_scope",
+        });
+    }
+    let pairs: Vec<(String, String)> = url::form_urlencoded::parse(req.query_string().as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .filter(|(k, _)| !extra.contains(&k.as_str()))
+        .collect();
+    check_query(&operation.params, &pairs).map_err(|e| query_problem(&operation.params, e))
+}
+
+/// X's answer to a query that does not fit the operation's parameters (the messages X sends).
+fn query_problem(params: &std::collections::BTreeMap<String, Param>, error: ParamError) -> Problem {
+    let message = match &error {
+        ParamError::Unknown { name, .. } => {
+            let known: Vec<&str> = params.keys().map(String::as_str).collect();
+            format!(
+                "The query parameter [{name}] is not one of [{}]",
+                known.join(",")
+            )
+        }
+        ParamError::Missing { name } => format!("The `{name}` query parameter can not be empty"),
+        ParamError::BadType { name, value, kind } => format!(
+            "The `{name}` query parameter value [{value}] is not a valid {}",
+            kind.name()
+        ),
+        ParamError::BadEnum {
+            name,
+            value,
+            allowed,
+        } => format!(
+            "The `{name}` query parameter value [{value}] is not one of [{}]",
+            allowed.join(",")
+        ),
+        ParamError::OutOfRange {
+            name,
+            value,
+            minimum,
+            maximum,
+        } => format!(
+            "The `{name}` query parameter value [{value}] is not between {} and {}",
+            minimum.map(|n| n.to_string()).unwrap_or_default(),
+            maximum.map(|n| n.to_string()).unwrap_or_default()
+        ),
+        ParamError::Repeated { name } => {
+            format!("The `{name}` query parameter may only be given once")
+        }
+    };
+    Problem {
+        status: StatusCode::BAD_REQUEST,
+        body: invalid_request_body(error.name(), error.value(), &message),
+        violation: Some(message.clone()),
+        rule: error.rule(),
+    }
+}
+
+/// X's answer to a body property the operation's schema does not have.
+fn unknown_field_problem(path: &str) -> Problem {
+    let message = format!(
+        "$.{path}: is not defined in the schema and the schema does not allow additional properties"
+    );
+    Problem {
+        status: StatusCode::BAD_REQUEST,
+        body: json!({
+            "errors": [{"message": message}],
+            "title": "Invalid Request",
+            "detail": "One or more parameters to your request was invalid.",
+            "type": INVALID_REQUEST,
+            "status": 400,
+        }),
+        violation: Some(message.clone()),
+        rule: "unknown_field",
+    }
+}
+
+/// Checks the top-level names of a request body (JSON, form or multipart) against the
+/// operation's body schema, plus `extra` names the documentation adds.
+fn check_body_names<'a>(
+    endpoint: Endpoint,
+    names: impl IntoIterator<Item = &'a str>,
+    extra: &[&str],
+) -> Result<(), Problem> {
+    let (method, path) = endpoint.operation();
+    let Some(shape) = spec::operation(method, path).and_then(|o| o.body.as_ref()) else {
+        return Ok(());
+    };
+    let Some(allowed) = shape.objects.get("") else {
+        return Ok(());
+    };
+    match names
+        .into_iter()
+        .find(|n| !allowed.contains(*n) && !extra.contains(n))
+    {
+        Some(unknown) => Err(unknown_field_problem(unknown)),
+        None => Ok(()),
     }
 }
 
@@ -325,6 +499,8 @@ struct Fields {
     map: HashMap<String, Bytes>,
     /// Whether `media` holds raw bytes (multipart) rather than base64 text.
     binary_media: bool,
+    /// The names the body itself carried (not the query), for the schema check.
+    body_names: Vec<String>,
 }
 
 impl Fields {
@@ -366,6 +542,8 @@ impl Fields {
                     .insert(k.into_owned(), Bytes::from(v.into_owned()));
             }
         }
+        fields.body_names = fields.map.keys().cloned().collect();
+        fields.body_names.sort();
         for (k, v) in url::form_urlencoded::parse(req.query_string().as_bytes()) {
             fields
                 .map
@@ -373,6 +551,11 @@ impl Fields {
                 .or_insert_with(|| Bytes::from(v.into_owned()));
         }
         Ok(fields)
+    }
+
+    /// The names the body carried.
+    fn names(&self) -> impl Iterator<Item = &str> {
+        self.body_names.iter().map(String::as_str)
     }
 
     fn text(&self, name: &str) -> Option<String> {
@@ -748,6 +931,9 @@ async fn initialize(req: HttpRequest, state: web::Data<SimState>, body: Bytes) -
         Ok(f) => f,
         Err(e) => return call.bad("body", "", &e),
     };
+    if let Err(p) = check_body_names(Endpoint::Initialize, fields.names(), &[]) {
+        return call.fail(p);
+    }
     match open_session(
         &call,
         &state,
@@ -778,6 +964,9 @@ async fn append(
         Ok(f) => f,
         Err(e) => return call.bad("body", "", &e),
     };
+    if let Err(p) = check_body_names(Endpoint::Append, fields.names(), &[]) {
+        return call.fail(p);
+    }
     match append_segment(&call, &state, &id, &fields) {
         Ok(media) => call
             .respond(StatusCode::OK)
@@ -834,6 +1023,16 @@ async fn upload(req: HttpRequest, state: web::Data<SimState>, body: Bytes) -> Ht
         Ok(f) => f,
         Err(e) => return call.bad("body", "", &e),
     };
+    // The command form (docs quickstart, v1.1 heritage: `media_data` is its base64 spelling)
+    // adds its fields to the one-shot schema's.
+    let command_fields: Vec<&str> = COMMAND_UPLOAD_FIELDS
+        .iter()
+        .copied()
+        .chain(["media_data"])
+        .collect();
+    if let Err(p) = check_body_names(Endpoint::Upload, fields.names(), &command_fields) {
+        return call.fail(p);
+    }
     let command = fields.text("command").map(|c| c.to_ascii_uppercase());
     let media_id = fields.text("media_id").unwrap_or_default();
     let result = match command.as_deref() {
@@ -954,7 +1153,17 @@ async fn create_tweet(req: HttpRequest, state: web::Data<SimState>, body: Bytes)
         Ok(c) => c,
         Err(r) => return r,
     };
-    let request: TweetRequest = match serde_json::from_slice(&body) {
+    let raw: Value = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return call.bad("body", "", &format!("The request body is invalid: {e}")),
+    };
+    if let Some(unknown) = spec::operation("POST", "/2/tweets")
+        .and_then(|o| o.body.as_ref())
+        .and_then(|shape| shape.unknown_field(&raw))
+    {
+        return call.fail(unknown_field_problem(&unknown));
+    }
+    let request: TweetRequest = match serde_json::from_value(raw) {
         Ok(r) => r,
         Err(e) => return call.bad("body", "", &format!("The request body is invalid: {e}")),
     };

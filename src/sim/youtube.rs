@@ -24,6 +24,10 @@ use serde_json::{Value, json};
 
 use super::{
     insights::{self, SimPost},
+    spec::{
+        params::{ParamError, check_query},
+        youtube::{Api, Method, analytics_api, data_api},
+    },
     state::{FaultKind, PublishedItem, Refusal, SimAccount, SimObject, SimState, bearer_token},
 };
 use crate::crypto::random_token;
@@ -95,6 +99,8 @@ struct GError {
     /// The protocol rule the client broke, when this refuses a violation (see
     /// [`super::state::Violation`]); `None` for business answers and injected faults.
     violation: Option<&'static str>,
+    /// The parameter at fault (Google's `location`, with `locationType: parameter`).
+    location: Option<String>,
 }
 
 impl GError {
@@ -111,6 +117,7 @@ impl GError {
             },
             message: message.into(),
             violation: None,
+            location: None,
         }
     }
 
@@ -165,6 +172,7 @@ impl GError {
                     .into(),
                 // Calling without a token is the client's mistake; an unknown one may be revoked.
                 violation: Some("missing_token"),
+                location: None,
             },
             Refusal::UnknownToken => Self::new(StatusCode::UNAUTHORIZED, "authError", INVALID),
             Refusal::Fault(FaultKind::TokenExpired) => Self::new(
@@ -183,6 +191,7 @@ impl GError {
                 domain: "global",
                 message: "Request had insufficient authentication scopes.".into(),
                 violation: None,
+                location: None,
             },
             Refusal::Fault(FaultKind::RateLimit) => Self::quota_exceeded(),
             Refusal::Fault(FaultKind::ServerError) => Self::new(
@@ -206,11 +215,17 @@ impl GError {
     }
 
     fn into_response(self) -> HttpResponse {
+        let mut item =
+            json!({"message": self.message, "domain": self.domain, "reason": self.reason});
+        if let Some(location) = &self.location {
+            item["location"] = json!(location);
+            item["locationType"] = json!("parameter");
+        }
         let response = HttpResponse::build(self.status).json(json!({
             "error": {
                 "code": self.status.as_u16(),
                 "message": self.message,
-                "errors": [{"message": self.message, "domain": self.domain, "reason": self.reason}],
+                "errors": [item],
                 "status": self.status_text(),
             }
         }));
@@ -236,6 +251,158 @@ async fn admit(state: &SimState, req: &HttpRequest) -> Result<SimAccount, GError
         .admit(&[PLATFORM], bearer_token(req).as_deref(), req.path())
         .await
         .map_err(GError::from_refusal)
+}
+
+/// The one check every YouTube Data API and Analytics call passes after authentication, all of
+/// it from the discovery documents (`super::spec::youtube`): the token was granted one of the
+/// method's `scopes`; every query parameter is the method's or a global one, of its type, in its
+/// enum and bounds, given once unless `repeated`, and every required one is there; each `part`
+/// is a top-level property of the method's resource. Returns the account.
+async fn admit_checked(
+    state: &SimState,
+    req: &HttpRequest,
+    api: &'static Api,
+    method_id: &str,
+) -> Result<SimAccount, GError> {
+    let account = admit(state, req).await?;
+    let Some(method) = api.method(method_id) else {
+        // A handler naming a method the document lacks is a simulator bug, not the client's.
+        return Err(GError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "backendError",
+            format!("no discovery entry for {method_id}"),
+        ));
+    };
+    require_scope(state, req, method)?;
+    let pairs: Vec<(String, String)> = url::form_urlencoded::parse(req.query_string().as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    let analytics = method.id.starts_with("youtubeAnalytics.");
+    check_query(&method.params, &pairs).map_err(|e| param_error(e, analytics))?;
+    if method.params.contains_key("part") {
+        // Insert takes the parts of the resource it sends; a list, those of what it answers.
+        let resource = method
+            .request
+            .as_deref()
+            .or(method.response.as_deref())
+            .unwrap_or_default();
+        let parts = api.parts(resource);
+        let given = pairs
+            .iter()
+            .filter(|(k, _)| k == "part")
+            .flat_map(|(_, v)| v.split(','))
+            .map(str::trim);
+        for part in given {
+            if !parts.iter().any(|p| p == part) {
+                return Err(GError {
+                    status: StatusCode::BAD_REQUEST,
+                    reason: "unknownPart",
+                    domain: "youtube.part",
+                    message: format!("'{part}'"),
+                    violation: Some("invalid_enum"),
+                    location: Some("part".into()),
+                });
+            }
+        }
+    }
+    Ok(account)
+}
+
+/// Refuses a token granted none of the method's scopes (Google: any one of them suffices) the
+/// way Google does: 403 `insufficientPermissions`.
+fn require_scope(state: &SimState, req: &HttpRequest, method: &Method) -> Result<(), GError> {
+    let token = bearer_token(req).unwrap_or_default();
+    if method.scopes.is_empty() || method.scopes.iter().any(|s| state.has_scope(&token, s)) {
+        return Ok(());
+    }
+    Err(GError {
+        status: StatusCode::FORBIDDEN,
+        reason: "insufficientPermissions",
+        domain: "global",
+        message: "Request had insufficient authentication scopes.".into(),
+        violation: Some("missing_scope"),
+        location: None,
+    })
+}
+
+/// Google's answer to a query that does not fit the method's parameters.
+fn param_error(error: ParamError, analytics: bool) -> GError {
+    let (reason, message) = match &error {
+        ParamError::Unknown { name, .. } => (
+            "badRequest",
+            format!(
+                "Invalid JSON payload received. Unknown name \"{name}\": Cannot bind query \
+                 parameter. Field '{name}' could not be found in request message."
+            ),
+        ),
+        // The Data API and Analytics word it differently.
+        ParamError::Missing { name } if analytics => (
+            "required",
+            format!("Required value for parameter {name} is missing."),
+        ),
+        ParamError::Missing { name } => ("required", format!("Required parameter: {name}")),
+        ParamError::BadType { name, value, kind } => (
+            "invalidParameter",
+            format!(
+                "Invalid value '{value}' for parameter {name}: expected {}.",
+                kind.name()
+            ),
+        ),
+        ParamError::BadEnum {
+            name,
+            value,
+            allowed,
+        } => (
+            "invalidParameter",
+            format!(
+                "Invalid value '{value}' for parameter {name}. Allowed values: [{}]",
+                allowed.join(", ")
+            ),
+        ),
+        ParamError::OutOfRange {
+            value,
+            minimum,
+            maximum,
+            ..
+        } => (
+            "invalidParameter",
+            format!(
+                "Invalid value '{value}'. Values must be within the range: [{}, {}]",
+                minimum.map(|n| n.to_string()).unwrap_or_default(),
+                maximum.map(|n| n.to_string()).unwrap_or_default()
+            ),
+        ),
+        ParamError::Repeated { name } => (
+            "badRequest",
+            format!("Parameter {name} takes one value, but several were given."),
+        ),
+    };
+    GError {
+        status: StatusCode::BAD_REQUEST,
+        reason,
+        domain: "global",
+        message,
+        violation: Some(error.rule()),
+        location: Some(error.name().to_string()),
+    }
+}
+
+/// Google's answer to a request body with a property its schema does not have.
+fn unknown_field_error(path: &str) -> GError {
+    let (parent, name) = match path.rsplit_once('.') {
+        Some((parent, name)) => (format!("resource.{parent}"), name),
+        None => ("resource".to_string(), path),
+    };
+    GError {
+        status: StatusCode::BAD_REQUEST,
+        reason: "badRequest",
+        domain: "global",
+        message: format!(
+            "Invalid JSON payload received. Unknown name \"{name}\" at '{parent}': Cannot find field."
+        ),
+        violation: Some("unknown_field"),
+        location: None,
+    }
 }
 
 /// Charges `cost` units to the account's quota of the current Pacific day (YouTube resets at
@@ -278,7 +445,7 @@ async fn insert_init(req: HttpRequest, state: web::Data<SimState>, body: Bytes) 
 }
 
 async fn init_session(req: &HttpRequest, state: &SimState, body: &[u8]) -> Result<String, GError> {
-    let account = admit(state, req).await?;
+    let account = admit_checked(state, req, data_api(), "youtube.videos.insert").await?;
     if query_param(req, "uploadType").as_deref() != Some("resumable") {
         return Err(GError::bad_request(
             "badRequest",
@@ -300,6 +467,9 @@ async fn init_session(req: &HttpRequest, state: &SimState, body: &[u8]) -> Resul
             GError::bad_request("parseError", format!("Failed to parse the metadata: {e}"))
         })?
     };
+    if let Some(unknown) = data_api().body("Video").unknown_field(&metadata) {
+        return Err(unknown_field_error(&unknown));
+    }
     let title = metadata["snippet"]["title"].as_str().unwrap_or_default();
     if title.trim().is_empty() || title.chars().count() > MAX_TITLE_CHARS {
         return Err(GError::bad_request(
@@ -653,7 +823,7 @@ fn video_resource(state: &SimState, video_id: &str, video: &SimObject, parts: &s
 
 async fn list_videos(req: HttpRequest, state: web::Data<SimState>) -> HttpResponse {
     let result = async {
-        let account = admit(&state, &req).await?;
+        let account = admit_checked(&state, &req, data_api(), "youtube.videos.list").await?;
         let part = query_param(&req, "part")
             .filter(|p| !p.is_empty())
             .ok_or_else(|| {
@@ -691,7 +861,7 @@ async fn list_videos(req: HttpRequest, state: web::Data<SimState>) -> HttpRespon
 
 async fn set_thumbnail(req: HttpRequest, state: web::Data<SimState>, body: Bytes) -> HttpResponse {
     let result = async {
-        let account = admit(&state, &req).await?;
+        let account = admit_checked(&state, &req, data_api(), "youtube.thumbnails.set").await?;
         let video_id = query_param(&req, "videoId").ok_or_else(|| {
             GError::bad_request(
                 "missingRequiredParameter",
@@ -834,9 +1004,21 @@ fn uploads_playlist(account: &SimAccount) -> String {
     format!("UU{}", account.external_id)
 }
 
+/// Keeps only the parts a list asked for (Google answers no others): `kind`, `etag` and `id`
+/// always come.
+fn only_parts(mut resource: Value, part: &str) -> Value {
+    if let Some(object) = resource.as_object_mut() {
+        object.retain(|name, _| {
+            matches!(name.as_str(), "kind" | "etag" | "id")
+                || part.split(',').any(|p| p.trim() == name)
+        });
+    }
+    resource
+}
+
 async fn list_channels(req: HttpRequest, state: web::Data<SimState>) -> HttpResponse {
     let result = async {
-        let account = admit(&state, &req).await?;
+        let account = admit_checked(&state, &req, data_api(), "youtube.channels.list").await?;
         if query_param(&req, "mine").as_deref() != Some("true") && query_param(&req, "id").is_none() {
             return Err(GError::bad_request(
                 "missingRequiredParameter",
@@ -844,6 +1026,7 @@ async fn list_channels(req: HttpRequest, state: web::Data<SimState>) -> HttpResp
             ));
         }
         charge(&state, &account.external_id, LIST_COST)?;
+        let part = query_param(&req, "part").unwrap_or_default();
         let videos = insights::posts(&state, &account).len();
         let views: u64 = insights::posts(&state, &account)
             .iter()
@@ -853,7 +1036,7 @@ async fn list_channels(req: HttpRequest, state: web::Data<SimState>) -> HttpResp
             "kind": "youtube#channelListResponse",
             "etag": random_token(12),
             "pageInfo": {"totalResults": 1, "resultsPerPage": 5},
-            "items": [{
+            "items": [only_parts(json!({
                 "kind": "youtube#channel",
                 "etag": random_token(12),
                 "id": account.external_id,
@@ -865,7 +1048,7 @@ async fn list_channels(req: HttpRequest, state: web::Data<SimState>) -> HttpResp
                     "hiddenSubscriberCount": false,
                     "videoCount": videos.to_string(),
                 },
-            }],
+            }), &part)],
         }))
     }
     .await;
@@ -877,7 +1060,8 @@ async fn list_channels(req: HttpRequest, state: web::Data<SimState>) -> HttpResp
 
 async fn list_playlist_items(req: HttpRequest, state: web::Data<SimState>) -> HttpResponse {
     let result = async {
-        let account = admit(&state, &req).await?;
+        let account =
+            admit_checked(&state, &req, data_api(), "youtube.playlistItems.list").await?;
         let playlist = query_param(&req, "playlistId").ok_or_else(|| {
             GError::bad_request("missingRequiredParameter", "No filter selected. Expected one of: id, playlistId")
         })?;
@@ -896,6 +1080,7 @@ async fn list_playlist_items(req: HttpRequest, state: web::Data<SimState>) -> Ht
         let start = query_param(&req, "pageToken")
             .and_then(|t| t.strip_prefix("CA").and_then(|n| n.parse::<usize>().ok()))
             .unwrap_or(0);
+        let part = query_param(&req, "part").unwrap_or_default();
         let posts = insights::posts(&state, &account);
         let items: Vec<Value> = posts
             .iter()
@@ -904,7 +1089,7 @@ async fn list_playlist_items(req: HttpRequest, state: web::Data<SimState>) -> Ht
             .take(max)
             .map(|(position, post)| {
                 let published = post.created.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-                json!({
+                let item = json!({
                     "kind": "youtube#playlistItem",
                     "etag": random_token(12),
                     "id": random_token(16),
@@ -920,7 +1105,8 @@ async fn list_playlist_items(req: HttpRequest, state: web::Data<SimState>) -> Ht
                         "resourceId": {"kind": "youtube#video", "videoId": post.id},
                     },
                     "contentDetails": {"videoId": post.id, "videoPublishedAt": published},
-                })
+                });
+                only_parts(item, &part)
             })
             .collect();
         let mut body = json!({
@@ -941,35 +1127,6 @@ async fn list_playlist_items(req: HttpRequest, state: web::Data<SimState>) -> Ht
     }
 }
 
-/// The parameters `reports.query` takes: its own and the discovery document's global ones
-/// (`/work/shared/platform-specs/youtube/youtubeAnalytics.v2.json`, `resources.reports.methods.
-/// query.parameters` and top-level `parameters`). Google refuses any other name.
-const REPORT_PARAMETERS: [&str; 22] = [
-    "currency",
-    "dimensions",
-    "endDate",
-    "filters",
-    "ids",
-    "includeHistoricalChannelData",
-    "maxResults",
-    "metrics",
-    "sort",
-    "startDate",
-    "startIndex",
-    "$.xgafv",
-    "access_token",
-    "alt",
-    "callback",
-    "fields",
-    "key",
-    "oauth_token",
-    "prettyPrint",
-    "quotaUser",
-    "uploadType",
-    "upload_protocol",
-];
-/// `reports.query` parameters the discovery document marks `required: true`.
-const REPORT_REQUIRED: [&str; 4] = ["ids", "startDate", "endDate", "metrics"];
 /// The most rows the "top videos" report (`dimensions=video`) answers in one call.
 const TOP_VIDEOS_MAX_RESULTS: u32 = 200;
 /// What Google answers for a combination of dimensions, metrics, filters and sort that is not
@@ -991,9 +1148,8 @@ struct ReportQuery {
     max_results: Option<u32>,
 }
 
-/// Every rule the simulator applies to a `reports.query` request, in one place: the parameter
-/// names and required ones of the discovery document (youtubeAnalytics.v2.json), the date and
-/// id grammar, the metrics this channel has, and the "top videos" report's own requirements
+/// The rules the simulator applies to a `reports.query` request beyond the discovery document's
+/// (checked by [`admit_checked`] before): the date and id grammar, the metrics this channel has, and the "top videos" report's own requirements
 /// (`dimensions=video` only with `maxResults` ≤ 200 and a descending `sort` on a requested
 /// metric, per the Analytics "channel reports" and sample-requests guides).
 fn report_query(
@@ -1004,18 +1160,6 @@ fn report_query(
     let pairs: Vec<(String, String)> = url::form_urlencoded::parse(req.query_string().as_bytes())
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
         .collect();
-    if let Some((unknown, _)) = pairs
-        .iter()
-        .find(|(name, _)| !REPORT_PARAMETERS.contains(&name.as_str()))
-    {
-        return Err(GError::analytics(
-            "badRequest",
-            format!(
-                "Invalid JSON payload received. Unknown name \"{unknown}\": Cannot bind query \
-                 parameter. Field '{unknown}' could not be found in request message."
-            ),
-        ));
-    }
     let param = |name: &str| {
         pairs
             .iter()
@@ -1023,12 +1167,6 @@ fn report_query(
             .map(|(_, v)| v.clone())
             .filter(|v| !v.is_empty())
     };
-    if let Some(missing) = REPORT_REQUIRED.iter().find(|name| param(name).is_none()) {
-        return Err(GError::analytics(
-            "required",
-            format!("Required value for parameter {missing} is missing."),
-        ));
-    }
     let ids = param("ids").unwrap_or_default();
     if ids != "channel==MINE" && ids != format!("channel=={}", account.external_id) {
         return Err(GError::new(StatusCode::FORBIDDEN, "forbidden", "Forbidden").violation("ids"));
@@ -1126,7 +1264,13 @@ fn report_query(
 /// `GET /youtubeanalytics/v2/reports` (mounted by the simulator beside the Data API).
 pub async fn analytics_reports(req: HttpRequest, state: web::Data<SimState>) -> HttpResponse {
     let result = async {
-        let account = admit(&state, &req).await?;
+        let account = admit_checked(
+            &state,
+            &req,
+            analytics_api(),
+            "youtubeAnalytics.reports.query",
+        )
+        .await?;
         let query = report_query(&req, &state, &account)?;
         let days: Vec<chrono::NaiveDate> = query
             .start

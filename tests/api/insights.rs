@@ -714,15 +714,23 @@ async fn the_simulator_refuses_reports_google_would_refuse() {
         assert_eq!(status, 400, "{query}: {body}");
         assert_eq!(body, google("badRequest", unsupported), "{query}");
     }
-    // A parameter the discovery document does not list, and a missing required one.
+    // A parameter the discovery document does not list, and a missing required one: Google
+    // names the parameter in `location`.
+    let located = |reason: &str, message: &str, location: &str| {
+        let mut body = google(reason, message);
+        body["error"]["errors"][0]["location"] = json!(location);
+        body["error"]["errors"][0]["locationType"] = json!("parameter");
+        body
+    };
     let (status, body) = raw_get(&app, token, reports("&metrics=views&max-results=10")).await;
     assert_eq!(status, 400);
     assert_eq!(
         body,
-        google(
+        located(
             "badRequest",
             "Invalid JSON payload received. Unknown name \"max-results\": Cannot bind query \
-             parameter. Field 'max-results' could not be found in request message."
+             parameter. Field 'max-results' could not be found in request message.",
+            "max-results"
         )
     );
     let (status, body) = raw_get(
@@ -737,9 +745,10 @@ async fn the_simulator_refuses_reports_google_would_refuse() {
     assert_eq!(status, 400);
     assert_eq!(
         body,
-        google(
+        located(
             "required",
-            "Required value for parameter endDate is missing."
+            "Required value for parameter endDate is missing.",
+            "endDate"
         )
     );
     // Asked as the report requires: the top videos, most viewed first, at most maxResults.
@@ -758,7 +767,9 @@ async fn the_simulator_refuses_reports_google_would_refuse() {
     );
     // Each refusal was logged as a violation: six unsupported queries, the unknown parameter
     // and the missing one.
-    assert_eq!(app.take_violation_rules(), vec!["report_query"; 8]);
+    let mut expected = vec!["report_query"; 6];
+    expected.extend(["unknown_parameter", "missing_parameter"]);
+    assert_eq!(app.take_violation_rules(), expected);
 }
 
 #[actix_rt::test]

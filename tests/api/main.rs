@@ -10,6 +10,7 @@ mod insights;
 
 mod accounts;
 mod adapters_meta;
+mod adapters_scopes_metrics;
 mod adapters_tiktok_youtube;
 mod adapters_x;
 mod auth;
@@ -32,6 +33,7 @@ mod performance;
 mod publish;
 mod read_check;
 mod scheduled;
+mod sim_google_x_spec;
 mod slow_clients;
 mod unconfirmed;
 mod usage;

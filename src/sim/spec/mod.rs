@@ -9,6 +9,7 @@
 //! handler that enforces them, with the documentation they come from.
 
 pub mod meta;
+pub mod params;
 pub mod threads;
 pub mod x;
 pub mod youtube;
