@@ -94,6 +94,48 @@ fn meta_error(message: &str) -> HttpResponse {
     }}))
 }
 
+/// The scope an authorization code was asked for (`None`: the code is unknown, or the request
+/// named no scope and the login grants everything, as for tokens made with their account).
+fn code_scope(state: &SimState, code: &str) -> Option<String> {
+    state
+        .object(&format!("oauth-code:{code}"))
+        .and_then(|o| o.data["scope"].as_str().map(str::to_string))
+}
+
+/// Remembers that `token` was granted `scope` (Meta and Threads separate scopes with commas;
+/// spaces are tolerated), beside the token so an exchange or refresh carries it to the next one.
+fn grant_meta_scope(state: &SimState, token: &str, scope: Option<&str>) {
+    let Some(scope) = scope else {
+        return;
+    };
+    state.grant_scopes(
+        token,
+        scope
+            .split([',', ' '])
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect(),
+    );
+    state.put_object(
+        &format!("granted:{token}"),
+        SimObject {
+            platform: "meta".into(),
+            owner: String::new(),
+            kind: "granted_scope".into(),
+            data: json!({ "scope": scope }),
+            created: Instant::now(),
+        },
+    );
+}
+
+/// The scope [`grant_meta_scope`] remembered for `token`.
+fn granted_meta_scope(state: &SimState, token: &str) -> Option<String> {
+    state
+        .object(&format!("granted:{token}"))
+        .and_then(|o| o.data["scope"].as_str().map(str::to_string))
+}
+
 /// The accounts a person has on an app's platforms, created on their first sign-in.
 fn accounts_for(state: &SimState, app: &str, person: &str) -> Vec<(String, String)> {
     let ensure = |platform: &str, name: &str, username: &str| {
@@ -346,6 +388,8 @@ async fn meta_token(
             .find(|(platform, _)| platform == "instagram")
             .and_then(|(_, ext)| state.issue_token("instagram", ext))
             .unwrap_or_else(|| random_token(24));
+        // The long-lived token keeps the permissions the person granted at login.
+        grant_meta_scope(&state, &token, granted_meta_scope(&state, short).as_deref());
         state.put_object(
             &format!("meta-user:{token}"),
             SimObject {
@@ -365,6 +409,7 @@ async fn meta_token(
             detail,
         );
     };
+    let scope = code_scope(&state, code);
     let accounts = match redeem(
         &state,
         "meta",
@@ -377,6 +422,7 @@ async fn meta_token(
         Err((message, rule)) => return flagged(meta_error(message), "meta", rule, message),
     };
     let token = format!("EAAshort{}", random_token(24));
+    grant_meta_scope(&state, &token, scope.as_deref());
     state.put_object(
         &format!("meta-user:{token}"),
         SimObject {
@@ -409,6 +455,23 @@ async fn meta_pages(req: HttpRequest, state: web::Data<SimState>) -> HttpRespons
         let rule = token.is_none().then_some("missing_token");
         return flagged(response, "meta", rule, "no user access token");
     };
+    let user_token = token.unwrap_or_default();
+    // The same checks as every Graph call: the User node's `accounts` edge of the codegen spec
+    // (fields of the Page it returns), then `pages_show_list`
+    // (<https://developers.facebook.com/docs/graph-api/reference/user/accounts/>).
+    if let Err(problem) = crate::sim::spec::meta::check("User", "GET", Some("accounts"), &q) {
+        return super::graph::spec_error(&problem, "OAuthException").response("facebook");
+    }
+    if let Err(error) = super::graph::require_permission(
+        &state,
+        &user_token,
+        &actix_web::http::Method::GET,
+        &["pages_show_list"],
+        "OAuthException",
+    ) {
+        return error.response("facebook");
+    }
+    let scope = granted_meta_scope(&state, &user_token);
     let accounts: Vec<(String, String)> =
         serde_json::from_value(login.data["accounts"].clone()).unwrap_or_default();
     let instagram = accounts
@@ -421,6 +484,8 @@ async fn meta_pages(req: HttpRequest, state: web::Data<SimState>) -> HttpRespons
         .filter_map(|(_, ext)| {
             let page = state.account("facebook", ext)?;
             let page_token = state.issue_token("facebook", ext)?;
+            // A page token carries the permissions the person granted the app.
+            grant_meta_scope(&state, &page_token, scope.as_deref());
             let mut item = json!({
                 "access_token": page_token,
                 "category": "Media",
@@ -468,6 +533,7 @@ async fn threads_code(
             detail,
         );
     };
+    let scope = code_scope(&state, code);
     let accounts = match redeem(
         &state,
         "threads",
@@ -484,6 +550,7 @@ async fn threads_code(
     };
     // Short-lived (an hour): good only for the exchange below.
     let token = state.issue_token("threads", ext).unwrap_or_default();
+    grant_meta_scope(&state, &token, scope.as_deref());
     HttpResponse::Ok().json(json!({"access_token": token, "user_id": ext}))
 }
 
@@ -522,6 +589,8 @@ async fn threads_exchange(
         return meta_error("Error validating access token.");
     };
     let token = state.issue_token("threads", &ext).unwrap_or_default();
+    let scope = param(&q, "access_token").and_then(|old| granted_meta_scope(&state, old));
+    grant_meta_scope(&state, &token, scope.as_deref());
     HttpResponse::Ok()
         .json(json!({"access_token": token, "token_type": "bearer", "expires_in": THREADS_LONG}))
 }
@@ -545,6 +614,8 @@ async fn threads_refresh(req: HttpRequest, state: web::Data<SimState>) -> HttpRe
         }}));
     };
     let token = state.issue_token("threads", &ext).unwrap_or_default();
+    let scope = old.and_then(|old| granted_meta_scope(&state, old));
+    grant_meta_scope(&state, &token, scope.as_deref());
     HttpResponse::Ok()
         .json(json!({"access_token": token, "token_type": "bearer", "expires_in": THREADS_LONG}))
 }

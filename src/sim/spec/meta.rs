@@ -422,7 +422,10 @@ mod tests {
     fn facts_the_simulator_relies_on() {
         assert!(node("IGMedia").unwrap().fields.contains("like_count"));
         assert!(!node("IGMedia").unwrap().fields.contains("impressions"));
-        let insights = node("IGUser").unwrap().edge("GET", Some("insights")).unwrap();
+        let insights = node("IGUser")
+            .unwrap()
+            .edge("GET", Some("insights"))
+            .unwrap();
         let metric = insights.param("metric").unwrap();
         assert!(metric.required && metric.list);
         assert!(
@@ -458,7 +461,9 @@ mod tests {
     #[test]
     fn field_names_ignore_nested_commas() {
         assert_eq!(
-            field_names("id,poll_attachment{option_a,option_b},insights.metric(reach,views),reactions.summary(total_count).limit(0)"),
+            field_names(
+                "id,poll_attachment{option_a,option_b},insights.metric(reach,views),reactions.summary(total_count).limit(0)"
+            ),
             ["id", "poll_attachment", "insights", "reactions"]
         );
     }
@@ -466,24 +471,55 @@ mod tests {
     #[test]
     fn check_refuses_what_the_spec_does_not_have() {
         assert_eq!(
-            check("IGMedia", "GET", None, &pairs(&[("fields", "id,impressions")])),
+            check(
+                "IGMedia",
+                "GET",
+                None,
+                &pairs(&[("fields", "id,impressions")])
+            ),
             Err(Problem::UnknownField {
                 field: "impressions".into(),
                 node: "IGMedia".into()
             })
         );
         // An edge by field expansion is fine.
-        assert!(check("IGMedia", "GET", None, &pairs(&[("fields", "id,insights.metric(reach)")])).is_ok());
+        assert!(
+            check(
+                "IGMedia",
+                "GET",
+                None,
+                &pairs(&[("fields", "id,insights.metric(reach)")])
+            )
+            .is_ok()
+        );
         // A GET edge's fields are those of the node it returns.
-        assert!(check("IGUser", "GET", Some("media"), &pairs(&[("fields", "id,like_count")])).is_ok());
+        assert!(
+            check(
+                "IGUser",
+                "GET",
+                Some("media"),
+                &pairs(&[("fields", "id,like_count")])
+            )
+            .is_ok()
+        );
         assert_eq!(
-            check("Page", "POST", Some("feed"), &pairs(&[("message", "hi"), ("mesage", "x")])),
+            check(
+                "Page",
+                "POST",
+                Some("feed"),
+                &pairs(&[("message", "hi"), ("mesage", "x")])
+            ),
             Err(Problem::UnknownParam {
                 param: "mesage".into()
             })
         );
         assert_eq!(
-            check("IGUser", "GET", Some("insights"), &pairs(&[("period", "day")])),
+            check(
+                "IGUser",
+                "GET",
+                Some("insights"),
+                &pairs(&[("period", "day")])
+            ),
             Err(Problem::MissingParam {
                 param: "metric".into()
             })
@@ -510,6 +546,18 @@ mod tests {
             })
         );
         // Graph-wide parameters are accepted on any edge.
-        assert!(check("Page", "POST", Some("feed"), &pairs(&[("message", "hi"), ("access_token", "t"), ("appsecret_proof", "p")])).is_ok());
+        assert!(
+            check(
+                "Page",
+                "POST",
+                Some("feed"),
+                &pairs(&[
+                    ("message", "hi"),
+                    ("access_token", "t"),
+                    ("appsecret_proof", "p")
+                ])
+            )
+            .is_ok()
+        );
     }
 }
