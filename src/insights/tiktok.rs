@@ -239,10 +239,12 @@ pub async fn daily(
     Ok(DailyMetrics {
         page_metrics,
         posts_count: that_day.len() as u64,
-        total_post_views: that_day
-            .iter()
-            .map(|v| v["view_count"].as_u64().unwrap_or(0))
-            .sum(),
+        total_post_views: Some(
+            that_day
+                .iter()
+                .map(|v| v["view_count"].as_u64().unwrap_or(0))
+                .sum(),
+        ),
         failed_metrics: Vec::new(),
     })
 }

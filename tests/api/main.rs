@@ -30,6 +30,7 @@ mod ops;
 mod performance;
 mod publish;
 mod scheduled;
+mod sim_meta_spec;
 mod slow_clients;
 mod unconfirmed;
 mod usage;
