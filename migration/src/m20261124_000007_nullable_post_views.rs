@@ -153,6 +153,13 @@ async fn rebuild_sqlite(manager: &SchemaManager<'_>, nullable: bool) -> Result<(
 
 #[sea_orm_migration::async_trait::async_trait]
 impl MigrationTrait for Migration {
+    /// One transaction on every backend: the SQLite rebuild is all or nothing, and its
+    /// statements share one connection (on separate pool connections the rename did not see
+    /// the drop).
+    fn use_transaction(&self) -> Option<bool> {
+        Some(true)
+    }
+
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         match manager.get_database_backend() {
             DbBackend::Sqlite => rebuild_sqlite(manager, true).await,

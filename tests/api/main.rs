@@ -25,6 +25,7 @@ mod hostile;
 mod ids;
 mod keys;
 mod media;
+mod meta_unknown_views;
 mod operator_signin;
 mod ops;
 mod performance;

@@ -1,0 +1,211 @@
+//! Views the platform would not give are unknown, never 0: the daily snapshot's
+//! `total_post_views` of facebook, instagram and threads, and Threads' account `views`, are null
+//! when the views metric failed, with the metric named in `failed_metrics`. And a permission the
+//! account did not grant is `InsufficientPermissions` naming the scope.
+
+use chrono::{Duration, Utc};
+use serde_json::Value;
+use social_service::sim::state::FaultSpec;
+
+use crate::helpers::{OPERATOR_TOKEN, TestApp, status_and_json};
+
+/// A date with a seeded post on every simulated account: the simulator seeds one post on each
+/// of its own today − 1, − 6, − 11… (at 10:00 UTC, the same date in Asia/Taipei).
+fn seeded_day() -> String {
+    (Utc::now().date_naive() - Duration::days(6))
+        .format("%Y-%m-%d")
+        .to_string()
+}
+
+#[actix_rt::test]
+async fn a_failed_views_metric_leaves_the_snapshot_total_unknown() {
+    let app = TestApp::spawn().await;
+    let owner = app.sign_in("owner@example.com").await;
+    let state = app.sim.state();
+    // The metric each adapter sums into total_post_views.
+    let cases = [
+        ("facebook", "post_media_view"),
+        ("instagram", "reach"),
+        ("threads", "views"),
+    ];
+    let date = seeded_day();
+    for (platform, views) in cases {
+        let account = app.connect(owner.user_id, platform, platform).await;
+        // First with every metric: a measured total.
+        let body = serde_json::json!({"account_id": account.account.id, "missing_dates": [date]});
+        let response = app
+            .http
+            .post(app.url("/api/cron/backfill"))
+            .bearer_auth(OPERATOR_TOKEN)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let (status, answer) = status_and_json(response).await;
+        assert_eq!(status, 200, "{platform}: {answer}");
+        let data = &answer["results"]["dates"][0]["data"];
+        assert_eq!(data["posts_count"], 1, "{platform}: {answer}");
+        assert!(
+            data["total_post_impressions"].is_u64(),
+            "{platform}: {answer}"
+        );
+
+        // Then with the views metric failing: unknown, and named.
+        state.set_faults(
+            platform,
+            &account.sim.external_id,
+            FaultSpec {
+                fail_metrics: vec![views.into()],
+                ..FaultSpec::default()
+            },
+        );
+        let response = app
+            .http
+            .post(app.url("/api/cron/backfill"))
+            .bearer_auth(OPERATOR_TOKEN)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let (status, answer) = status_and_json(response).await;
+        assert_eq!(status, 200, "{platform}: {answer}");
+        let result = &answer["results"]["dates"][0];
+        assert_eq!(result["status"], "partial", "{platform}: {answer}");
+        let data = &result["data"];
+        assert_eq!(data["posts_count"], 1, "{platform}: {answer}");
+        assert_eq!(
+            data["total_post_impressions"],
+            Value::Null,
+            "{platform}: {answer}"
+        );
+        // Stored as unknown too.
+        use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+        let row = entity::performance_snapshot::Entity::find()
+            .filter(entity::performance_snapshot::Column::AccountId.eq(account.account.id))
+            .one(app.state.store.connection())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(row.total_post_views, None, "{platform}: {row:?}");
+        assert_eq!(row.status, "partial");
+        let failed: Vec<&str> = row
+            .failed_metrics
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|f| f["metric"].as_str().unwrap().split(','))
+            .collect();
+        assert!(failed.contains(&views), "{platform}: {row:?}");
+    }
+}
+
+#[actix_rt::test]
+async fn threads_account_views_are_null_when_the_metric_failed() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("threads", "pro").await;
+    app.sim.state().set_faults(
+        "threads",
+        &publisher.sim.external_id,
+        FaultSpec {
+            fail_metrics: vec!["views".into()],
+            ..FaultSpec::default()
+        },
+    );
+    let path = format!(
+        "/api/performance/account?account_id={}&platform=threads",
+        publisher.account.id
+    );
+    let response = app
+        .http
+        .get(app.url(&path))
+        .header("service-api-key", &publisher.key)
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = status_and_json(response).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["views"], Value::Null, "{body}");
+    let failed = body["failed_metrics"].to_string();
+    assert!(failed.contains("views"), "{body}");
+    // The other metrics still come.
+    let raw = body["data"]["raw_data"].as_array().unwrap();
+    assert!(raw.iter().any(|m| m["name"] == "likes"), "{body}");
+
+    // A thread's failed metric is null beside the others, not left out.
+    let response = app
+        .http
+        .get(app.url(&format!(
+            "/api/performance/posts?account_id={}&platform=threads&limit=1",
+            publisher.account.id
+        )))
+        .header("service-api-key", &publisher.key)
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = status_and_json(response).await;
+    assert_eq!(status, 200, "{body}");
+    let insights = &body["data"]["threads"][0]["insights"];
+    assert_eq!(insights.get("views"), Some(&Value::Null), "{body}");
+    assert!(insights["likes"].is_u64(), "{body}");
+}
+
+/// A token without the insights permission (the person unticked it at the platform's dialog):
+/// the read is refused as InsufficientPermissions (403), and the answer names the permission.
+#[actix_rt::test]
+async fn a_permission_not_granted_is_insufficient_permissions_naming_the_scope() {
+    let app = TestApp::spawn().await;
+    let cases = [
+        (
+            "facebook",
+            &[
+                "pages_show_list",
+                "pages_read_engagement",
+                "pages_manage_posts",
+            ][..],
+            "read_insights",
+        ),
+        (
+            "instagram",
+            &["instagram_basic", "instagram_content_publish"][..],
+            "instagram_manage_insights",
+        ),
+        (
+            "threads",
+            &["threads_basic", "threads_content_publish"][..],
+            "threads_manage_insights",
+        ),
+    ];
+    for (platform, granted, missing) in cases {
+        let publisher = app.publisher(platform, "pro").await;
+        app.sim.state().grant_scopes(
+            &publisher.sim.access_token,
+            granted.iter().map(|s| s.to_string()).collect(),
+        );
+        let path = format!(
+            "/api/performance/account?account_id={}&platform={platform}",
+            publisher.account.id
+        );
+        let response = app
+            .http
+            .get(app.url(&path))
+            .header("service-api-key", &publisher.key)
+            .send()
+            .await
+            .unwrap();
+        let (status, body) = status_and_json(response).await;
+        assert_eq!(status, 403, "{platform}: {body}");
+        // The performance endpoints' error form (spec §4.4): the catalogue's words for
+        // InsufficientPermissions, then the platform's, which name the permission.
+        let text = body["error"].as_str().unwrap();
+        assert!(
+            text.starts_with("Missing platform permission"),
+            "{platform}: {body}"
+        );
+        assert!(text.contains(missing), "{platform}: {body}");
+        assert_eq!(
+            app.take_violation_rules(),
+            ["missing_scope"],
+            "{platform}: {body}"
+        );
+    }
+}
