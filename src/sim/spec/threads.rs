@@ -31,8 +31,13 @@ pub struct Route {
     pub fields: BTreeSet<String>,
 }
 
-/// Routes by (method, template), e.g. `("GET", "{user_id}/threads")`.
-static ROUTES: LazyLock<HashMap<(String, String), Route>> = LazyLock::new(parse);
+/// (method, template), e.g. `("GET", "{user_id}/threads")`.
+type RouteKey = (String, String);
+/// One example request's enabled and disabled query parameter names.
+type Example = (BTreeSet<String>, BTreeSet<String>);
+
+/// Routes by (method, template).
+static ROUTES: LazyLock<HashMap<RouteKey, Route>> = LazyLock::new(parse);
 
 /// The route `method` `template` (`{user_id}/threads`, `{thread_id}/insights`, `{user_id}`).
 pub fn route(method: &str, template: &str) -> Option<&'static Route> {
@@ -72,7 +77,7 @@ fn requests<'a>(items: &'a [Value], out: &mut Vec<&'a Value>) {
     }
 }
 
-fn parse() -> HashMap<(String, String), Route> {
+fn parse() -> HashMap<RouteKey, Route> {
     let collection: Value = serde_json::from_str(COLLECTION).unwrap_or_default();
     let variables: HashMap<String, String> = collection["variable"]
         .as_array()
@@ -86,9 +91,8 @@ fn parse() -> HashMap<(String, String), Route> {
         &mut all,
     );
     // (method, template) → every example's enabled and disabled parameter names.
-    let mut examples: HashMap<(String, String), Vec<(BTreeSet<String>, BTreeSet<String>)>> =
-        HashMap::new();
-    let mut fields: HashMap<(String, String), BTreeSet<String>> = HashMap::new();
+    let mut examples: HashMap<RouteKey, Vec<Example>> = HashMap::new();
+    let mut fields: HashMap<RouteKey, BTreeSet<String>> = HashMap::new();
     for request in all {
         let Some(method) = request["method"].as_str() else {
             continue;
