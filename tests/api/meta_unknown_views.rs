@@ -209,3 +209,90 @@ async fn a_permission_not_granted_is_insufficient_permissions_naming_the_scope()
         );
     }
 }
+
+/// The scopes our connect flows ask Facebook and Threads for cover every read the adapters make:
+/// accounts connected through the OAuth flow (so their tokens carry only those scopes) answer
+/// every performance read and a daily snapshot with no failed metric, and the simulator, which
+/// checks each call's fields, parameters and permission, sees no violation.
+#[actix_rt::test]
+async fn accounts_connected_through_oauth_read_everything_with_their_scopes() {
+    let app = TestApp::spawn().await;
+    let dashboard = app.sign_in("reader@example.com").await;
+    app.set_plan(dashboard.user_id, "pro").await;
+    let (key, _) = app.create_key(&dashboard, "reads").await;
+    let date = seeded_day();
+    for platform in ["facebook", "instagram", "threads"] {
+        let response = dashboard
+            .client
+            .get(app.url(&format!(
+                "/api/connect/{platform}?login_hint=Reader%20{platform}"
+            )))
+            .send()
+            .await
+            .unwrap();
+        let (status, body) = status_and_json(response).await;
+        assert_eq!(status, 200, "{platform}: {body}");
+        let account_id = body["accounts"][0]["account_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let read = async |path: String| {
+            let response = app
+                .http
+                .get(app.url(&path))
+                .header("service-api-key", &key)
+                .send()
+                .await
+                .unwrap();
+            status_and_json(response).await
+        };
+        let query = format!("account_id={account_id}&platform={platform}");
+        for endpoint in ["account", "posts"] {
+            let (status, body) = read(format!("/api/performance/{endpoint}?{query}")).await;
+            assert_eq!(status, 200, "{platform} {endpoint}: {body}");
+            assert!(
+                body.get("failed_metrics").is_none()
+                    || body["failed_metrics"] == serde_json::json!([]),
+                "{platform} {endpoint}: {body}"
+            );
+        }
+        // One post read by its id, from the list.
+        let (_, posts) = read(format!("/api/performance/posts?{query}&limit=1")).await;
+        let post_id = match platform {
+            "facebook" => posts["posts"][0]["post_id"].clone(),
+            "instagram" => posts["data"]["media"][0]["media_id"]
+                .clone()
+                .as_str()
+                .map(Value::from)
+                .unwrap_or_else(|| posts["data"]["media"][0]["id"].clone()),
+            _ => posts["data"]["threads"][0]["id"].clone(),
+        };
+        let post_id = post_id
+            .as_str()
+            .unwrap_or_else(|| panic!("{platform}: {posts}"))
+            .to_string();
+        let (status, body) = read(format!("/api/performance/post/{post_id}?{query}")).await;
+        assert_eq!(status, 200, "{platform} post: {body}");
+        assert!(
+            body.get("failed_metrics").is_none()
+                || body["failed_metrics"] == serde_json::json!([]),
+            "{platform} post: {body}"
+        );
+        // A daily snapshot, all metrics in.
+        let response = app
+            .http
+            .post(app.url("/api/cron/backfill"))
+            .bearer_auth(OPERATOR_TOKEN)
+            .json(&serde_json::json!({"account_id": account_id, "missing_dates": [date]}))
+            .send()
+            .await
+            .unwrap();
+        let (status, body) = status_and_json(response).await;
+        assert_eq!(status, 200, "{platform}: {body}");
+        assert_eq!(
+            body["results"]["dates"][0]["status"],
+            "success",
+            "{platform}: {body}"
+        );
+    }
+}
