@@ -505,13 +505,33 @@ async fn meta_pages(req: HttpRequest, state: web::Data<SimState>) -> HttpRespons
 
 // --- Threads ---------------------------------------------------------------------------------
 
+/// The Threads Postman collection's check of a token route (`oauth/access_token`,
+/// `access_token`, `refresh_access_token`): its required parameters, and on the POST only its
+/// parameters. `None` when the request passes.
+fn threads_token_spec(
+    method: &str,
+    route: &str,
+    pairs: &[(String, String)],
+) -> Option<HttpResponse> {
+    let problem = crate::sim::spec::threads::check(method, route, "Application", pairs).err()?;
+    let detail = format!("(#100) {}", problem.message());
+    Some(flagged(
+        meta_error(&detail),
+        "threads",
+        Some(problem.rule()),
+        &detail,
+    ))
+}
+
 async fn threads_code(
     req: HttpRequest,
     body: web::Bytes,
     state: web::Data<SimState>,
     idp: web::Data<IdpState>,
 ) -> HttpResponse {
-    let form = params(std::str::from_utf8(&body).unwrap_or_default());
+    // The collection sends these in the query string, our adapter in a form body: both count.
+    let mut form = params(std::str::from_utf8(&body).unwrap_or_default());
+    form.extend(params(req.query_string()));
     let Some((client, secret)) = client_auth(&req, &form, "client_id") else {
         let detail = "Missing client_id or client_secret parameter.";
         return flagged(
@@ -533,6 +553,9 @@ async fn threads_code(
             detail,
         );
     };
+    if let Some(refused) = threads_token_spec("POST", "oauth/access_token", &form) {
+        return refused;
+    }
     let scope = code_scope(&state, code);
     let accounts = match redeem(
         &state,
@@ -585,6 +608,9 @@ async fn threads_exchange(
         let detail = "Error validating client secret.";
         return flagged(meta_error(detail), "threads", rule, detail);
     }
+    if let Some(refused) = threads_token_spec("GET", "access_token", &q) {
+        return refused;
+    }
     let Some(ext) = threads_account(&state, param(&q, "access_token")) else {
         return meta_error("Error validating access token.");
     };
@@ -606,6 +632,9 @@ async fn threads_refresh(req: HttpRequest, state: web::Data<SimState>) -> HttpRe
             Some("wrong_grant_type"),
             detail,
         );
+    }
+    if let Some(refused) = threads_token_spec("GET", "refresh_access_token", &q) {
+        return refused;
     }
     let old = param(&q, "access_token");
     let Some(ext) = threads_account(&state, old) else {

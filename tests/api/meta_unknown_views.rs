@@ -274,8 +274,7 @@ async fn accounts_connected_through_oauth_read_everything_with_their_scopes() {
         let (status, body) = read(format!("/api/performance/post/{post_id}?{query}")).await;
         assert_eq!(status, 200, "{platform} post: {body}");
         assert!(
-            body.get("failed_metrics").is_none()
-                || body["failed_metrics"] == serde_json::json!([]),
+            body.get("failed_metrics").is_none() || body["failed_metrics"] == serde_json::json!([]),
             "{platform} post: {body}"
         );
         // A daily snapshot, all metrics in.
@@ -290,8 +289,7 @@ async fn accounts_connected_through_oauth_read_everything_with_their_scopes() {
         let (status, body) = status_and_json(response).await;
         assert_eq!(status, 200, "{platform}: {body}");
         assert_eq!(
-            body["results"]["dates"][0]["status"],
-            "success",
+            body["results"]["dates"][0]["status"], "success",
             "{platform}: {body}"
         );
     }

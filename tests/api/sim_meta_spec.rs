@@ -552,3 +552,50 @@ async fn login_scopes_are_carried_to_every_token_of_the_flow() {
         .collect();
     assert_eq!(rules, ["missing_scope"]);
 }
+
+/// The Threads token routes follow the Postman collection: the code exchange needs its
+/// `grant_type`, and takes no parameter the collection does not list.
+#[actix_web::test]
+async fn threads_token_routes_check_the_collections_parameters() {
+    let sim = Simulator::start(SimConfig {
+        idp_clients: vec![("app".into(), "secret".into())],
+        ..SimConfig::default()
+    })
+    .unwrap();
+    let http = reqwest::Client::new();
+    let url = format!("{}/threads/oauth/access_token", sim.base_url);
+    let base = [
+        ("client_id", "app"),
+        ("client_secret", "secret"),
+        ("code", "some-code"),
+        ("redirect_uri", "http://localhost/cb"),
+    ];
+    let (status, body) = send(http.post(&url).form(&base)).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("The parameter grant_type is required"),
+        "{body}"
+    );
+    let mut extra = base.to_vec();
+    extra.push(("grant_type", "authorization_code"));
+    extra.push(("scope", "threads_basic"));
+    let (status, body) = send(http.post(&url).form(&extra)).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Param scope is not a valid parameter"),
+        "{body}"
+    );
+    let rules: Vec<String> = sim
+        .state()
+        .take_violations()
+        .into_iter()
+        .map(|v| v.rule)
+        .collect();
+    assert_eq!(rules, ["missing_parameter", "unknown_parameter"]);
+}

@@ -239,6 +239,21 @@ mod tests {
         );
         // `fields` and `limit` are in every example but optional (Graph-wide).
         assert_eq!(threads.params.get("limit"), Some(&false));
+        // The token routes, without the version prefix.
+        let code = route("POST", "oauth/access_token").expect("code exchange");
+        for name in [
+            "client_id",
+            "client_secret",
+            "code",
+            "grant_type",
+            "redirect_uri",
+        ] {
+            assert_eq!(code.params.get(name), Some(&true), "{name}");
+        }
+        let exchange = route("GET", "access_token").expect("long-lived exchange");
+        assert_eq!(exchange.params.get("grant_type"), Some(&true));
+        assert_eq!(exchange.params.get("client_secret"), Some(&true));
+        assert!(route("GET", "refresh_access_token").is_some());
     }
 
     #[test]
