@@ -207,6 +207,33 @@ async fn a_permission_not_granted_is_insufficient_permissions_naming_the_scope()
             ["missing_scope"],
             "{platform}: {body}"
         );
+        // The daily collection records what happened, in the platform's words.
+        let response = app
+            .http
+            .post(app.url("/api/cron/backfill"))
+            .bearer_auth(OPERATOR_TOKEN)
+            .json(&serde_json::json!({
+                "account_id": publisher.account.id,
+                "missing_dates": [seeded_day()],
+            }))
+            .send()
+            .await
+            .unwrap();
+        let (status, body) = status_and_json(response).await;
+        assert_eq!(status, 200, "{platform}: {body}");
+        let result = &body["results"]["dates"][0];
+        assert_eq!(result["status"], "failed", "{platform}: {body}");
+        let error = result["error"].as_str().unwrap();
+        assert!(
+            error.starts_with("InsufficientPermissions: the platform refused the read"),
+            "{platform}: {error}"
+        );
+        assert!(error.contains(missing), "{platform}: {error}");
+        assert_eq!(
+            app.take_violation_rules(),
+            ["missing_scope"],
+            "{platform}: {body}"
+        );
     }
 }
 
