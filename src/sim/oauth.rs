@@ -409,6 +409,17 @@ async fn meta_token(
             detail,
         );
     };
+    // The code exchange needs the redirect_uri the code was issued for (hand-written: codegen
+    // has no OAuth; <https://developers.facebook.com/docs/facebook-login/guides/advanced/manual-flow#exchangecode>).
+    if param(&q, "redirect_uri").is_none() {
+        let detail = "Missing redirect_uri parameter.";
+        return flagged(
+            meta_error(detail),
+            "meta",
+            Some("missing_parameter"),
+            detail,
+        );
+    }
     let scope = code_scope(&state, code);
     let accounts = match redeem(
         &state,

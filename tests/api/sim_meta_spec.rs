@@ -599,3 +599,32 @@ async fn threads_token_routes_check_the_collections_parameters() {
         .collect();
     assert_eq!(rules, ["missing_parameter", "unknown_parameter"]);
 }
+
+/// Facebook's code exchange needs the `redirect_uri` the code was issued for.
+#[actix_web::test]
+async fn meta_code_exchange_requires_the_redirect_uri() {
+    let sim = Simulator::start(SimConfig {
+        idp_clients: vec![("app".into(), "secret".into())],
+        ..SimConfig::default()
+    })
+    .unwrap();
+    let (status, body) = send(
+        reqwest::Client::new()
+            .get(format!("{}/graph/v24.0/oauth/access_token", sim.base_url))
+            .query(&[
+                ("client_id", "app"),
+                ("client_secret", "secret"),
+                ("code", "some-code"),
+            ]),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["message"], "Missing redirect_uri parameter.");
+    let rules: Vec<String> = sim
+        .state()
+        .take_violations()
+        .into_iter()
+        .map(|v| v.rule)
+        .collect();
+    assert_eq!(rules, ["missing_parameter"]);
+}
