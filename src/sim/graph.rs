@@ -10,6 +10,12 @@
 //! Parameters are read from the query string, a form body or a JSON body (Meta accepts all
 //! three); the token from `access_token` or `Authorization: Bearer|OAuth`.
 //!
+//! Before a request is served, [`check_graph_request`] checks it against the codegen specs
+//! ([`super::spec::meta`]: the node's or edge's fields, POST parameters, required parameters,
+//! enums, types) and the permission its token was granted ([`graph_permission`], hand-written
+//! from the docs). It runs in [`serve`], the entry point every host reusing these handlers goes
+//! through.
+//!
 //! The Meta error object, the parameter reader and the container state machine are shared with
 //! the Threads simulator ([`super::threads`]).
 

@@ -9,6 +9,10 @@
 //! - `GET /{user}/threads_publishing_limit`, `GET /me`, `GET /{media-id}`.
 //!
 //! `{user}` may be `me`. Errors use the Graph error object (shared with [`super::graph`]).
+//!
+//! Before a request is served, `check_threads_request` checks it against the Postman collection
+//! ([`super::spec::threads`]: the route's fields, POST parameters, required parameters) and the
+//! permission its token was granted (`threads_permission`, hand-written from the docs).
 
 use actix_web::{
     HttpRequest, HttpResponse,
