@@ -10,10 +10,10 @@
 //! Parameters are read from the query string, a form body or a JSON body (Meta accepts all
 //! three); the token from `access_token` or `Authorization: Bearer|OAuth`.
 //!
-//! Before a request is served, [`check_graph_request`] checks it against the codegen specs
+//! Before a request is served, `check_graph_request` checks it against the codegen specs
 //! ([`super::spec::meta`]: the node's or edge's fields, POST parameters, required parameters,
-//! enums, types) and the permission its token was granted ([`graph_permission`], hand-written
-//! from the docs). It runs in [`serve`], the entry point every host reusing these handlers goes
+//! enums, types) and the permission its token was granted (`graph_permission`, hand-written
+//! from the docs). It runs in `serve`, the entry point every host reusing these handlers goes
 //! through.
 //!
 //! The Meta error object, the parameter reader and the container state machine are shared with
@@ -583,7 +583,7 @@ pub(crate) fn quota_config(total: usize) -> Value {
 }
 
 /// Keeps only the requested `fields` of `all` (plus `id`). Whether a field exists on the node
-/// was checked against the spec at the entry point ([`check_spec`]); a field the node has but
+/// was checked against the spec at the entry point (`check_graph_request`); a field the node has but
 /// the simulator does not model, or one without a value, is left out, as Graph leaves out
 /// fields without a value.
 pub(crate) fn select_fields(all: Value, fields: &[String], default: &[&str]) -> Value {
