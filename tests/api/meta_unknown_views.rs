@@ -321,3 +321,72 @@ async fn accounts_connected_through_oauth_read_everything_with_their_scopes() {
         );
     }
 }
+
+/// Migration 000007 on SQLite keeps every row and the indexes through the table rebuild, lets
+/// `total_post_views` be NULL, and rolls back to the NOT NULL column (unknown totals become the
+/// 0 the old schema stored).
+#[actix_rt::test]
+async fn the_nullable_post_views_migration_keeps_rows_both_ways() {
+    use migration::{Migrator, MigratorTrait};
+    use sea_orm::{ConnectOptions, ConnectionTrait, Database, DbBackend, Statement};
+
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/m.db?mode=rwc", dir.path().display());
+    // One connection: the PRAGMA below (rows without their account) holds for every statement.
+    let mut options = ConnectOptions::new(url);
+    options.max_connections(1).min_connections(1);
+    let db = Database::connect(options).await.unwrap();
+    let pending = Migrator::get_pending_migrations(&db).await.unwrap().len();
+    // Everything before 000007.
+    Migrator::up(&db, Some(u32::try_from(pending).unwrap() - 1))
+        .await
+        .unwrap();
+    let exec = async |sql: &str| {
+        db.execute_unprepared(sql).await.unwrap();
+    };
+    exec("PRAGMA foreign_keys = OFF").await;
+    exec(
+        "INSERT INTO performance_snapshots (id, account_id, user_id, platform, snapshot_date, \
+         page_name, posts_count, total_post_views, page_metrics, failed_metrics, status, \
+         attempts, created_at, updated_at) VALUES ('a', 'acc', 'u', 'facebook', '2026-11-20', \
+         'Page', 2, 41, '{}', '[]', 'success', 1, '2026-11-21T00:00:00Z', \
+         '2026-11-21T00:00:00Z')",
+    )
+    .await;
+    Migrator::up(&db, None).await.unwrap();
+    let views = async || {
+        db.query_all_raw(Statement::from_string(
+            DbBackend::Sqlite,
+            "SELECT total_post_views FROM performance_snapshots ORDER BY id",
+        ))
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.try_get::<Option<i64>>("", "total_post_views").unwrap())
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(views().await, [Some(41)], "the row survives the rebuild");
+    exec(
+        "INSERT INTO performance_snapshots (id, account_id, user_id, platform, snapshot_date, \
+         page_name, posts_count, total_post_views, page_metrics, failed_metrics, status, \
+         attempts, created_at, updated_at) VALUES ('b', 'acc', 'u', 'facebook', '2026-11-21', \
+         'Page', 1, NULL, '{}', '[]', 'partial', 1, '2026-11-22T00:00:00Z', \
+         '2026-11-22T00:00:00Z')",
+    )
+    .await;
+    assert_eq!(views().await, [Some(41), None]);
+    // The unique (account, date) index is back.
+    let duplicate = db
+        .execute_raw(Statement::from_string(
+            DbBackend::Sqlite,
+            "INSERT INTO performance_snapshots (id, account_id, user_id, platform, \
+             snapshot_date, page_name, posts_count, page_metrics, failed_metrics, status, \
+             attempts, created_at, updated_at) VALUES ('c', 'acc', 'u', 'facebook', \
+             '2026-11-21', 'Page', 1, '{}', '[]', 'partial', 1, '2026-11-22T00:00:00Z', \
+             '2026-11-22T00:00:00Z')",
+        ))
+        .await;
+    assert!(duplicate.is_err(), "one snapshot per account and date");
+    Migrator::down(&db, Some(1)).await.unwrap();
+    assert_eq!(views().await, [Some(41), Some(0)]);
+}
