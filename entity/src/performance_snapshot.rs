@@ -13,7 +13,9 @@ pub struct Model {
     pub snapshot_date: String,
     pub page_name: String,
     pub posts_count: i64,
-    pub total_post_views: i64,
+    /// Views of the day's posts; `None` when the platform would not give them (the views
+    /// metric is then in `failed_metrics`), never a 0 that would read as measured.
+    pub total_post_views: Option<i64>,
     /// Metric name → value.
     pub page_metrics: Json,
     /// `[{metric, error}]`: metrics the platform would not give.

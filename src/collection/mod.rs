@@ -265,6 +265,17 @@ fn describe(error: ApiError) -> String {
     {
         return format!("the platform refused the read: {details}");
     }
+    // The catalogue's message for a missing permission speaks of a post too: the record says
+    // the read was refused and keeps the platform's words, which name the permission.
+    if error.code == ErrorCode::InsufficientPermissions
+        && let Some(details) = &error.details
+    {
+        return format!(
+            "{}: the platform refused the read for a permission the account did not grant: \
+             {details}",
+            error.code.as_str()
+        );
+    }
     let mut text = format!("{}: {}", error.code.as_str(), error.message);
     if let Some(details) = &error.details {
         text.push_str(" (");
@@ -278,4 +289,28 @@ fn platform_label(platform: &str) -> &'static str {
     crate::publish::plan::Platform::parse(platform)
         .map(|p| p.as_str())
         .unwrap_or("unknown")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platforms::PlatformError;
+
+    #[test]
+    fn a_refused_read_keeps_the_platforms_words() {
+        let permission = PlatformError::Permission(
+            "(#10) This endpoint requires the 'read_insights' permission.".into(),
+        )
+        .into_api_error();
+        let text = describe(permission);
+        assert!(text.starts_with("InsufficientPermissions: "), "{text}");
+        assert!(text.contains("refused the read"), "{text}");
+        assert!(text.contains("'read_insights'"), "{text}");
+        assert!(!text.contains("post"), "{text}");
+        let refused = PlatformError::Rejected("(#100) Invalid parameter".into()).into_api_error();
+        assert_eq!(
+            describe(refused),
+            "the platform refused the read: (#100) Invalid parameter"
+        );
+    }
 }

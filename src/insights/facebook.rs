@@ -273,13 +273,10 @@ pub async fn daily(
     Ok(DailyMetrics {
         page_metrics,
         posts_count: posts.len() as u64,
+        // Unknown (None) when any post's views failed: null there, listed in failed_metrics.
         total_post_views: posts
             .iter()
-            .map(|p| {
-                p["insights"]["metrics"]["post_media_view"]
-                    .as_u64()
-                    .unwrap_or(0)
-            })
+            .map(|p| p["insights"]["metrics"]["post_media_view"].as_u64())
             .sum(),
         failed_metrics,
     })

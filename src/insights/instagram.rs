@@ -306,9 +306,10 @@ pub async fn daily(
         page_metrics,
         posts_count: media.len() as u64,
         // Reach is what every media type reports: the day's posts' views.
+        // Unknown (None) when any media's reach failed: null there, listed in failed_metrics.
         total_post_views: media
             .iter()
-            .map(|m| m["insights"]["metrics"]["reach"].as_u64().unwrap_or(0))
+            .map(|m| m["insights"]["metrics"]["reach"].as_u64())
             .sum(),
         failed_metrics,
     })

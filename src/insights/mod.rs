@@ -132,8 +132,10 @@ pub struct DailyMetrics {
     pub page_metrics: BTreeMap<String, Value>,
     /// Posts the account published on that date.
     pub posts_count: u64,
-    /// Sum of the views of those posts (`post_media_view`, reels/video views…).
-    pub total_post_views: u64,
+    /// Sum of the views of those posts (`post_media_view`, reels/video views…); `None` when a
+    /// post's views failed (the metric is in `failed_metrics`): a partial sum or a 0 would read
+    /// as measured.
+    pub total_post_views: Option<u64>,
     pub failed_metrics: Vec<MetricFailure>,
 }
 

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::{
     DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId, day_window, each_metric,
-    meta_value, unix_day, with_failures,
+    failed_as_null, has_failed, meta_value, unix_day, with_failures,
 };
 use crate::{
     platforms::{
@@ -58,12 +58,17 @@ pub async fn query(
     let failures = match query {
         InsightsQuery::Account { since, until, .. } => {
             let (raw, failures) = account_raw(ctx, *since, *until).await?;
-            let views: u64 = raw
-                .iter()
-                .filter(|item| item["name"] == "views")
-                .map(total_of)
-                .sum();
-            data["views"] = json!(views);
+            // A failed `views` is unknown: null, and named in failed_metrics, never 0.
+            data["views"] = if has_failed(&failures, "views") {
+                Value::Null
+            } else {
+                json!(
+                    raw.iter()
+                        .filter(|item| item["name"] == "views")
+                        .map(total_of)
+                        .sum::<u64>()
+                )
+            };
             data["raw_data"] = Value::Array(
                 raw.into_iter()
                     .map(|item| {
@@ -165,6 +170,8 @@ async fn thread_item(
             insights.insert(name.to_string(), json!(total_of(item)));
         }
     }
+    // A failed metric is null, as on the other Meta platforms: unknown, not 0.
+    insights.extend(failed_as_null(&failures));
     Ok((
         json!({
             "id": id.as_str(),
@@ -212,6 +219,8 @@ pub async fn daily(
     let page_metrics: BTreeMap<String, Value> = raw
         .iter()
         .filter_map(|item| Some((item["name"].as_str()?.to_string(), json!(total_of(item)))))
+        // A failed metric is null in the snapshot, and named in failed_metrics.
+        .chain(failed_as_null(&failed_metrics))
         .collect();
     let (since, until) = day_window(date);
     let (threads, thread_failures) = list_threads(
@@ -223,9 +232,10 @@ pub async fn daily(
     Ok(DailyMetrics {
         page_metrics,
         posts_count: threads.len() as u64,
+        // Unknown (None) when any thread's views failed: null there, listed in failed_metrics.
         total_post_views: threads
             .iter()
-            .map(|t| t["insights"]["views"].as_u64().unwrap_or(0))
+            .map(|t| t["insights"]["views"].as_u64())
             .sum(),
         failed_metrics,
     })

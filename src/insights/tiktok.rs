@@ -259,15 +259,16 @@ pub async fn daily(
     // A video whose views TikTok left out makes the sum unknown: listed as failed (the sum
     // is of the views it did give).
     let mut view_failures = Vec::new();
-    let total_post_views = that_day
+    let total_post_views: u64 = that_day
         .iter()
         .filter_map(|v| metrics_of(v, &["view_count"], &mut view_failures)["view_count"].as_u64())
         .sum();
+    let view_failures_empty = view_failures.is_empty();
     failed_metrics.extend(view_failures);
     Ok(DailyMetrics {
         page_metrics,
         posts_count: that_day.len() as u64,
-        total_post_views,
+        total_post_views: view_failures_empty.then_some(total_post_views),
         failed_metrics,
     })
 }

@@ -436,7 +436,7 @@ pub async fn daily(
     Ok(DailyMetrics {
         page_metrics,
         posts_count: that_day.len() as u64,
-        total_post_views,
+        total_post_views: Some(total_post_views),
         failed_metrics,
     })
 }

@@ -10,6 +10,12 @@
 //! Parameters are read from the query string, a form body or a JSON body (Meta accepts all
 //! three); the token from `access_token` or `Authorization: Bearer|OAuth`.
 //!
+//! Before a request is served, `check_graph_request` checks it against the codegen specs
+//! ([`super::spec::meta`]: the node's or edge's fields, POST parameters, required parameters,
+//! enums, types) and the permission its token was granted (`graph_permission`, hand-written
+//! from the docs). It runs in `serve`, the entry point every host reusing these handlers goes
+//! through.
+//!
 //! The Meta error object, the parameter reader and the container state machine are shared with
 //! the Threads simulator ([`super::threads`]).
 
@@ -243,6 +249,11 @@ impl Params {
         Ok(Self { pairs })
     }
 
+    /// Every parameter as sent (name, value), query string first.
+    pub(crate) fn pairs(&self) -> &[(String, String)] {
+        &self.pairs
+    }
+
     /// The first non-empty value of `key`.
     pub(crate) fn get(&self, key: &str) -> Option<&str> {
         self.pairs
@@ -282,16 +293,33 @@ impl Params {
             .or_else(|| bearer_token(req))
     }
 
-    /// The requested `fields`, comma separated.
+    /// The requested `fields`, split at the top-level commas (`a,b{c,d},insights.metric(x,y)` →
+    /// `a`, `b{c,d}`, `insights.metric(x,y)`): nested lists keep their commas.
     pub(crate) fn fields(&self) -> Vec<String> {
-        self.get("fields")
-            .map(|f| {
-                f.split(',')
-                    .map(|s| s.trim().to_string())
-                    .filter(|s| !s.is_empty())
-                    .collect()
-            })
-            .unwrap_or_default()
+        let Some(fields) = self.get("fields") else {
+            return Vec::new();
+        };
+        let mut items = Vec::new();
+        let mut depth = 0usize;
+        let mut current = String::new();
+        for c in fields.chars() {
+            match c {
+                '{' | '(' => depth += 1,
+                '}' | ')' => depth = depth.saturating_sub(1),
+                ',' if depth == 0 => {
+                    items.push(std::mem::take(&mut current));
+                    continue;
+                }
+                _ => {}
+            }
+            current.push(c);
+        }
+        items.push(current);
+        items
+            .into_iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
     }
 }
 
@@ -554,41 +582,169 @@ pub(crate) fn quota_config(total: usize) -> Value {
     json!({"quota_total": total, "quota_duration": QUOTA_DURATION_SECS})
 }
 
-/// Keeps only the requested `fields` of `all` (plus `id`); an unknown field is Meta's
-/// "nonexisting field" error for `node_type`.
-pub(crate) fn select_fields(
-    all: Value,
-    fields: &[String],
-    default: &[&str],
-    node_type: &str,
-) -> Result<Value, MetaError> {
+/// Keeps only the requested `fields` of `all` (plus `id`). Whether a field exists on the node
+/// was checked against the spec at the entry point (`check_graph_request`); a field the node has but
+/// the simulator does not model, or one without a value, is left out, as Graph leaves out
+/// fields without a value.
+pub(crate) fn select_fields(all: Value, fields: &[String], default: &[&str]) -> Value {
     let Value::Object(all) = all else {
-        return Ok(all);
+        return all;
     };
     let wanted: Vec<String> = if fields.is_empty() {
         default.iter().map(|s| s.to_string()).collect()
     } else {
-        fields.to_vec()
+        fields
+            .iter()
+            .flat_map(|f| super::spec::meta::field_names(f))
+            .collect()
     };
     let mut out = serde_json::Map::new();
     for field in &wanted {
         match all.get(field) {
-            Some(Value::Null) => {}
+            Some(Value::Null) | None => {}
             Some(value) => {
                 out.insert(field.clone(), value.clone());
-            }
-            None => {
-                return Err(MetaError::param(format!(
-                    "Tried accessing nonexisting field ({field}) on node type ({node_type})"
-                ))
-                .violation("unknown_field"));
             }
         }
     }
     if let Some(id) = all.get("id") {
         out.insert("id".into(), id.clone());
     }
-    Ok(Value::Object(out))
+    Value::Object(out)
+}
+
+/// The codegen node type (`data/meta/*.json`) of `node` as `account` sees it: its own page or
+/// IG user, an object it created (photo, video, IG container) or one of its posts; `None` for ids
+/// it cannot see (those get Meta's "Unsupported request" further on).
+pub(crate) fn graph_node_type(
+    state: &SimState,
+    account: &SimAccount,
+    node: &str,
+) -> Option<&'static str> {
+    let facebook = account.platform == "facebook";
+    if node == account.external_id {
+        return Some(if facebook { "Page" } else { "IGUser" });
+    }
+    if let Some(object) = state
+        .object(node)
+        .filter(|o| o.owner == account.external_id && o.platform == account.platform)
+    {
+        return match object.kind.as_str() {
+            "fb_video" => Some("AdVideo"),
+            "fb_photo" => Some("Photo"),
+            "ig_container" => Some("ShadowIGMediaBuilder"),
+            _ => None,
+        };
+    }
+    super::insights::post(state, account, node)
+        .map(|_| if facebook { "PagePost" } else { "IGMedia" })
+}
+
+/// The spec's verdict as Meta's error: code 100, and a recorded violation of the problem's rule.
+pub(crate) fn spec_error(problem: &super::spec::meta::Problem, kind: &'static str) -> MetaError {
+    MetaError::param(problem.message())
+        .kind(kind)
+        .violation(problem.rule())
+}
+
+/// The permission a Graph call needs, hand-written (codegen carries no permissions) from each
+/// endpoint's reference page: Page reads need `pages_read_engagement`, Page and post insights
+/// `read_insights`, publishing `pages_manage_posts`
+/// (<https://developers.facebook.com/docs/pages-api/overview#permissions>,
+/// <https://developers.facebook.com/docs/graph-api/reference/page/insights/>); the IG user and
+/// media need `instagram_basic`, publishing and its limit `instagram_content_publish`, insights
+/// `instagram_manage_insights`
+/// (<https://developers.facebook.com/docs/instagram-platform/instagram-graph-api/reference/ig-user/media>,
+/// <https://developers.facebook.com/docs/instagram-platform/instagram-graph-api/reference/ig-user/insights>).
+/// Each entry lists alternatives: the Instagram-Login scope (`instagram_business_*`,
+/// <https://developers.facebook.com/docs/instagram-platform/instagram-api-with-instagram-login>)
+/// does on graph.instagram.com what the Facebook-Login one does here.
+pub(crate) fn graph_permission(
+    node_type: &str,
+    method: &Method,
+    edge: Option<&str>,
+) -> Option<&'static [&'static str]> {
+    const IG_BASIC: &[&str] = &["instagram_basic", "instagram_business_basic"];
+    const IG_PUBLISH: &[&str] = &[
+        "instagram_content_publish",
+        "instagram_business_content_publish",
+    ];
+    const IG_INSIGHTS: &[&str] = &[
+        "instagram_manage_insights",
+        "instagram_business_manage_insights",
+    ];
+    let get = method == Method::GET;
+    Some(match (node_type, edge) {
+        ("Page" | "PagePost" | "Photo" | "AdVideo", Some("insights" | "video_insights")) => {
+            &["read_insights"]
+        }
+        ("Page", Some("feed" | "photos" | "videos")) if !get => &["pages_manage_posts"],
+        ("Page" | "PagePost" | "Photo" | "AdVideo", _) => &["pages_read_engagement"],
+        ("IGUser" | "IGMedia", Some("insights")) => IG_INSIGHTS,
+        ("IGUser", Some("media" | "media_publish")) if !get => IG_PUBLISH,
+        ("IGUser", Some("content_publishing_limit")) | ("ShadowIGMediaBuilder", _) => IG_PUBLISH,
+        ("IGUser" | "IGMedia", _) => IG_BASIC,
+        _ => return None,
+    })
+}
+
+/// Refuses a token not granted any of `scopes` with Meta's permission error (code 10 for reads,
+/// 200 for writes, HTTP 403), naming the first: a recorded `missing_scope` violation, since our
+/// connect flows decide what they ask for.
+pub(crate) fn require_permission(
+    state: &SimState,
+    token: &str,
+    method: &Method,
+    scopes: &[&str],
+    kind: &'static str,
+) -> Result<(), MetaError> {
+    if scopes.iter().any(|s| state.has_scope(token, s)) {
+        return Ok(());
+    }
+    let scope = scopes.first().copied().unwrap_or_default();
+    let error = if method == Method::GET {
+        MetaError::new(
+            10,
+            format!("(#10) This endpoint requires the '{scope}' permission."),
+        )
+    } else {
+        MetaError::new(
+            200,
+            format!("(#200) Requires {scope} permission to manage the object"),
+        )
+    };
+    Err(error
+        .kind(kind)
+        .status(StatusCode::FORBIDDEN)
+        .violation("missing_scope"))
+}
+
+/// The checks every Graph request goes through before it is served, whichever host serves it
+/// (graph.facebook.com here, graph.instagram.com through the same [`serve`]): the spec's fields,
+/// parameters, required parameters and enums for the node and edge, then the permission.
+pub(crate) fn check_graph_request(
+    state: &SimState,
+    account: &SimAccount,
+    token: &str,
+    node: &str,
+    method: &Method,
+    edge: Option<&str>,
+    params: &Params,
+) -> Result<(), MetaError> {
+    let Some(node_type) = graph_node_type(state, account, node) else {
+        return Ok(());
+    };
+    let kind = if account.platform == "instagram" {
+        "IGApiException"
+    } else {
+        "OAuthException"
+    };
+    super::spec::meta::check(node_type, method.as_str(), edge, params.pairs())
+        .map_err(|p| spec_error(&p, "OAuthException"))?;
+    if let Some(scopes) = graph_permission(node_type, method, edge) {
+        require_permission(state, token, method, scopes, kind)?;
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -659,6 +815,15 @@ async fn serve(
         )));
     }
 
+    check_graph_request(
+        state,
+        &account,
+        token.as_deref().unwrap_or_default(),
+        &node,
+        &method,
+        edge,
+        &params,
+    )?;
     if method == Method::GET
         && let Some(response) = super::meta_insights::answer(state, &account, &node, edge, &params)?
     {
@@ -672,12 +837,7 @@ async fn serve(
                     json!({"id": account.external_id, "name": account.name, "username": account.username}),
                     &params.fields(),
                     &["name"],
-                    if account.platform == "facebook" {
-                        "Page"
-                    } else {
-                        "IGUser"
-                    },
-                )?,
+                ),
             )),
             ("facebook", &Method::POST, Some("feed")) => page_feed(state, &account, &params),
             ("facebook", &Method::POST, Some("photos")) => {
@@ -761,10 +921,7 @@ fn get_object(
                 "video_status": Value::Null,
                 "copyright_check_status": Value::Null,
             });
-            Ok(ok(
-                account,
-                select_fields(all, &params.fields(), &[], "ShadowIGMediaBuilder")?,
-            ))
+            Ok(ok(account, select_fields(all, &params.fields(), &[])))
         }
         _ => {
             // Photos: id, the image and whether it went out.
@@ -775,45 +932,36 @@ fn get_object(
                 "published": object.data["published"],
                 "created_time": object.data["created_time"],
             });
-            Ok(ok(
-                account,
-                select_fields(all, &params.fields(), &[], "Photo")?,
-            ))
+            Ok(ok(account, select_fields(all, &params.fields(), &[])))
         }
     }
 }
 
 fn published_fields(item: &PublishedItem, params: &Params) -> Result<Value, MetaError> {
-    let (node_type, all) = if item.platform == "facebook" {
-        (
-            "Post",
-            json!({
+    let all = if item.platform == "facebook" {
+        json!({
                 "id": item.id,
                 "message": item.text,
                 "created_time": meta_time(item.published_at),
                 "permalink_url": format!("https://www.facebook.com/{}", item.id),
-            }),
-        )
+        })
     } else {
         let media_type = match item.kind.as_str() {
             "carousel" => "CAROUSEL_ALBUM",
             "reels" => "VIDEO",
             _ => "IMAGE",
         };
-        (
-            "IGMedia",
-            json!({
-                "id": item.id,
-                "caption": item.text,
-                "media_type": media_type,
-                "media_product_type": if item.kind == "reels" { "REELS" } else { "FEED" },
-                "media_url": item.media.first(),
-                "timestamp": meta_time(item.published_at),
-                "permalink": format!("https://www.instagram.com/p/{}/", item.id),
-            }),
-        )
+        json!({
+            "id": item.id,
+            "caption": item.text,
+            "media_type": media_type,
+            "media_product_type": if item.kind == "reels" { "REELS" } else { "FEED" },
+            "media_url": item.media.first(),
+            "timestamp": meta_time(item.published_at),
+            "permalink": format!("https://www.instagram.com/p/{}/", item.id),
+        })
     };
-    select_fields(all, &params.fields(), &[], node_type)
+    Ok(select_fields(all, &params.fields(), &[]))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1118,7 +1266,7 @@ fn video_fields(
         "title": object.data["title"],
         "permalink_url": format!("/{}/videos/{id}/", object.owner),
     });
-    select_fields(all, &params.fields(), &[], "Video")
+    Ok(select_fields(all, &params.fields(), &[]))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -627,7 +627,23 @@ fn precheck(
             "website": Value::Null,
         });
         debug_assert!(USER_FIELDS.iter().all(|f| user.get(f).is_some()));
-        let body = graph::select_fields(user, &params.fields(), &["id"], "IGUser")?;
+        // This host's user node is not codegen's `IGUser` (it has `user_id` and
+        // `account_type`), so its fields are the reference's list, checked here.
+        let fields = params.fields();
+        let names: Vec<String> = fields
+            .iter()
+            .flat_map(|f| super::spec::meta::field_names(f))
+            .collect();
+        if let Some(unknown) = names.iter().find(|f| !USER_FIELDS.contains(&f.as_str())) {
+            return Err(graph::spec_error(
+                &super::spec::meta::Problem::UnknownField {
+                    field: unknown.clone(),
+                    node: "User".into(),
+                },
+                "OAuthException",
+            ));
+        }
+        let body = graph::select_fields(user, &fields, &["id"]);
         return Ok(Some(graph::ok(&account, body)));
     }
     Ok(None)

@@ -131,6 +131,40 @@ fn meta_error(message: &str) -> HttpResponse {
     }}))
 }
 
+/// Remembers that `token` was granted `scope` (Meta and Threads separate scopes with commas;
+/// spaces are tolerated), beside the token so an exchange or refresh carries it to the next one.
+fn grant_meta_scope(state: &SimState, token: &str, scope: Option<&str>) {
+    let Some(scope) = scope else {
+        return;
+    };
+    state.grant_scopes(
+        token,
+        scope
+            .split([',', ' '])
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect(),
+    );
+    state.put_object(
+        &format!("granted:{token}"),
+        SimObject {
+            platform: "meta".into(),
+            owner: String::new(),
+            kind: "granted_scope".into(),
+            data: json!({ "scope": scope }),
+            created: Instant::now(),
+        },
+    );
+}
+
+/// The scope [`grant_meta_scope`] remembered for `token`.
+fn granted_meta_scope(state: &SimState, token: &str) -> Option<String> {
+    state
+        .object(&format!("granted:{token}"))
+        .and_then(|o| o.data["scope"].as_str().map(str::to_string))
+}
+
 /// The accounts a person has on an app's platforms, created on their first sign-in.
 fn accounts_for(state: &SimState, app: &str, person: &str) -> Vec<(String, String)> {
     let ensure = |platform: &str, name: &str, username: &str| {
@@ -408,6 +442,8 @@ async fn meta_token(
             .find(|(platform, _)| platform == "instagram")
             .and_then(|(_, ext)| state.issue_token("instagram", ext))
             .unwrap_or_else(|| random_token(24));
+        // The long-lived token keeps the permissions the person granted at login.
+        grant_meta_scope(&state, &token, granted_meta_scope(&state, short).as_deref());
         state.put_object(
             &format!("meta-user:{token}"),
             SimObject {
@@ -427,6 +463,18 @@ async fn meta_token(
             detail,
         );
     };
+    // The code exchange needs the redirect_uri the code was issued for (hand-written: codegen
+    // has no OAuth; <https://developers.facebook.com/docs/facebook-login/guides/advanced/manual-flow#exchangecode>).
+    if param(&q, "redirect_uri").is_none() {
+        let detail = "Missing redirect_uri parameter.";
+        return flagged(
+            meta_error(detail),
+            "meta",
+            Some("missing_parameter"),
+            detail,
+        );
+    }
+    let scope = code_scope(&state, code);
     let accounts = match redeem(
         &state,
         "meta",
@@ -439,6 +487,7 @@ async fn meta_token(
         Err((message, rule)) => return flagged(meta_error(message), "meta", rule, message),
     };
     let token = format!("EAAshort{}", random_token(24));
+    grant_meta_scope(&state, &token, scope.as_deref());
     state.put_object(
         &format!("meta-user:{token}"),
         SimObject {
@@ -471,6 +520,23 @@ async fn meta_pages(req: HttpRequest, state: web::Data<SimState>) -> HttpRespons
         let rule = token.is_none().then_some("missing_token");
         return flagged(response, "meta", rule, "no user access token");
     };
+    let user_token = token.unwrap_or_default();
+    // The same checks as every Graph call: the User node's `accounts` edge of the codegen spec
+    // (fields of the Page it returns), then `pages_show_list`
+    // (<https://developers.facebook.com/docs/graph-api/reference/user/accounts/>).
+    if let Err(problem) = crate::sim::spec::meta::check("User", "GET", Some("accounts"), &q) {
+        return super::graph::spec_error(&problem, "OAuthException").response("facebook");
+    }
+    if let Err(error) = super::graph::require_permission(
+        &state,
+        &user_token,
+        &actix_web::http::Method::GET,
+        &["pages_show_list"],
+        "OAuthException",
+    ) {
+        return error.response("facebook");
+    }
+    let scope = granted_meta_scope(&state, &user_token);
     let accounts: Vec<(String, String)> =
         serde_json::from_value(login.data["accounts"].clone()).unwrap_or_default();
     let instagram = accounts
@@ -483,6 +549,8 @@ async fn meta_pages(req: HttpRequest, state: web::Data<SimState>) -> HttpRespons
         .filter_map(|(_, ext)| {
             let page = state.account("facebook", ext)?;
             let page_token = state.issue_token("facebook", ext)?;
+            // A page token carries the permissions the person granted the app.
+            grant_meta_scope(&state, &page_token, scope.as_deref());
             let mut item = json!({
                 "access_token": page_token,
                 "category": "Media",
@@ -502,13 +570,33 @@ async fn meta_pages(req: HttpRequest, state: web::Data<SimState>) -> HttpRespons
 
 // --- Threads ---------------------------------------------------------------------------------
 
+/// The Threads Postman collection's check of a token route (`oauth/access_token`,
+/// `access_token`, `refresh_access_token`): its required parameters, and on the POST only its
+/// parameters. `None` when the request passes.
+fn threads_token_spec(
+    method: &str,
+    route: &str,
+    pairs: &[(String, String)],
+) -> Option<HttpResponse> {
+    let problem = crate::sim::spec::threads::check(method, route, "Application", pairs).err()?;
+    let detail = format!("(#100) {}", problem.message());
+    Some(flagged(
+        meta_error(&detail),
+        "threads",
+        Some(problem.rule()),
+        &detail,
+    ))
+}
+
 async fn threads_code(
     req: HttpRequest,
     body: web::Bytes,
     state: web::Data<SimState>,
     idp: web::Data<IdpState>,
 ) -> HttpResponse {
-    let form = params(std::str::from_utf8(&body).unwrap_or_default());
+    // The collection sends these in the query string, our adapter in a form body: both count.
+    let mut form = params(std::str::from_utf8(&body).unwrap_or_default());
+    form.extend(params(req.query_string()));
     let Some((client, secret)) = client_auth(&req, &form, "client_id") else {
         let detail = "Missing client_id or client_secret parameter.";
         return flagged(
@@ -530,6 +618,10 @@ async fn threads_code(
             detail,
         );
     };
+    if let Some(refused) = threads_token_spec("POST", "oauth/access_token", &form) {
+        return refused;
+    }
+    let scope = code_scope(&state, code);
     let accounts = match redeem(
         &state,
         "threads",
@@ -546,6 +638,7 @@ async fn threads_code(
     };
     // Short-lived (an hour): good only for the exchange below.
     let token = state.issue_token("threads", ext).unwrap_or_default();
+    grant_meta_scope(&state, &token, scope.as_deref());
     HttpResponse::Ok().json(json!({"access_token": token, "user_id": ext}))
 }
 
@@ -580,10 +673,15 @@ async fn threads_exchange(
         let detail = "Error validating client secret.";
         return flagged(meta_error(detail), "threads", rule, detail);
     }
+    if let Some(refused) = threads_token_spec("GET", "access_token", &q) {
+        return refused;
+    }
     let Some(ext) = threads_account(&state, param(&q, "access_token")) else {
         return meta_error("Error validating access token.");
     };
     let token = state.issue_token("threads", &ext).unwrap_or_default();
+    let scope = param(&q, "access_token").and_then(|old| granted_meta_scope(&state, old));
+    grant_meta_scope(&state, &token, scope.as_deref());
     HttpResponse::Ok()
         .json(json!({"access_token": token, "token_type": "bearer", "expires_in": THREADS_LONG}))
 }
@@ -600,6 +698,9 @@ async fn threads_refresh(req: HttpRequest, state: web::Data<SimState>) -> HttpRe
             detail,
         );
     }
+    if let Some(refused) = threads_token_spec("GET", "refresh_access_token", &q) {
+        return refused;
+    }
     let old = param(&q, "access_token");
     let Some(ext) = threads_account(&state, old) else {
         return HttpResponse::BadRequest().json(json!({"error": {
@@ -607,6 +708,8 @@ async fn threads_refresh(req: HttpRequest, state: web::Data<SimState>) -> HttpRe
         }}));
     };
     let token = state.issue_token("threads", &ext).unwrap_or_default();
+    let scope = old.and_then(|old| granted_meta_scope(&state, old));
+    grant_meta_scope(&state, &token, scope.as_deref());
     HttpResponse::Ok()
         .json(json!({"access_token": token, "token_type": "bearer", "expires_in": THREADS_LONG}))
 }

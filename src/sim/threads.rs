@@ -9,6 +9,10 @@
 //! - `GET /{user}/threads_publishing_limit`, `GET /me`, `GET /{media-id}`.
 //!
 //! `{user}` may be `me`. Errors use the Graph error object (shared with [`super::graph`]).
+//!
+//! Before a request is served, `check_threads_request` checks it against the Postman collection
+//! ([`super::spec::threads`]: the route's fields, POST parameters, required parameters) and the
+//! permission its token was granted (`threads_permission`, hand-written from the docs).
 
 use actix_web::{
     HttpRequest, HttpResponse,
@@ -21,55 +25,85 @@ use serde_json::{Value, json};
 use super::{
     graph::{
         MetaError, Params, Phase, carousel_children, claim_for_publish, fetch, meta_time,
-        new_object, ok, phase, publish_refusal, quota_config, quota_usage, refusal, segments,
-        select_fields,
+        new_object, ok, phase, publish_refusal, quota_config, quota_usage, refusal,
+        require_permission, segments, select_fields, spec_error,
     },
     state::{PublishedItem, SimAccount, SimState},
 };
 
-/// The fields `GET /{user}/threads` and `GET /{media}` answer: the official Postman collection's
-/// `fields_threads` (`threads-api.postman_collection.json`, used by "Get Threads Post Details" and
-/// "Get a List of All a User's Threads"; `poll_attachment{…}` counts as one field). The
-/// collection's `fields_replies` adds `is_reply`, `is_reply_owned_by_me`, `root_post`,
-/// `replied_to`, `hide_status` and `reply_audience`, and asks them only of `/{media}/replies`,
-/// `/{media}/conversation` and `/{user}/replies`: here Threads refuses them as nonexisting.
-pub(crate) const MEDIA_FIELDS: [&str; 24] = [
-    "id",
-    "media_product_type",
-    "media_type",
-    "media_url",
-    "gif_url",
-    "permalink",
-    "owner",
-    "username",
-    "text",
-    "timestamp",
-    "shortcode",
-    "thumbnail_url",
-    "children",
-    "is_quote_post",
-    "quoted_post",
-    "reposted_post",
-    "has_replies",
-    "alt_text",
-    "link_attachment_url",
-    "poll_attachment",
-    "location_id",
-    "topic_tag",
-    "is_verified",
-    "profile_picture_url",
-];
+/// The Postman route template of `node` (and `edge`) as `account` sees it: its user
+/// (`{user_id}`), a container it created (`{container_id}`) or one of its threads
+/// (`{thread_id}`); with the node type Threads names in errors. `None` for ids it cannot see
+/// (those get the "Unsupported request" answer further on).
+fn threads_route(
+    state: &SimState,
+    account: &SimAccount,
+    node: &str,
+    edge: Option<&str>,
+) -> Option<(String, &'static str)> {
+    let (base, node_type) = if node == account.external_id {
+        let node_type = match edge {
+            None => "ThreadsUser",
+            Some("threads" | "replies") => "ThreadsMedia",
+            Some(_) => "ThreadsUser",
+        };
+        ("{user_id}", node_type)
+    } else if state
+        .object(node)
+        .is_some_and(|o| o.kind == "threads_container" && o.owner == account.external_id)
+    {
+        ("{container_id}", "ThreadsMediaContainer")
+    } else if super::insights::post(state, account, node).is_some() {
+        ("{thread_id}", "ThreadsMedia")
+    } else {
+        return None;
+    };
+    Some(match edge {
+        Some(edge) => (format!("{base}/{edge}"), node_type),
+        None => (base.to_string(), node_type),
+    })
+}
 
-/// Refuses a field the media edges do not have, with graph.threads.net's words (code 100).
-pub(crate) fn check_media_fields(fields: &[String]) -> Result<(), MetaError> {
-    match fields.iter().find(|f| !MEDIA_FIELDS.contains(&f.as_str())) {
-        Some(field) => Err(MetaError::param(format!(
-            "Tried accessing nonexisting field ({field}) on node type (ThreadsMedia)"
-        ))
-        .kind("THApiException")
-        .violation("unknown_field")),
-        None => Ok(()),
+/// The permission a Threads call needs, hand-written (the collection only lists all scopes in
+/// its `scope` variable) from <https://developers.facebook.com/docs/threads/overview#permissions>,
+/// <https://developers.facebook.com/docs/threads/insights> and
+/// <https://developers.facebook.com/docs/threads/reply-management>: reading profile and threads
+/// `threads_basic`, creating and publishing containers `threads_content_publish`, insights
+/// `threads_manage_insights`, replies `threads_read_replies`.
+fn threads_permission(template: &str, method: &Method) -> &'static str {
+    let edge = template.split_once('/').map(|(_, e)| e);
+    match edge {
+        Some("threads_insights" | "insights") => "threads_manage_insights",
+        Some("replies" | "conversation") => "threads_read_replies",
+        Some("threads" | "threads_publish") if method == Method::POST => "threads_content_publish",
+        _ if template.starts_with("{container_id}") => "threads_content_publish",
+        _ => "threads_basic",
     }
+}
+
+/// The checks every Threads request goes through before it is served: the Postman collection's
+/// fields, parameters and required parameters for the route, then the permission.
+fn check_threads_request(
+    state: &SimState,
+    account: &SimAccount,
+    token: &str,
+    node: &str,
+    method: &Method,
+    edge: Option<&str>,
+    params: &Params,
+) -> Result<(), MetaError> {
+    let Some((template, node_type)) = threads_route(state, account, node, edge) else {
+        return Ok(());
+    };
+    super::spec::threads::check(method.as_str(), &template, node_type, params.pairs())
+        .map_err(|p| spec_error(&p, "THApiException"))?;
+    require_permission(
+        state,
+        token,
+        method,
+        &[threads_permission(&template, method)],
+        "THApiException",
+    )
 }
 
 const TEXT_LIMIT: usize = 500;
@@ -116,6 +150,15 @@ async fn serve(
         )));
     }
     let edge = parts.get(1).map(String::as_str);
+    check_threads_request(
+        state,
+        &account,
+        token.as_deref().unwrap_or_default(),
+        &node,
+        &method,
+        edge,
+        &params,
+    )?;
 
     if method == Method::GET
         && let Some(response) = super::meta_insights::answer(state, &account, &node, edge, &params)?
@@ -132,8 +175,7 @@ async fn serve(
                            "threads_biography": Value::Null}),
                     &params.fields(),
                     &["id"],
-                    "ThreadsUser",
-                )?,
+                ),
             )),
             (&Method::POST, Some("threads")) => create_container(state, &account, &params).await,
             (&Method::POST, Some("threads_publish")) => publish(state, &account, &params),
@@ -166,10 +208,7 @@ async fn serve(
             Some(Phase::Published(_)) => ("PUBLISHED", Value::Null),
         };
         let all = json!({"id": node, "status": status, "error_message": error_message});
-        return Ok(ok(
-            &account,
-            select_fields(all, &params.fields(), &["id"], "ThreadsMediaContainer")?,
-        ));
+        return Ok(ok(&account, select_fields(all, &params.fields(), &["id"])));
     }
     if let Some(item) = state
         .published_item(&node)
@@ -194,11 +233,7 @@ async fn serve(
             "shortcode": item.id,
             "is_quote_post": false,
         });
-        check_media_fields(&params.fields())?;
-        return Ok(ok(
-            &account,
-            select_fields(all, &params.fields(), &["id"], "ThreadsMedia")?,
-        ));
+        return Ok(ok(&account, select_fields(all, &params.fields(), &["id"])));
     }
     Err(MetaError::unsupported("threads", &method, &node))
 }

@@ -70,7 +70,7 @@ impl Store {
             snapshot_date: Set(claim.date.to_string()),
             page_name: Set(claim.account.display_name.clone()),
             posts_count: Set(0),
-            total_post_views: Set(0),
+            total_post_views: Set(None),
             page_metrics: Set(json!({})),
             failed_metrics: Set(json!([])),
             status: Set("collecting".into()),
@@ -173,7 +173,11 @@ impl Store {
                     )
                     .col_expr(
                         snapshot::Column::TotalPostViews,
-                        Expr::value(i64::try_from(metrics.total_post_views).unwrap_or(i64::MAX)),
+                        Expr::value(
+                            metrics
+                                .total_post_views
+                                .map(|v| i64::try_from(v).unwrap_or(i64::MAX)),
+                        ),
                     )
                     .col_expr(snapshot::Column::Error, Expr::value(Option::<String>::None))
                     .col_expr(snapshot::Column::CollectedAt, Expr::value(now))
