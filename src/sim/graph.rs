@@ -293,33 +293,11 @@ impl Params {
             .or_else(|| bearer_token(req))
     }
 
-    /// The requested `fields`, split at the top-level commas (`a,b{c,d},insights.metric(x,y)` →
-    /// `a`, `b{c,d}`, `insights.metric(x,y)`): nested lists keep their commas.
+    /// The requested `fields`, split at the top-level commas (nested lists keep theirs).
     pub(crate) fn fields(&self) -> Vec<String> {
-        let Some(fields) = self.get("fields") else {
-            return Vec::new();
-        };
-        let mut items = Vec::new();
-        let mut depth = 0usize;
-        let mut current = String::new();
-        for c in fields.chars() {
-            match c {
-                '{' | '(' => depth += 1,
-                '}' | ')' => depth = depth.saturating_sub(1),
-                ',' if depth == 0 => {
-                    items.push(std::mem::take(&mut current));
-                    continue;
-                }
-                _ => {}
-            }
-            current.push(c);
-        }
-        items.push(current);
-        items
-            .into_iter()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect()
+        self.get("fields")
+            .map(super::spec::meta::top_level_fields)
+            .unwrap_or_default()
     }
 }
 

@@ -177,10 +177,11 @@ fn parse() -> HashMap<&'static str, Node> {
         .collect()
 }
 
-/// The top-level names of a `fields` value: `a,b{c,d},insights.metric(x,y)` → `a`, `b`,
-/// `insights` (commas inside braces and parentheses belong to the nested part).
-pub fn field_names(fields: &str) -> Vec<String> {
-    let mut names = Vec::new();
+/// A `fields` value split at its top-level commas (`a,b{c,d},insights.metric(x,y)` → `a`,
+/// `b{c,d}`, `insights.metric(x,y)`): commas inside braces and parentheses belong to the nested
+/// part. Items are trimmed; empty ones are dropped.
+pub fn top_level_fields(fields: &str) -> Vec<String> {
+    let mut items = Vec::new();
     let mut depth = 0usize;
     let mut current = String::new();
     for c in fields.chars() {
@@ -188,15 +189,25 @@ pub fn field_names(fields: &str) -> Vec<String> {
             '{' | '(' => depth += 1,
             '}' | ')' => depth = depth.saturating_sub(1),
             ',' if depth == 0 => {
-                names.push(std::mem::take(&mut current));
+                items.push(std::mem::take(&mut current));
                 continue;
             }
             _ => {}
         }
         current.push(c);
     }
-    names.push(current);
-    names
+    items.push(current);
+    items
+        .into_iter()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// The top-level names of a `fields` value: `a,b{c,d},insights.metric(x,y)` → `a`, `b`,
+/// `insights`.
+pub fn field_names(fields: &str) -> Vec<String> {
+    top_level_fields(fields)
         .into_iter()
         .filter_map(|f| {
             let base = f.split(['.', '{', '(']).next()?.trim().to_string();
