@@ -113,9 +113,7 @@ pub async fn create_api_key(
         .await
         .map_err(|e| CreateKeyError::Internal(e.into()))?;
     if active >= max_keys {
-        return Err(CreateKeyError::TooManyKeys {
-            max: max_keys,
-        });
+        return Err(CreateKeyError::TooManyKeys { max: max_keys });
     }
     let key = crypto::generate_api_key();
     let stored = state

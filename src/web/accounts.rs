@@ -52,7 +52,10 @@ fn days_left(t: T, at: DateTime<Utc>, now: DateTime<Utc>) -> String {
     if at <= now {
         t.s(Msg::Expired).to_string()
     } else {
-        t.fill(Msg::DaysLeft, &[("days", &(at - now).num_days().to_string())])
+        t.fill(
+            Msg::DaysLeft,
+            &[("days", &(at - now).num_days().to_string())],
+        )
     }
 }
 
@@ -88,10 +91,7 @@ impl AccountRow {
                 .data_access_expires_at
                 .filter(|_| account.platform == "facebook")
                 .map(window),
-            invalid_reason: account
-                .last_error
-                .clone()
-                .filter(|_| !account.is_valid),
+            invalid_reason: account.last_error.clone().filter(|_| !account.is_valid),
         }
     }
 }
@@ -352,8 +352,7 @@ struct TokenPage {
     invalid_reason: Option<String>,
 }
 
-/// `GET /dashboard/accounts/{id}/token`: what `POST /api/token/info` reports, read from the
-/// very same view function so the page and the API cannot disagree.
+/// `GET /dashboard/accounts/{id}/token`: what `POST /api/token/info` reports.
 #[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
 async fn token(
     req: HttpRequest,
@@ -367,26 +366,19 @@ async fn token(
     let layout = Layout::signed_in(&req, &session, Nav::Accounts);
     let t = layout.t;
     let now = state.clock.now();
+    // The verdicts come from the very function `POST /api/token/info` answers with, so the
+    // page and the API cannot disagree; the moments from the row itself (the JSON's ISO text
+    // is rounded to milliseconds, which can cost a day in "days left").
     let info = views::token_info(&account, now);
-    let moment = |field: &str| {
-        info.get(field)
-            .and_then(Value::as_str)
-            .and_then(|raw| DateTime::parse_from_rfc3339(raw).ok())
-            .map(|at| {
-                let at = at.with_timezone(&Utc);
-                (When::new(t, at, now), days_left(t, at, now))
-            })
-    };
+    let row = AccountRow::new(t, &account, now);
+    let flag = |field: &str| info.get(field).and_then(Value::as_bool).unwrap_or(false);
     let page = TokenPage {
         title: t.fill(Msg::TokenTitle, &[("name", &account.display_name)]),
-        platform: platform_name(&account.platform).to_string(),
-        valid: info.get("is_valid").and_then(Value::as_bool).unwrap_or(false),
-        expiry: moment("expires_at"),
-        data_access: moment("data_access_expires_at"),
-        data_access_expired: info
-            .get("data_access_expired")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
+        platform: row.platform,
+        valid: flag("is_valid"),
+        expiry: row.expiry,
+        data_access: row.data_access,
+        data_access_expired: flag("data_access_expired"),
         invalid_reason: info
             .get("invalid_reason")
             .and_then(Value::as_str)

@@ -70,7 +70,10 @@ pub async fn serve(req: HttpRequest, name: web::Path<String>) -> HttpResponse {
         .headers()
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|tag| tag.trim() == etag || tag.trim() == "*"));
+        .is_some_and(|v| {
+            v.split(',')
+                .any(|tag| tag.trim() == etag || tag.trim() == "*")
+        });
     if matches {
         return HttpResponse::NotModified()
             .insert_header((header::ETAG, etag))

@@ -241,9 +241,19 @@ mod tests {
         let zh = T(Locale::ZhTw);
         let cases = [
             ("seconds away", Duration::seconds(30), "just now", "剛剛"),
-            ("minutes ahead", Duration::minutes(5), "in 5 min", "5 分鐘後"),
+            (
+                "minutes ahead",
+                Duration::minutes(5),
+                "in 5 min",
+                "5 分鐘後",
+            ),
             ("hours ahead", Duration::hours(3), "in 3 h", "3 小時後"),
-            ("one day and a bit", Duration::hours(47), "in 47 h", "47 小時後"),
+            (
+                "one day and a bit",
+                Duration::hours(47),
+                "in 47 h",
+                "47 小時後",
+            ),
             ("days ago", Duration::days(-2), "2 days ago", "2 天前"),
             ("minutes ago", Duration::minutes(-90), "1 h ago", "1 小時前"),
         ];

@@ -12,10 +12,10 @@
 //! - Nothing here changes state on a GET: each change is a POST answered with a 303.
 
 pub mod accounts;
+mod assets;
 pub mod i18n;
 pub mod keys;
 pub mod overview;
-mod assets;
 
 use actix_web::{
     HttpRequest, HttpResponse, Responder,
@@ -303,8 +303,16 @@ mod tests {
                 &["text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"],
                 true,
             ),
-            ("upper case, spaces", &["application/json, TEXT/HTML ;q=0.5"], true),
-            ("refused with q=0", &["text/html;q=0, application/json"], false),
+            (
+                "upper case, spaces",
+                &["application/json, TEXT/HTML ;q=0.5"],
+                true,
+            ),
+            (
+                "refused with q=0",
+                &["text/html;q=0, application/json"],
+                false,
+            ),
             ("second header", &["application/json", "text/html"], true),
         ];
         for (name, values, want) in cases {

@@ -4,12 +4,7 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 
-use super::{
-    Layout, Nav, When,
-    accounts::AccountRow,
-    i18n::Msg,
-    render,
-};
+use super::{Layout, Nav, When, accounts::AccountRow, i18n::Msg, render};
 use crate::{
     AppState,
     error::ApiError,
