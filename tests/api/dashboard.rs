@@ -402,12 +402,23 @@ async fn a_key_created_with_the_form_is_shown_once_and_never_again() {
         assert!(!list.contains("id=\"new-key\""));
     }
 
+    // What a user typed is text, never markup.
+    let hostile = "<script>alert(1)</script>";
+    let created =
+        page(post_form(&app, &dashboard, "/dashboard/keys", &[("name", hostile)]).await).await;
+    assert!(
+        created.contains("&#60;script&#62;alert(1)&#60;/script&#62;"),
+        "{created}"
+    );
+    let list = get_page(&app, &dashboard, "/dashboard/keys").await;
+    assert!(!list.contains(hostile), "{list}");
+
     // A refused name is said next to the form, and nothing is created.
     let refused =
         page(post_form(&app, &dashboard, "/dashboard/keys", &[("name", "   ")]).await).await;
     assert!(refused.contains("Give the key a name."), "{refused}");
     assert!(!refused.contains("id=\"new-key\""));
-    assert_eq!(api_keys(&app, &dashboard).await.len(), 1);
+    assert_eq!(api_keys(&app, &dashboard).await.len(), 2);
 }
 
 #[actix_web::test]

@@ -1773,6 +1773,10 @@ fn non_json_success(path: &str) -> bool {
     path.starts_with("/metrics")
         || path.starts_with("/admin/actors")
         || path.starts_with("/admin/login")
+        // The dashboard's pages (where a sign-in lands by default) are HTML.
+        || path == "/dashboard"
+        || path.starts_with("/dashboard/")
+        || path == "/signin"
 }
 
 /// Why a reply is not acceptable, or `None` when it is.
@@ -1842,8 +1846,9 @@ async fn sign_in(login_url: &str, base: &str) -> (String, String) {
         .cookie_provider(jar.clone())
         .build()
         .unwrap();
+    // The demo's link lands on the dashboard page; ask for `/auth/me` (JSON) instead.
     let me: Value = browser
-        .get(login_url)
+        .get(format!("{login_url}&return_to=/auth/me"))
         .send()
         .await
         .unwrap()
