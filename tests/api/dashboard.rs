@@ -228,8 +228,18 @@ async fn the_overview_shows_plan_usage_and_accounts_with_their_health() {
 
     app.add_account(dashboard.user_id, "threads", "Morning Threads")
         .await;
-    app.add_account(dashboard.user_id, "facebook", "Corner Bakery")
+    let bakery = app
+        .add_account(dashboard.user_id, "facebook", "Corner Bakery")
         .await;
+    app.state
+        .store
+        .mark_account_invalid(
+            bakery.id,
+            "TokenRevoked: the page removed the app",
+            app.clock_now(),
+        )
+        .await
+        .unwrap();
     let (key, _) = app.create_key(&dashboard, "usage").await;
     assert_eq!(app.key_get(&key).await.status(), 200);
     assert_eq!(app.key_get(&key).await.status(), 200);
@@ -253,6 +263,11 @@ async fn the_overview_shows_plan_usage_and_accounts_with_their_health() {
     assert!(body.contains("Resets on"), "{body}");
     assert!(body.contains("Morning Threads") && body.contains("Corner Bakery"));
     assert!(body.contains("Valid"), "{body}");
+    assert!(body.contains("Needs reconnecting"), "{body}");
+    assert!(
+        body.contains("TokenRevoked: the page removed the app"),
+        "the invalid_reason:\n{body}"
+    );
     // The threads token expires in 30 days (the helper's account), shown relative with the
     // exact time on hover.
     assert!(body.contains("30 days left"), "{body}");
