@@ -653,3 +653,37 @@ async fn the_stylesheet_and_script_are_served_with_a_content_hash_and_long_cachi
         assert_eq!(again.status(), 304);
     }
 }
+
+#[actix_web::test]
+async fn the_overview_lists_the_next_scheduled_posts_and_the_latest_results() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("threads", "pro").await;
+    let (status, body) = app
+        .post(
+            &publisher.key,
+            &publisher.body(serde_json::json!({"text": "Fresh bread at seven"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let later = (app.clock_now() + chrono::Duration::hours(3)).to_rfc3339();
+    let (status, body) = app
+        .post(
+            &publisher.key,
+            &publisher
+                .body(serde_json::json!({"text": "Croissants tomorrow", "scheduledAt": later})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+
+    let overview = get_page(&app, &publisher.dashboard, "/dashboard").await;
+    let scheduled = &overview[overview.find("Next scheduled posts").unwrap()..];
+    let scheduled = &scheduled[..scheduled.find("Latest results").unwrap()];
+    assert!(scheduled.contains("Croissants tomorrow"), "{scheduled}");
+    assert!(scheduled.contains(">in 3 h</time>"), "{scheduled}");
+    let results = &overview[overview.find("Latest results").unwrap()..];
+    assert!(results.contains("Fresh bread at seven"), "{results}");
+    assert!(results.contains("status-published"), "{results}");
+    assert!(!overview.contains("Nothing is scheduled"));
+    assert!(!overview.contains("Nothing has been published yet"));
+    assert!(overview.contains("Pro"), "the plan");
+}
