@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::{
     Layout, Nav, When,
-    i18n::{Msg, T},
+    i18n::{Msg, T, nearest_days},
     render, see_other,
 };
 use crate::{
@@ -47,15 +47,16 @@ fn platform_name(platform: &str) -> &str {
     }
 }
 
-/// "12 days left" or "expired".
+/// "12 days left" (to the nearest day, like the relative time beside it), or "expired".
 fn days_left(t: T, at: DateTime<Utc>, now: DateTime<Utc>) -> String {
     if at <= now {
-        t.s(Msg::Expired).to_string()
-    } else {
-        t.fill(
-            Msg::DaysLeft,
-            &[("days", &(at - now).num_days().to_string())],
-        )
+        return t.s(Msg::Expired).to_string();
+    }
+    let seconds = (at - now).num_seconds().unsigned_abs();
+    match nearest_days(seconds) {
+        0 => t.s(Msg::LessThanADayLeft).to_string(),
+        1 => t.s(Msg::DayLeft).to_string(),
+        days => t.fill(Msg::DaysLeft, &[("days", &days.to_string())]),
     }
 }
 
@@ -390,7 +391,30 @@ async fn token(
 
 #[cfg(test)]
 mod tests {
+    use chrono::Duration;
+
     use super::*;
+
+    #[test]
+    fn days_left_to_the_nearest_day() {
+        let t = T(crate::usage::Locale::En);
+        let now = Utc::now();
+        let cases = [
+            (
+                "sixty days less a moment",
+                Duration::days(60) - Duration::milliseconds(5),
+                "60 days left",
+            ),
+            ("a day and a half", Duration::hours(36), "2 days left"),
+            ("a day", Duration::hours(20), "1 day left"),
+            ("hours", Duration::hours(3), "less than a day left"),
+            ("past", Duration::seconds(-1), "expired"),
+            ("now", Duration::zero(), "expired"),
+        ];
+        for (name, delta, want) in cases {
+            assert_eq!(days_left(t, now + delta, now), want, "{name}");
+        }
+    }
 
     #[test]
     fn connect_problems_round_trip_and_unknown_values_show_nothing() {

@@ -56,7 +56,7 @@ catalogue! {
     AccountsEmpty => "No account is connected yet. Connect one on the Accounts page to start publishing.", "尚未連結任何帳號。請到「帳號」頁面連結一個帳號，即可開始發布。";
     GoToAccounts => "Go to Accounts", "前往帳號頁面";
     ScheduledHeading => "Next scheduled posts", "即將發布的排程貼文";
-    ScheduledEmpty => "Nothing is scheduled. Send a post with scheduledTime to POST /v2/posts to schedule it.", "目前沒有排程。在 POST /v2/posts 加上 scheduledTime 即可排程貼文。";
+    ScheduledEmpty => "Nothing is scheduled. Send a post with scheduledAt to POST /v2/posts to schedule it.", "目前沒有排程。在 POST /v2/posts 加上 scheduledAt 即可排程貼文。";
     ResultsHeading => "Latest results", "最近的發布結果";
     ResultsEmpty => "Nothing has been published yet. Create an API key and send your first post to POST /v2/posts.", "尚未發布任何貼文。建立 API 金鑰後，呼叫 POST /v2/posts 發布第一則貼文。";
     GoToKeys => "Go to API keys", "前往 API 金鑰頁面";
@@ -77,6 +77,8 @@ catalogue! {
     NoExpiry => "Does not expire", "不會到期";
     Expired => "expired", "已過期";
     DaysLeft => "{days} days left", "剩 {days} 天";
+    DayLeft => "1 day left", "剩 1 天";
+    LessThanADayLeft => "less than a day left", "剩不到 1 天";
     InvalidReason => "Reason", "原因";
     CheckToken => "Check token", "檢查權杖";
     Disconnect => "Disconnect", "中斷連結";
@@ -182,8 +184,9 @@ impl T {
         } else if abs < 48 * 3600 {
             self.fill(Msg::SpanHours, &[("n", &(abs / 3600).to_string())])
         } else {
-            // From 48 h on, so always two days or more.
-            self.fill(Msg::SpanDays, &[("n", &(abs / 86_400).to_string())])
+            // From 48 h on, so always two days or more; rounded to the nearest day, so a token
+            // issued a moment ago for 60 days says 60, not 59.
+            self.fill(Msg::SpanDays, &[("n", &nearest_days(abs).to_string())])
         };
         let direction = if seconds > 0 {
             Msg::InFuture
@@ -208,6 +211,11 @@ impl T {
         };
         self.s(msg).to_string()
     }
+}
+
+/// Whole days in `seconds`, rounded to the nearest.
+pub fn nearest_days(seconds: u64) -> u64 {
+    (seconds + 43_200) / 86_400
 }
 
 #[cfg(test)]
@@ -255,6 +263,12 @@ mod tests {
                 "47 小時後",
             ),
             ("days ago", Duration::days(-2), "2 days ago", "2 天前"),
+            (
+                "sixty days less a moment",
+                Duration::days(60) - Duration::milliseconds(5),
+                "in 60 days",
+                "60 天後",
+            ),
             ("minutes ago", Duration::minutes(-90), "1 h ago", "1 小時前"),
         ];
         for (name, delta, want_en, want_zh) in cases {

@@ -271,6 +271,10 @@ async fn the_overview_shows_plan_usage_and_accounts_with_their_health() {
     // The threads token expires in 30 days (the helper's account), shown relative with the
     // exact time on hover.
     assert!(body.contains("30 days left"), "{body}");
+    // facebook: a page token does not expire, but its data access does (90 days).
+    assert!(body.contains("Does not expire"), "{body}");
+    assert!(body.contains("Data access until"), "{body}");
+    assert!(body.contains("90 days left"), "{body}");
     assert!(
         body.contains("title=\"20"),
         "an exact time in a title:\n{body}"
