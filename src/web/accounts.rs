@@ -35,7 +35,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 /// A platform's name as people write it (a brand name: the same in every language).
-fn platform_name(platform: &str) -> &str {
+pub(crate) fn platform_name(platform: &str) -> &str {
     match Platform::parse(platform) {
         Some(Platform::Facebook) => "Facebook",
         Some(Platform::Instagram) => "Instagram",

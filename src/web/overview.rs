@@ -4,7 +4,12 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 
-use super::{Layout, Nav, When, accounts::AccountRow, i18n::Msg, render};
+use super::{
+    Layout, Nav, When,
+    accounts::{AccountRow, platform_name},
+    i18n::Msg,
+    render,
+};
 use crate::{
     AppState,
     error::ApiError,
@@ -102,7 +107,7 @@ pub async fn page(
         .into_iter()
         .map(|row| PostRow {
             when: When::new(t, row.scheduled_at, now),
-            platform: row.platform,
+            platform: platform_name(&row.platform).to_string(),
             account: row.page_name,
             text: snippet(&row.content),
             status_text: t.status(&row.status),
@@ -123,7 +128,7 @@ pub async fn page(
             };
             PostRow {
                 when: When::new(t, row.published_at.unwrap_or(row.created_at), now),
-                platform: row.platform,
+                platform: platform_name(&row.platform).to_string(),
                 account: row.page_name,
                 text: snippet(&row.content),
                 status_text: t.status(&row.status),
