@@ -30,6 +30,10 @@ pub mod sim;
 pub mod store;
 pub mod usage;
 pub mod views;
+// The dashboard (HTML pages) lives in `src/web/`; named `dashboard` here because `web` is
+// actix's module in this file.
+#[path = "web/mod.rs"]
+pub mod dashboard;
 
 use std::{
     net::TcpListener,

@@ -1,7 +1,8 @@
 //! Connecting social accounts (spec §2.2, §3.2, §5.2):
 //! - `GET /api/connect/{platform}` (dashboard session) → 302 to the platform's authorize page;
 //! - `GET /api/connect/{platform}/callback` (the platform redirects the browser back; no API
-//!   key, §5.2) → the accounts connected, as JSON.
+//!   key, §5.2) → the accounts connected, as JSON; or, when the request's `Accept` names
+//!   `text/html` (a browser), 303 to the dashboard's accounts page with a notice.
 //!
 //! The `state` is single-use, expires after `oauth.state_ttl_secs`, and is bound to the user and
 //! the session that started the connection: a forged, replayed, expired or foreign state is
@@ -12,7 +13,7 @@
 //! a page). The state remembers the route, so the callback (the same URL for both) finishes the
 //! flow that was started.
 
-use actix_web::{HttpResponse, http::header, middleware::from_fn, web};
+use actix_web::{HttpRequest, HttpResponse, http::header, middleware::from_fn, web};
 use chrono::Duration;
 use serde::Deserialize;
 use serde_json::json;
@@ -163,15 +164,39 @@ struct CallbackQuery {
     error_description: Option<String>,
 }
 
+/// The callback answers a browser with a page and anything else with today's JSON. Only an
+/// `Accept` that names `text/html` itself counts as a browser (every browser sends it on a
+/// navigation); `*/*`, no header, or `application/json` keep the JSON of the API contract, so
+/// scripts and existing clients see no change.
 #[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
 async fn callback(
+    req: HttpRequest,
     state: web::Data<AppState>,
     session: SessionUser,
     path: web::Path<String>,
     query: web::Query<CallbackQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let platform = platform_of(&path)?;
-    let query = query.into_inner();
+    let outcome = complete_connection(&state, &session, &path, query.into_inner()).await;
+    if crate::dashboard::wants_html(req.headers()) {
+        return Ok(crate::dashboard::accounts::connect_landing(outcome));
+    }
+    let (platform, accounts) = outcome?;
+    let connected: Vec<_> = accounts.iter().map(views::account).collect();
+    Ok(HttpResponse::Ok().json(json!({
+        "success": true,
+        "message": format!("Connected {} {} account(s)", connected.len(), platform.as_str()),
+        "accounts": connected,
+    })))
+}
+
+/// Finishes a connection: checks the state, exchanges the code, stores the accounts.
+async fn complete_connection(
+    state: &AppState,
+    session: &SessionUser,
+    path: &str,
+    query: CallbackQuery,
+) -> Result<(Platform, Vec<entity::account::Model>), ApiError> {
+    let platform = platform_of(path)?;
     let now = state.clock.now();
     let presented = query.state.unwrap_or_default();
     // An instagram state was started through one of two routes; the state names which.
@@ -234,7 +259,7 @@ async fn callback(
         route,
         &code,
         &verifier,
-        &redirect_uri(&state, platform),
+        &redirect_uri(state, platform),
     )
     .await?;
     let mut connected = Vec::with_capacity(identities.len());
@@ -266,11 +291,7 @@ async fn callback(
             state.supervisor.reload(account.id);
         }
         tracing::info!(account = %account.id, platform = %account.platform, created, "account connected");
-        connected.push(views::account(&account));
+        connected.push(account);
     }
-    Ok(HttpResponse::Ok().json(json!({
-        "success": true,
-        "message": format!("Connected {} {} account(s)", connected.len(), platform.as_str()),
-        "accounts": connected,
-    })))
+    Ok((platform, connected))
 }

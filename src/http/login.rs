@@ -2,7 +2,9 @@
 //!
 //! `GET /auth/login` → provider → `GET /auth/callback` (creates the user on first sign-in and a
 //! session) → redirect to `return_to` (a same-site path, see [`safe_return_to`]).
-//! `POST /auth/logout` revokes the session server-side. `GET /auth/me` shows who is signed in.
+//! `POST /auth/logout` revokes the session server-side (a browser's sign-out form, whose `Accept`
+//! names `text/html`, is sent on to the sign-in page; anything else gets JSON as before).
+//! `GET /auth/me` shows who is signed in.
 
 use actix_web::{
     HttpRequest, HttpResponse,
@@ -28,8 +30,9 @@ use crate::{
 
 /// How long a sign-in may take between `/auth/login` and the callback.
 const LOGIN_STATE_TTL_MINUTES: i64 = 10;
-/// Where a sign-in lands without a (usable) `return_to`.
-const DEFAULT_LANDING: &str = "/auth/me";
+/// Where a sign-in lands without a (usable) `return_to`: the dashboard's overview (a page, not
+/// JSON; a script that wants `/auth/me` asks for it with `return_to`).
+const DEFAULT_LANDING: &str = "/dashboard";
 /// Longest `return_to` kept; a longer one is no page of ours.
 const MAX_RETURN_TO_LEN: usize = 2048;
 /// Longest `state` looked up; ours are 32 characters.
@@ -283,6 +286,12 @@ async fn logout(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResp
         .secure(state.cookie_secure)
         .finish();
     removal.make_removal();
+    if crate::dashboard::wants_html(req.headers()) {
+        return Ok(HttpResponse::SeeOther()
+            .cookie(removal)
+            .insert_header((header::LOCATION, crate::dashboard::SIGN_IN_PATH))
+            .finish());
+    }
     Ok(HttpResponse::Ok()
         .cookie(removal)
         .json(json!({"success": true, "message": "Signed out"})))

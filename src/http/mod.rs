@@ -39,6 +39,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .app_data(query_config())
         .app_data(path_config())
         .service(web::resource("/health").route(web::get().to(health)));
+    // The dashboard's pages (HTML), beside the JSON API.
+    crate::dashboard::configure(cfg);
     login::configure(cfg);
     keys::configure(cfg);
     accounts::configure(cfg);

@@ -26,19 +26,12 @@ async fn subscription_status(
 ) -> Result<HttpResponse, ApiError> {
     let user = &session.user;
     let plan = Plan::parse(&user.plan).unwrap_or(Plan::Free);
-    let now = state.clock.now();
-    let period = usage::usage_period(user.created_at, now);
-    // Written counts plus this instance's counts not yet written (unlimited plans), read
-    // while no flush is moving counts from one to the other.
-    let used = {
-        let _reading = state.last_used.reading_usage().await;
-        state.store.period_usage(user.id, &period.key()).await?
-            + state.last_used.pending_calls(user.id, &period.key())
-    };
-    let (limit, remaining) = match plan.monthly_limit(state.config.usage.free_monthly_limit) {
-        Some(limit) => (limit, (limit - used).max(0)),
-        None => (-1, -1),
-    };
+    let UsageNow {
+        period,
+        used,
+        limit,
+        remaining,
+    } = usage_now(&state, user).await?;
     let mut subscription = json!({
         "status": plan.subscription_status(),
         "plan": plan.as_str(),
@@ -59,4 +52,40 @@ async fn subscription_status(
             "period_end": views::iso(period.end),
         },
     })))
+}
+
+/// A user's usage of the current period, as `GET /api/subscription/status` and the dashboard
+/// show it.
+pub struct UsageNow {
+    pub period: usage::UsagePeriod,
+    /// Calls counted this period.
+    pub used: i64,
+    /// The plan's allowance; -1 for unlimited.
+    pub limit: i64,
+    /// What is left; -1 for unlimited.
+    pub remaining: i64,
+}
+
+/// Reads the current period's usage of `user`.
+pub async fn usage_now(state: &AppState, user: &entity::user::Model) -> Result<UsageNow, ApiError> {
+    let plan = Plan::parse(&user.plan).unwrap_or(Plan::Free);
+    let now = state.clock.now();
+    let period = usage::usage_period(user.created_at, now);
+    // Written counts plus this instance's counts not yet written (unlimited plans), read
+    // while no flush is moving counts from one to the other.
+    let used = {
+        let _reading = state.last_used.reading_usage().await;
+        state.store.period_usage(user.id, &period.key()).await?
+            + state.last_used.pending_calls(user.id, &period.key())
+    };
+    let (limit, remaining) = match plan.monthly_limit(state.config.usage.free_monthly_limit) {
+        Some(limit) => (limit, (limit - used).max(0)),
+        None => (-1, -1),
+    };
+    Ok(UsageNow {
+        period,
+        used,
+        limit,
+        remaining,
+    })
 }

@@ -70,7 +70,7 @@ async fn the_session_cookie_is_signed_httponly_and_lax() {
     let app = TestApp::spawn().await;
     let (response, _) = callback_response(&app, "cookie@example.com").await;
     assert_eq!(response.status(), 303);
-    assert_eq!(response.headers()[header::LOCATION], "/auth/me");
+    assert_eq!(response.headers()[header::LOCATION], "/dashboard");
     let cookie = response.headers()[header::SET_COOKIE].to_str().unwrap();
     assert!(cookie.starts_with("service_session="), "{cookie}");
     assert!(cookie.contains("HttpOnly"), "{cookie}");
@@ -405,11 +405,12 @@ async fn after_sign_in_only_a_same_site_path_is_followed() {
         landing_after_sign_in(&app, "%2Fapi%2Fkeys%3Fpage%3D2%26sort%3Dname").await,
         "/api/keys?page=2&sort=name"
     );
-    assert_eq!(landing_after_sign_in(&app, "").await, "/auth/me");
+    // Without a usable path, the default landing: the dashboard's overview.
+    assert_eq!(landing_after_sign_in(&app, "").await, "/dashboard");
     for hostile in HOSTILE_RETURN_TO {
         assert_eq!(
             landing_after_sign_in(&app, hostile).await,
-            "/auth/me",
+            "/dashboard",
             "return_to={hostile}"
         );
     }

@@ -152,13 +152,27 @@ async fn the_demo_publishes_on_every_platform_and_describes_itself() {
         .unwrap();
     assert_eq!(published["count"], 6);
 
-    // login_url signs in as the demo user.
+    // login_url signs in as the demo user and lands on the dashboard's overview page.
     let browser = reqwest::Client::builder()
         .cookie_store(true)
         .build()
         .unwrap();
-    let me: Value = browser
+    let landing = browser
         .get(s["login_url"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(landing.url().path(), "/dashboard");
+    assert!(landing.text().await.unwrap().contains("demo@example.com"));
+    let base = s["login_url"]
+        .as_str()
+        .unwrap()
+        .split("/auth/login")
+        .next()
+        .unwrap()
+        .to_string();
+    let me: Value = browser
+        .get(format!("{base}/auth/me"))
         .send()
         .await
         .unwrap()

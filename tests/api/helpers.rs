@@ -349,7 +349,10 @@ impl TestApp {
             .build()
             .unwrap();
         let response = client
-            .get(self.url(&format!("/auth/login?login_hint={email}")))
+            // `/auth/me` (JSON) rather than the default landing, the dashboard's overview page.
+            .get(self.url(&format!(
+                "/auth/login?login_hint={email}&return_to=/auth/me"
+            )))
             .send()
             .await
             .unwrap();

@@ -19,6 +19,7 @@ mod config;
 mod connect;
 mod crash;
 mod cross_site;
+mod dashboard;
 mod demo;
 mod errors;
 mod history;

@@ -1,0 +1,279 @@
+//! The dashboard's string catalogue: every UI string, in English and Traditional Chinese.
+//!
+//! One enum variant per string, so a template cannot ask for a string that does not exist and
+//! adding a variant forces both translations (the macro takes exactly two per key). Strings with
+//! values to fill in use `{name}` placeholders, filled by [`T::fill`].
+
+use chrono::{DateTime, Utc};
+
+use crate::usage::Locale;
+
+macro_rules! catalogue {
+    ($($key:ident => $en:literal, $zh:literal;)*) => {
+        /// A UI string's key.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Msg { $($key),* }
+
+        impl Msg {
+            /// Every key (for the completeness test).
+            #[cfg(test)]
+            const ALL: &'static [Msg] = &[$(Msg::$key),*];
+
+            fn en(self) -> &'static str {
+                match self { $(Msg::$key => $en),* }
+            }
+
+            fn zh_tw(self) -> &'static str {
+                match self { $(Msg::$key => $zh),* }
+            }
+        }
+    };
+}
+
+catalogue! {
+    AppName => "Social Publishing", "社群發布服務";
+    SkipToContent => "Skip to content", "跳到主要內容";
+    NavLabel => "Main", "主選單";
+    NavOverview => "Overview", "總覽";
+    NavAccounts => "Accounts", "帳號";
+    NavKeys => "API keys", "API 金鑰";
+    SignedInAs => "Signed in as", "已登入：";
+    SignOut => "Sign out", "登出";
+    LanguageLabel => "Language", "語言";
+    SignInTitle => "Sign in", "登入";
+    SignInLead => "Sign in with your identity provider account to manage your connected accounts and API keys.", "使用身分提供者帳號登入，以管理已連結的帳號與 API 金鑰。";
+    SignInButton => "Sign in", "登入";
+    OverviewTitle => "Overview", "總覽";
+    PlanHeading => "Plan", "方案";
+    PlanFree => "Free", "免費方案";
+    PlanPro => "Pro", "專業方案";
+    PlanUltra => "Ultra (Pro and X)", "旗艦方案（專業方案加上 X）";
+    UsageHeading => "Usage this period", "本期用量";
+    UsageLimited => "{used} of {limit} calls used, {remaining} left", "已使用 {used} / {limit} 次呼叫，剩餘 {remaining} 次";
+    UsageUnlimited => "{used} calls, no limit", "{used} 次呼叫，無上限";
+    UsageResets => "Resets on", "重設日期";
+    AccountsHeading => "Connected accounts", "已連結的帳號";
+    AccountsEmpty => "No account is connected yet. Connect one on the Accounts page to start publishing.", "尚未連結任何帳號。請到「帳號」頁面連結一個帳號，即可開始發布。";
+    GoToAccounts => "Go to Accounts", "前往帳號頁面";
+    ScheduledHeading => "Next scheduled posts", "即將發布的排程貼文";
+    ScheduledEmpty => "Nothing is scheduled. Send a post with scheduledAt to POST /v2/posts to schedule it.", "目前沒有排程。在 POST /v2/posts 加上 scheduledAt 即可排程貼文。";
+    ResultsHeading => "Latest results", "最近的發布結果";
+    ResultsEmpty => "Nothing has been published yet. Create an API key and send your first post to POST /v2/posts.", "尚未發布任何貼文。建立 API 金鑰後，呼叫 POST /v2/posts 發布第一則貼文。";
+    GoToKeys => "Go to API keys", "前往 API 金鑰頁面";
+    ColName => "Name", "名稱";
+    ColPlatform => "Platform", "平台";
+    ColStatus => "Status", "狀態";
+    ColExpiry => "Token expiry", "權杖到期";
+    ColDataAccess => "Data access until", "資料存取期限";
+    ColWhen => "When", "時間";
+    ColText => "Text", "內容";
+    ColResult => "Result", "結果";
+    ColPreview => "Key", "金鑰";
+    ColCreated => "Created", "建立時間";
+    ColLastUsed => "Last used", "上次使用";
+    ColActions => "Actions", "操作";
+    Valid => "Valid", "有效";
+    Invalid => "Needs reconnecting", "需要重新連結";
+    NoExpiry => "Does not expire", "不會到期";
+    Expired => "expired", "已過期";
+    DaysLeft => "{days} days left", "剩 {days} 天";
+    DayLeft => "1 day left", "剩 1 天";
+    LessThanADayLeft => "less than a day left", "剩不到 1 天";
+    InvalidReason => "Reason", "原因";
+    CheckToken => "Check token", "檢查權杖";
+    Disconnect => "Disconnect", "中斷連結";
+    AccountsTitle => "Accounts", "帳號";
+    ConnectHeading => "Connect an account", "連結帳號";
+    ConnectPlatform => "Connect {platform}", "連結 {platform}";
+    ConnectInstagramViaFacebook => "Connect Instagram (through a Facebook page)", "連結 Instagram（透過 Facebook 粉絲專頁）";
+    ConnectInstagramDirect => "Connect Instagram (Instagram Login, no Facebook page)", "連結 Instagram（Instagram 登入，不需 Facebook 粉絲專頁）";
+    NoticeConnected => "Connected {count} {platform} account(s).", "已連結 {count} 個 {platform} 帳號。";
+    NoticeDisconnected => "The account was disconnected.", "已中斷該帳號的連結。";
+    NoticeAccountMissing => "That account is not connected (any more).", "該帳號未連結（或已中斷連結）。";
+    ErrorConnectState => "This connection link is unknown, expired, already used or was started in another session. Start the connection again.", "此連結無效、已過期、已使用過，或是在其他工作階段開始的。請重新開始連結。";
+    ErrorConnectRefused => "The platform did not complete the connection. Try again, and allow the requested permissions.", "平台未完成連結。請再試一次，並允許所要求的權限。";
+    ErrorConnectUnavailable => "The platform could not be reached. Try connecting again in a moment.", "無法連上平台。請稍後再試。";
+    ErrorConnectOther => "The connection did not complete. Start it again from this page.", "連結未完成。請從此頁面重新開始。";
+    DisconnectTitle => "Disconnect this account?", "要中斷此帳號的連結嗎？";
+    DisconnectText => "Posts can no longer be published to {name} ({platform}), and its scheduled posts will fail. You can connect it again later.", "之後將無法發布貼文到 {name}（{platform}），其排程貼文也會失敗。您之後可以重新連結。";
+    DisconnectConfirm => "Yes, disconnect", "是，中斷連結";
+    Cancel => "Cancel", "取消";
+    TokenTitle => "Token of {name}", "{name} 的權杖";
+    TokenValid => "Token valid", "權杖有效";
+    TokenExpiresAt => "Expires", "到期時間";
+    TokenDataAccessExpired => "Data access has expired: reconnect the account to renew it.", "資料存取已過期：請重新連結帳號以更新。";
+    Yes => "Yes", "是";
+    No => "No", "否";
+    BackToAccounts => "Back to Accounts", "返回帳號頁面";
+    KeysTitle => "API keys", "API 金鑰";
+    KeyCreateHeading => "Create a key", "建立金鑰";
+    KeyNameLabel => "Name (what the key is for)", "名稱（金鑰的用途）";
+    KeyCreateButton => "Create key", "建立金鑰";
+    KeyCreatedTitle => "Your new key \"{name}\"", "您的新金鑰「{name}」";
+    KeyOnceWarning => "Copy this key now and keep it somewhere safe. It will not be shown again: if you lose it, delete it and create a new one.", "請立即複製此金鑰並妥善保存。它不會再次顯示：如果遺失，請刪除後重新建立。";
+    KeyValueLabel => "Your API key", "您的 API 金鑰";
+    KeyCopy => "Copy", "複製";
+    KeyCopied => "Copied", "已複製";
+    KeysHeading => "Your keys", "您的金鑰";
+    KeysEmpty => "You have no API key yet. Create one above to call the API.", "您還沒有 API 金鑰。請在上方建立一個以呼叫 API。";
+    NeverUsed => "Never used", "從未使用";
+    Delete => "Delete", "刪除";
+    KeyDeleteTitle => "Delete the key \"{name}\"?", "要刪除金鑰「{name}」嗎？";
+    KeyDeleteText => "Programs using this key ({preview}) will be refused at once. This cannot be undone.", "使用此金鑰（{preview}）的程式將立即被拒絕。此操作無法復原。";
+    KeyDeleteConfirm => "Yes, delete", "是，刪除";
+    NoticeKeyDeleted => "The key was deleted.", "已刪除該金鑰。";
+    NoticeKeyMissing => "That key does not exist (any more).", "該金鑰不存在（或已刪除）。";
+    ErrorKeyNameEmpty => "Give the key a name.", "請為金鑰命名。";
+    ErrorKeyNameTooLong => "The name may have at most {max} characters.", "名稱最多 {max} 個字元。";
+    ErrorKeyNameNul => "The name contains a character that cannot be stored.", "名稱包含無法儲存的字元。";
+    ErrorTooManyKeys => "You may hold at most {max} keys. Delete one first.", "最多只能有 {max} 個金鑰。請先刪除一個。";
+    JustNow => "just now", "剛剛";
+    InFuture => "in {span}", "{span}後";
+    InPast => "{span} ago", "{span}前";
+    SpanMinutes => "{n} min", "{n} 分鐘";
+    SpanHours => "{n} h", "{n} 小時";
+    SpanDays => "{n} days", "{n} 天";
+    StatusScheduled => "scheduled", "已排程";
+    StatusPublishing => "publishing", "發布中";
+    StatusPublished => "published", "已發布";
+    StatusFailed => "failed", "失敗";
+    StatusCancelled => "cancelled", "已取消";
+    StatusUnconfirmed => "unconfirmed", "未確認";
+    StatusProcessing => "processing", "處理中";
+}
+
+/// The catalogue in one locale: what templates call (`t.s(Msg::…)`).
+#[derive(Debug, Clone, Copy)]
+pub struct T(pub Locale);
+
+impl T {
+    /// The string of `msg`.
+    pub fn s(&self, msg: Msg) -> &'static str {
+        match self.0 {
+            Locale::En => msg.en(),
+            Locale::ZhTw => msg.zh_tw(),
+        }
+    }
+
+    /// The string of `msg` with each `{name}` replaced by its value.
+    pub fn fill(&self, msg: Msg, values: &[(&str, &str)]) -> String {
+        values
+            .iter()
+            .fold(self.s(msg).to_string(), |text, (name, value)| {
+                text.replace(&format!("{{{name}}}"), value)
+            })
+    }
+
+    /// The `lang` attribute of the page.
+    pub fn lang(&self) -> &'static str {
+        match self.0 {
+            Locale::En => "en",
+            Locale::ZhTw => "zh-TW",
+        }
+    }
+
+    /// `at` relative to `now`, in words ("in 3 h", "2 days ago").
+    pub fn relative(&self, at: DateTime<Utc>, now: DateTime<Utc>) -> String {
+        let seconds = (at - now).num_seconds();
+        let abs = seconds.unsigned_abs();
+        if abs < 60 {
+            return self.s(Msg::JustNow).to_string();
+        }
+        let span = if abs < 3600 {
+            self.fill(Msg::SpanMinutes, &[("n", &(abs / 60).to_string())])
+        } else if abs < 48 * 3600 {
+            self.fill(Msg::SpanHours, &[("n", &(abs / 3600).to_string())])
+        } else {
+            // From 48 h on, so always two days or more; rounded to the nearest day, so a token
+            // issued a moment ago for 60 days says 60, not 59.
+            self.fill(Msg::SpanDays, &[("n", &nearest_days(abs).to_string())])
+        };
+        let direction = if seconds > 0 {
+            Msg::InFuture
+        } else {
+            Msg::InPast
+        };
+        self.fill(direction, &[("span", &span)])
+    }
+
+    /// A status value of the spec (scheduled post or history item), in words; an unknown one
+    /// is shown as it is.
+    pub fn status(&self, status: &str) -> String {
+        let msg = match status {
+            "scheduled" => Msg::StatusScheduled,
+            "publishing" => Msg::StatusPublishing,
+            "published" => Msg::StatusPublished,
+            "failed" => Msg::StatusFailed,
+            "cancelled" => Msg::StatusCancelled,
+            "unconfirmed" => Msg::StatusUnconfirmed,
+            "processing" => Msg::StatusProcessing,
+            other => return other.to_string(),
+        };
+        self.s(msg).to_string()
+    }
+}
+
+/// Whole days in `seconds`, rounded to the nearest.
+pub fn nearest_days(seconds: u64) -> u64 {
+    (seconds + 43_200) / 86_400
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{Duration, TimeZone};
+
+    use super::*;
+
+    #[test]
+    fn every_key_has_both_languages_with_the_same_placeholders() {
+        let placeholders = |text: &str| {
+            let mut names: Vec<String> = text
+                .split('{')
+                .skip(1)
+                .filter_map(|rest| rest.split_once('}').map(|(name, _)| name.to_string()))
+                .collect();
+            names.sort();
+            names
+        };
+        for &msg in Msg::ALL {
+            assert!(!msg.en().is_empty(), "{msg:?} en");
+            assert!(!msg.zh_tw().is_empty(), "{msg:?} zh-TW");
+            assert_eq!(placeholders(msg.en()), placeholders(msg.zh_tw()), "{msg:?}");
+        }
+    }
+
+    #[test]
+    fn relative_times() {
+        let now = Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap();
+        let en = T(Locale::En);
+        let zh = T(Locale::ZhTw);
+        let cases = [
+            ("seconds away", Duration::seconds(30), "just now", "剛剛"),
+            (
+                "minutes ahead",
+                Duration::minutes(5),
+                "in 5 min",
+                "5 分鐘後",
+            ),
+            ("hours ahead", Duration::hours(3), "in 3 h", "3 小時後"),
+            (
+                "one day and a bit",
+                Duration::hours(47),
+                "in 47 h",
+                "47 小時後",
+            ),
+            ("days ago", Duration::days(-2), "2 days ago", "2 天前"),
+            (
+                "sixty days less a moment",
+                Duration::days(60) - Duration::milliseconds(5),
+                "in 60 days",
+                "60 天後",
+            ),
+            ("minutes ago", Duration::minutes(-90), "1 h ago", "1 小時前"),
+        ];
+        for (name, delta, want_en, want_zh) in cases {
+            assert_eq!(en.relative(now + delta, now), want_en, "{name}");
+            assert_eq!(zh.relative(now + delta, now), want_zh, "{name}");
+        }
+    }
+}

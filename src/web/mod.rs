@@ -1,0 +1,337 @@
+//! The dashboard: server-rendered HTML pages for the signed-in user (issue 14, first
+//! increment: sign-in page, Overview, Accounts, API keys).
+//!
+//! - Templates live in `templates/` (askama: compiled and type-checked with the crate); view
+//!   models are built here from the same store and service functions the JSON handlers call.
+//! - Every page but `/signin` needs the session. The JSON session check
+//!   ([`require_session`]) is reused as is, and its 401 is turned into a 303 to `/signin`
+//!   ([`to_sign_in`]): a person gets a page, never JSON. Its cross-site check also guards
+//!   every form POST (same rule as `require_same_origin`).
+//! - Every response of these routes carries a strict CSP, `nosniff` and `Referrer-Policy`
+//!   ([`page_headers`]). Templates have no inline script, style attribute or event handler.
+//! - Nothing here changes state on a GET: each change is a POST answered with a 303.
+
+pub mod accounts;
+mod assets;
+pub mod i18n;
+pub mod keys;
+pub mod overview;
+
+use actix_web::{
+    HttpRequest, HttpResponse, Responder,
+    body::{EitherBody, MessageBody},
+    cookie::{Cookie, SameSite, time::Duration as CookieDuration},
+    dev::{ServiceRequest, ServiceResponse},
+    http::{
+        StatusCode,
+        header::{self, HeaderMap, HeaderValue},
+    },
+    middleware::{Next, from_fn},
+    web,
+};
+use askama::Template;
+use askama_web::WebTemplateExt;
+use chrono::{DateTime, Utc};
+
+use crate::{
+    AppState,
+    http::auth::{SessionUser, require_session},
+    usage::{self, Locale},
+};
+use i18n::{Msg, T};
+
+/// The sign-in page, where every page sends a visitor without a session.
+pub const SIGN_IN_PATH: &str = "/signin";
+/// The cookie that remembers the language picked with `?lang=`.
+const LANG_COOKIE: &str = "service_lang";
+/// The Content-Security-Policy of every page: our own files only, nothing inline.
+pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'self'; frame-ancestors 'none'; form-action 'self'";
+
+/// Registers the pages and the static files.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/")
+            .wrap(from_fn(require_session))
+            .wrap(from_fn(to_sign_in))
+            .wrap(from_fn(page_headers))
+            .route(web::get().to(root)),
+    )
+    .service(
+        web::resource(SIGN_IN_PATH)
+            .wrap(from_fn(page_headers))
+            .route(web::get().to(sign_in)),
+    )
+    .service(
+        web::resource("/static/{name}")
+            .wrap(from_fn(page_headers))
+            .route(web::get().to(assets::serve)),
+    )
+    .service(
+        web::scope("/dashboard")
+            .wrap(from_fn(require_session))
+            .wrap(from_fn(to_sign_in))
+            .wrap(from_fn(page_headers))
+            .route("", web::get().to(overview::page))
+            .configure(accounts::configure)
+            .configure(keys::configure),
+    );
+}
+
+/// Whether the client explicitly accepts HTML (a browser navigating). `*/*` alone does not
+/// count: scripts send it, and they keep getting JSON.
+pub fn wants_html(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|range| {
+            let mut parts = range.split(';');
+            let media = parts.next().unwrap_or("").trim();
+            // `q=0` means "not acceptable".
+            let refused = parts.any(|p| {
+                p.trim()
+                    .strip_prefix("q=")
+                    .and_then(|q| q.trim().parse::<f32>().ok())
+                    .is_some_and(|q| q <= 0.0)
+            });
+            media.eq_ignore_ascii_case("text/html") && !refused
+        })
+}
+
+/// Middleware: the security headers of every page (and, for `?lang=`, the language cookie).
+async fn page_headers(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody + 'static>, actix_web::Error> {
+    let picked = lang_from_query(req.query_string());
+    let secure = req
+        .app_data::<web::Data<AppState>>()
+        .is_some_and(|state| state.cookie_secure);
+    let mut response = next.call(req).await?;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    if let Some(locale) = picked {
+        let cookie = Cookie::build(LANG_COOKIE, T(locale).lang())
+            .path("/")
+            .http_only(true)
+            .same_site(SameSite::Lax)
+            .secure(secure)
+            .max_age(CookieDuration::days(365))
+            .finish();
+        response.response_mut().add_cookie(&cookie)?;
+    }
+    Ok(response)
+}
+
+/// Middleware (outside [`require_session`]): a page asked for without a live session is sent
+/// to the sign-in page instead of getting the JSON 401.
+async fn to_sign_in(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<EitherBody<impl MessageBody + 'static>>, actix_web::Error> {
+    let response = next.call(req).await?;
+    if response.status() != StatusCode::UNAUTHORIZED {
+        return Ok(response.map_into_left_body());
+    }
+    let (req, _) = response.into_parts();
+    let redirect = HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, SIGN_IN_PATH))
+        .finish();
+    Ok(ServiceResponse::new(req, redirect).map_into_right_body())
+}
+
+/// `?lang=en|zh-TW`, when given and known.
+fn lang_from_query(query: &str) -> Option<Locale> {
+    url::form_urlencoded::parse(query.as_bytes())
+        .find(|(name, _)| name == "lang")
+        .and_then(|(_, value)| parse_lang(&value))
+}
+
+fn parse_lang(value: &str) -> Option<Locale> {
+    match value {
+        "en" => Some(Locale::En),
+        "zh-TW" => Some(Locale::ZhTw),
+        _ => None,
+    }
+}
+
+/// The page's language: `?lang=`, then the remembered choice, then `Accept-Language`.
+pub fn locale_of(req: &HttpRequest) -> Locale {
+    lang_from_query(req.query_string())
+        .or_else(|| {
+            req.cookie(LANG_COOKIE)
+                .and_then(|cookie| parse_lang(cookie.value()))
+        })
+        .unwrap_or_else(|| {
+            usage::negotiate_locale(
+                req.headers()
+                    .get(header::ACCEPT_LANGUAGE)
+                    .and_then(|v| v.to_str().ok()),
+            )
+        })
+}
+
+/// Which navigation entry a page belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Nav {
+    Overview,
+    Accounts,
+    Keys,
+    /// The sign-in page: no navigation.
+    None,
+}
+
+/// What the page frame (`templates/base.html`) shows around every page.
+pub struct Layout {
+    pub t: T,
+    /// The signed-in user's e-mail (or name); `None` on the sign-in page.
+    pub who: Option<String>,
+    pub active: Nav,
+    /// A confirmation of what just happened (after a redirect).
+    pub notice: Option<String>,
+    /// What went wrong (after a redirect or a refused form).
+    pub error: Option<String>,
+}
+
+impl Layout {
+    /// The frame of a signed-in page.
+    pub fn signed_in(req: &HttpRequest, session: &SessionUser, active: Nav) -> Self {
+        let user = &session.user;
+        let who = user
+            .email
+            .clone()
+            .or_else(|| user.display_name.clone())
+            .unwrap_or_else(|| user.id.to_string());
+        Self {
+            t: T(locale_of(req)),
+            who: Some(who),
+            active,
+            notice: None,
+            error: None,
+        }
+    }
+
+    pub fn css_href(&self) -> &'static str {
+        assets::css_href()
+    }
+
+    pub fn js_href(&self) -> &'static str {
+        assets::js_href()
+    }
+}
+
+/// A moment, for `<time>`: in words relative to now, and exactly (UTC) for the `title`.
+pub struct When {
+    pub relative: String,
+    pub exact: String,
+    pub iso: String,
+}
+
+impl When {
+    pub fn new(t: T, at: DateTime<Utc>, now: DateTime<Utc>) -> Self {
+        Self {
+            relative: t.relative(at, now),
+            exact: at.format("%Y-%m-%d %H:%M UTC").to_string(),
+            iso: crate::views::iso(at),
+        }
+    }
+}
+
+/// Renders a page as an HTML response (askama_web; a template that fails to render is a bug,
+/// answered 500).
+pub fn render(req: &HttpRequest, page: impl Template) -> HttpResponse {
+    page.into_web_template().respond_to(req)
+}
+
+/// A 303 to `location` (POST → redirect → GET).
+pub fn see_other(location: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, location))
+        .finish()
+}
+
+/// `GET /`: signed in (the session middleware let us through) → the overview.
+async fn root() -> HttpResponse {
+    see_other("/dashboard")
+}
+
+#[derive(Template)]
+#[template(path = "signin.html")]
+struct SignInPage {
+    layout: Layout,
+}
+
+/// `GET /signin`: the one page without a session.
+async fn sign_in(req: HttpRequest) -> impl Responder {
+    let page = SignInPage {
+        layout: Layout {
+            t: T(locale_of(&req)),
+            who: None,
+            active: Nav::None,
+            notice: None,
+            error: None,
+        },
+    };
+    render(&req, page)
+}
+
+#[cfg(test)]
+mod tests {
+    use actix_web::http::header::HeaderName;
+
+    use super::*;
+
+    #[test]
+    fn only_an_explicit_text_html_counts_as_a_browser() {
+        let cases: [(&str, &[&str], bool); 7] = [
+            ("no header", &[], false),
+            ("any", &["*/*"], false),
+            ("json", &["application/json"], false),
+            (
+                "a browser's navigation",
+                &["text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"],
+                true,
+            ),
+            (
+                "upper case, spaces",
+                &["application/json, TEXT/HTML ;q=0.5"],
+                true,
+            ),
+            (
+                "refused with q=0",
+                &["text/html;q=0, application/json"],
+                false,
+            ),
+            ("second header", &["application/json", "text/html"], true),
+        ];
+        for (name, values, want) in cases {
+            let mut headers = HeaderMap::new();
+            for value in values {
+                headers.append(
+                    HeaderName::from_static("accept"),
+                    HeaderValue::from_str(value).unwrap(),
+                );
+            }
+            assert_eq!(wants_html(&headers), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn lang_query() {
+        assert_eq!(lang_from_query("lang=zh-TW"), Some(Locale::ZhTw));
+        assert_eq!(lang_from_query("a=1&lang=en"), Some(Locale::En));
+        assert_eq!(lang_from_query("lang=fr"), None);
+        assert_eq!(lang_from_query(""), None);
+    }
+}
