@@ -15,6 +15,7 @@ pub mod clock;
 pub mod collection;
 pub mod config;
 pub mod crypto;
+pub mod dashboard;
 pub mod demo;
 pub mod error;
 pub mod http;
@@ -30,10 +31,6 @@ pub mod sim;
 pub mod store;
 pub mod usage;
 pub mod views;
-// The dashboard (HTML pages) lives in `src/web/`; named `dashboard` here because `web` is
-// actix's module in this file.
-#[path = "web/mod.rs"]
-pub mod dashboard;
 
 use std::{
     net::TcpListener,
