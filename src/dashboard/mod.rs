@@ -13,9 +13,12 @@
 
 pub mod accounts;
 mod assets;
+// Compose and Scheduled pages (issue 14, increment 2).
+pub mod compose;
 pub mod i18n;
 pub mod keys;
 pub mod overview;
+pub mod scheduled;
 
 use actix_web::{
     HttpRequest, HttpResponse, Responder,
@@ -73,7 +76,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .wrap(from_fn(page_headers))
             .route("", web::get().to(overview::page))
             .configure(accounts::configure)
-            .configure(keys::configure),
+            .configure(keys::configure)
+            .configure(|cfg| {
+                compose::configure(cfg);
+                scheduled::configure(cfg)
+            }),
     );
 }
 
@@ -188,6 +195,9 @@ pub enum Nav {
     Overview,
     Accounts,
     Keys,
+    // Compose and Scheduled pages.
+    Compose,
+    Scheduled,
     /// The sign-in page: no navigation.
     None,
 }
