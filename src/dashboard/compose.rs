@@ -269,6 +269,11 @@ async fn render_page(
 ) -> Result<HttpResponse, ApiError> {
     let layout = Layout::signed_in(req, session, Nav::Compose);
     let accounts = account_options(state, session.user.id, &form.account).await?;
+    // Without an account to choose, the account select is not shown: its refusal goes on top.
+    let field_error = match field_error {
+        Some((Field::Account, problem)) if accounts.is_empty() => Some((Field::Top, problem)),
+        other => other,
+    };
     let zone = form.tz.parse::<Tz>().unwrap_or_else(|_| zone_of(req));
     let page = ComposePage {
         layout,
@@ -439,6 +444,18 @@ async fn submit(
                 (None, Some((Field::Top, problem)))
             }
             Field::Top => (Some(Outcome::Failed(Problem::of(&error))), None),
+            // The media probe names the failing URL, not the field: the cover's URL → cover.
+            Field::Media
+                if !form.cover.trim().is_empty()
+                    && error.message.contains(form.cover.trim())
+                    && !form
+                        .media
+                        .lines()
+                        .map(str::trim)
+                        .any(|url| !url.is_empty() && error.message.contains(url)) =>
+            {
+                (None, Some((Field::Cover, Problem::of(&error))))
+            }
             field => (None, Some((field, Problem::of(&error)))),
         },
     };
