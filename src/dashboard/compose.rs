@@ -147,6 +147,8 @@ pub struct Problem {
     pub code: String,
     pub message: String,
     pub details: Option<String>,
+    /// The history row to look at (an unconfirmed publish, a time-out).
+    pub submission_id: Option<String>,
 }
 
 impl Problem {
@@ -155,6 +157,7 @@ impl Problem {
             code: error.code.as_str().to_string(),
             message: error.message.clone(),
             details: error.details.clone(),
+            submission_id: error.submission_id.as_ref().map(|id| id.to_string()),
         }
     }
 }

@@ -530,3 +530,54 @@ async fn a_bad_reel_cover_is_shown_on_the_cover_field() {
     );
     assert!(app.published(&publisher.sim).is_empty());
 }
+
+#[actix_web::test]
+async fn an_unconfirmed_publish_is_shown_as_unconfirmed_never_as_success() {
+    let app = TestApp::spawn_with(|c| {
+        c.platforms.processing_timeout_secs = 1;
+        c.publishing.unconfirmed_check_interval_ms = 100;
+    })
+    .await;
+    let publisher = app.publisher("threads", "pro").await;
+    app.sim.state().set_faults(
+        &publisher.sim.platform,
+        &publisher.sim.external_id,
+        social_service::sim::state::FaultSpec {
+            processing: social_service::sim::state::Processing::Never,
+            ..Default::default()
+        },
+    );
+    let account = publisher.account.id.to_string();
+    let mp4 = app.media_url("sample.mp4");
+    let body = page(
+        post_form(
+            &app,
+            &publisher.dashboard,
+            "/dashboard/compose",
+            &[
+                ("account", &account),
+                ("text", "A video"),
+                ("media", &mp4),
+                ("tz", "UTC"),
+            ],
+        )
+        .await,
+    )
+    .await;
+    let result = element(&body, "result-title");
+    assert!(result.contains("status-unconfirmed"), "{body}");
+    assert!(
+        !body.contains("result-ok"),
+        "never shown as success:\n{body}"
+    );
+    assert!(
+        element(&body, "result-problem").contains("PublishUnconfirmed"),
+        "{body}"
+    );
+    let history = app.history(&publisher.dashboard).await;
+    let id = history["posts"][0]["post_submission_id"].as_str().unwrap();
+    assert!(
+        body.contains(&format!("<code class=\"submission-id\">{id}</code>")),
+        "{body}"
+    );
+}
