@@ -434,7 +434,14 @@ async fn submit(
     };
     let (outcome, refused) = match result {
         Ok(answer) => (Some(outcome_of(&answer, zone)), None),
-        Err(error) if error.code == ErrorCode::PublishUnconfirmed => {
+        // A time-out goes on in the background: its outcome is as unknown as an unconfirmed
+        // one, so it is shown the same way, never as a failure to retry.
+        Err(error)
+            if matches!(
+                error.code,
+                ErrorCode::PublishUnconfirmed | ErrorCode::Timeout
+            ) =>
+        {
             (Some(Outcome::Unconfirmed(Problem::of(&error))), None)
         }
         Err(error) => match Field::of(&error, platform) {

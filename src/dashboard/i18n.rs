@@ -179,7 +179,7 @@ catalogue! {
     ScheduledEmptyAll => "Nothing is scheduled yet. Write a post on the Compose page and give it a date and time.", "目前沒有排程。請到「撰寫」頁面寫一則貼文並設定日期與時間。";
     ScheduledEmptyFiltered => "No scheduled post matches these filters. Choose \"All\" to see every one.", "沒有符合篩選條件的排程貼文。選擇「全部」即可查看所有貼文。";
     GoToCompose => "Go to Compose", "前往撰寫頁面";
-    ScheduledCapped => "Showing the first {n} posts (nearest first). Filter by status or platform to see others.", "僅顯示前 {n} 則（依時間排序）。請依狀態或平台篩選以查看其他貼文。";
+    ScheduledCapped => "Showing the first {n} posts (earliest first). Filter by status or platform to see the others.", "僅顯示最早的 {n} 則。請依狀態或平台篩選以查看其他貼文。";
     ColLocalTime => "Time ({zone})", "時間（{zone}）";
     ColUtc => "UTC", "UTC";
     ColMedia => "Media", "媒體";

@@ -77,10 +77,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route("", web::get().to(overview::page))
             .configure(accounts::configure)
             .configure(keys::configure)
-            .configure(|cfg| {
-                compose::configure(cfg);
-                scheduled::configure(cfg)
-            }),
+            // Compose and Scheduled pages.
+            .configure(compose::configure)
+            .configure(scheduled::configure),
     );
 }
 

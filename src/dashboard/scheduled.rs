@@ -2,7 +2,7 @@
 //! picker), cancel (`GET …/{id}/cancel` confirmation, `POST` the same path).
 //!
 //! - The list comes from the store function `GET /api/scheduled-posts` uses, with the same
-//!   filters, capped at [`SHOWN`] rows (the API's own maximum), nearest first; the page says so
+//!   filters, capped at [`SHOWN`] rows (the API's own maximum), earliest first (the store's order); the page says so
 //!   when the cap is reached.
 //! - Times are shown in the user's zone and in UTC. The zone is an IANA name (chrono-tz) picked
 //!   in the filter form (`?tz=`, a GET that only changes how times are shown, like `?lang=`) and
