@@ -140,6 +140,56 @@ catalogue! {
     StatusCancelled => "cancelled", "已取消";
     StatusUnconfirmed => "unconfirmed", "未確認";
     StatusProcessing => "processing", "處理中";
+    // Compose and Scheduled pages (increment 2).
+    NavCompose => "Compose", "撰寫";
+    NavScheduled => "Scheduled", "排程";
+    ComposeTitle => "Compose", "撰寫貼文";
+    ComposeLead => "Publish now or schedule a post to one of your accounts. It goes through the same checks and counts against the same monthly allowance as POST /v2/posts.", "立即發布或排程一則貼文到您的帳號。它會經過與 POST /v2/posts 相同的檢查，並計入相同的每月用量。";
+    ComposeNoAccounts => "No account can be published to: connect one (or reconnect one that needs it) on the Accounts page first.", "目前沒有可發布的帳號：請先到「帳號」頁面連結帳號（或重新連結需要重新連結的帳號）。";
+    ComposeAccount => "Account", "帳號";
+    ComposeText => "Text", "內容";
+    ComposeTextHint => "For Threads and X, a line holding only {separator} starts the next post of a thread.", "在 Threads 與 X，只有 {separator} 的一行會開始串文的下一則貼文。";
+    ComposeMedia => "Media URLs (one per line)", "媒體網址（每行一個）";
+    ComposeMediaHint => "Public HTTPS addresses of the files themselves (JPG, PNG, WEBP, MP4, MOV). For YouTube, the video first, then an optional thumbnail.", "檔案本身的公開 HTTPS 網址（JPG、PNG、WEBP、MP4、MOV）。YouTube 請先放影片，再放選用的縮圖。";
+    ComposeOptions => "Platform options", "平台選項";
+    ComposeCover => "Instagram reel cover (image URL)", "Instagram Reels 封面（圖片網址）";
+    ComposeDraft => "TikTok: send to the TikTok inbox as a draft", "TikTok：以草稿傳送到 TikTok 收件匣";
+    ComposeYtTitle => "YouTube title", "YouTube 標題";
+    ComposeYtDescription => "YouTube description", "YouTube 說明";
+    ComposeSchedule => "Schedule (leave empty to publish now)", "排程（留空則立即發布）";
+    ComposeScheduleAt => "Date and time", "日期與時間";
+    ComposeZone => "Time zone", "時區";
+    ComposeSubmit => "Publish or schedule", "發布或排程";
+    ComposeErrorCode => "Error code", "錯誤代碼";
+    ComposePublished => "Published to {platform}.", "已發布到 {platform}。";
+    ComposePostId => "Post id", "貼文 ID";
+    ComposeSubmissionId => "Submission id", "提交 ID";
+    ComposeOpenPost => "Open the post on the platform", "在平台上開啟貼文";
+    ComposeScheduled => "Scheduled.", "已排程。";
+    ComposeScheduledId => "Scheduled post id", "排程貼文 ID";
+    ComposeScheduledFor => "Scheduled for", "排程時間";
+    ComposeSeeScheduled => "See the scheduled posts", "查看排程貼文";
+    ComposeUnconfirmed => "Unconfirmed: the platform may or may not have published this post. Check the platform (or the history) before sending it again.", "未確認：平台可能已發布、也可能未發布這則貼文。再次傳送前請先到平台（或發布紀錄）確認。";
+    ComposeFailed => "Not published.", "未發布。";
+    ScheduledTitle => "Scheduled posts", "排程貼文";
+    ScheduledFilterStatus => "Status", "狀態";
+    ScheduledFilterPlatform => "Platform", "平台";
+    ScheduledFilterAll => "All", "全部";
+    ScheduledFilterApply => "Show", "顯示";
+    ScheduledEmptyAll => "Nothing is scheduled yet. Write a post on the Compose page and give it a date and time.", "目前沒有排程。請到「撰寫」頁面寫一則貼文並設定日期與時間。";
+    ScheduledEmptyFiltered => "No scheduled post matches these filters. Choose \"All\" to see every one.", "沒有符合篩選條件的排程貼文。選擇「全部」即可查看所有貼文。";
+    GoToCompose => "Go to Compose", "前往撰寫頁面";
+    ScheduledCapped => "Showing the first {n} posts (earliest first). Filter by status or platform to see the others.", "僅顯示最早的 {n} 則。請依狀態或平台篩選以查看其他貼文。";
+    ColLocalTime => "Time ({zone})", "時間（{zone}）";
+    ColUtc => "UTC", "UTC";
+    ColMedia => "Media", "媒體";
+    ScheduledCancelTitle => "Cancel this scheduled post?", "要取消這則排程貼文嗎？";
+    ScheduledCancelText => "The post to {name} ({platform}) planned for {local} ({utc}) will not be published. This cannot be undone.", "原定於 {local}（{utc}）發布到 {name}（{platform}）的貼文將不會發布。此操作無法復原。";
+    ScheduledCancelConfirm => "Yes, cancel the post", "是，取消貼文";
+    ScheduledKeep => "Keep it", "保留";
+    NoticeScheduledCancelled => "The scheduled post was cancelled.", "已取消該排程貼文。";
+    NoticeScheduledMissing => "That scheduled post does not exist.", "該排程貼文不存在。";
+    NoticeScheduledNotCancellable => "That post can no longer be cancelled: only posts still waiting (status scheduled) can be.", "該貼文已無法取消：只有仍在等待中（狀態為已排程）的貼文可以取消。";
 }
 
 /// The catalogue in one locale: what templates call (`t.s(Msg::…)`).

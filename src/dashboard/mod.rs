@@ -13,9 +13,12 @@
 
 pub mod accounts;
 mod assets;
+// Compose and Scheduled pages (issue 14, increment 2).
+pub mod compose;
 pub mod i18n;
 pub mod keys;
 pub mod overview;
+pub mod scheduled;
 
 use actix_web::{
     HttpRequest, HttpResponse, Responder,
@@ -73,7 +76,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .wrap(from_fn(page_headers))
             .route("", web::get().to(overview::page))
             .configure(accounts::configure)
-            .configure(keys::configure),
+            .configure(keys::configure)
+            // Compose and Scheduled pages.
+            .configure(compose::configure)
+            .configure(scheduled::configure),
     );
 }
 
@@ -188,6 +194,9 @@ pub enum Nav {
     Overview,
     Accounts,
     Keys,
+    // Compose and Scheduled pages.
+    Compose,
+    Scheduled,
     /// The sign-in page: no navigation.
     None,
 }

@@ -121,9 +121,30 @@ async fn authenticate_key(req: &ServiceRequest) -> Result<ApiCaller, ApiError> {
         .authenticate_api_key(presented)
         .await?
         .ok_or_else(ApiError::invalid_api_key)?;
-    let now = state.clock.now();
-    state.last_used.record(key.id, now);
+    state.last_used.record(key.id, state.clock.now());
+    let accept_language = req
+        .headers()
+        .get(header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok());
+    let (plan, allowance) = meter_call(&state, &user, accept_language).await?;
+    Ok(ApiCaller {
+        user,
+        key_id: key.id,
+        plan,
+        allowance,
+    })
+}
 
+/// Counts one call against `user`'s monthly allowance (spec §8), refusing with the quota body
+/// when it is used up. Shared by the API key's middleware and the dashboard's compose form, so a
+/// post sent from a page costs what the same post sent with a key costs. `accept_language`
+/// picks the language of the quota message.
+pub async fn meter_call(
+    state: &AppState,
+    user: &entity::user::Model,
+    accept_language: Option<&str>,
+) -> Result<(Plan, RateLimitHeaders), ApiError> {
+    let now = state.clock.now();
     let plan = Plan::parse(&user.plan).unwrap_or(Plan::Free);
     let period = usage::usage_period(user.created_at, now);
     let limit = plan.monthly_limit(state.config.usage.free_monthly_limit);
@@ -144,10 +165,6 @@ async fn authenticate_key(req: &ServiceRequest) -> Result<ApiCaller, ApiError> {
     let reset = period.end.timestamp();
     if !reservation.admitted {
         let limit = limit.unwrap_or(-1);
-        let accept_language = req
-            .headers()
-            .get(header::ACCEPT_LANGUAGE)
-            .and_then(|v| v.to_str().ok());
         let locale = usage::negotiate_locale(accept_language);
         let resets_on = period.end.format("%Y-%m-%d").to_string();
         let (error, error_en) = usage::quota_messages(locale, limit, &resets_on);
@@ -177,12 +194,7 @@ async fn authenticate_key(req: &ServiceRequest) -> Result<ApiCaller, ApiError> {
             reset,
         },
     };
-    Ok(ApiCaller {
-        user,
-        key_id: key.id,
-        plan,
-        allowance,
-    })
+    Ok((plan, allowance))
 }
 
 /// Middleware: requires a live dashboard session. API keys are refused here. A request that

@@ -42,10 +42,21 @@ pub async fn handle_post(
     caller: &ApiCaller,
     body: &Value,
 ) -> Result<Value, ApiError> {
+    handle_post_for(state, &caller.user, caller.plan, body).await
+}
+
+/// [`handle_post`] for a user already authenticated and metered, whichever way: the API key's
+/// middleware or the dashboard's compose form (which meters with [`crate::http::auth::meter_call`]).
+pub async fn handle_post_for(
+    state: &AppState,
+    user: &entity::user::Model,
+    plan: Plan,
+    body: &Value,
+) -> Result<Value, ApiError> {
     let request = validate::parse_request(body)?;
     match request.scheduled_at.clone() {
-        Some(at) => schedule(state, caller, body, request, &at).await,
-        None => publish_now(state, caller, request).await,
+        Some(at) => schedule(state, user, plan, body, request, &at).await,
+        None => publish_now(state, user, plan, request).await,
     }
 }
 
@@ -65,7 +76,8 @@ pub fn parse_scheduled_at(value: &str) -> Result<DateTime<Utc>, ApiError> {
 
 async fn schedule(
     state: &AppState,
-    caller: &ApiCaller,
+    user: &entity::user::Model,
+    plan: Plan,
     body: &Value,
     request: PostRequest,
     at: &str,
@@ -87,13 +99,13 @@ async fn schedule(
     }
     // Checked now exactly as an immediate publish would be, so a post that could never publish is
     // refused now rather than at its due time.
-    let prepared = prepare(state, &caller.user, caller.plan, request).await?;
+    let prepared = prepare(state, user, plan, request).await?;
     let platform = prepared.request.platform;
     let row = state
         .store
         .insert_scheduled_post(
             NewScheduledPost {
-                user_id: caller.user.id,
+                user_id: user.id,
                 account_id: prepared.account.id,
                 platform: platform.as_str().to_string(),
                 page_name: prepared.account.display_name.clone(),
@@ -117,14 +129,15 @@ async fn schedule(
 
 async fn publish_now(
     state: &AppState,
-    caller: &ApiCaller,
+    user: &entity::user::Model,
+    plan: Plan,
     request: PostRequest,
 ) -> Result<Value, ApiError> {
-    let prepared = prepare(state, &caller.user, caller.plan, request).await?;
+    let prepared = prepare(state, user, plan, request).await?;
     let platform = prepared.request.platform;
     let time_limit = time_limit(state, &prepared.plan);
     let submission_id = Uuid::new_v4();
-    let receiver = enqueue(state, &caller.user, prepared, submission_id, None).await?;
+    let receiver = enqueue(state, user, prepared, submission_id, None).await?;
     let data = match tokio::time::timeout(time_limit, receiver).await {
         Ok(Ok(outcome)) => outcome.map_err(|failure| failure.error)?,
         Ok(Err(_)) => {

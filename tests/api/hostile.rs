@@ -347,6 +347,36 @@ const ROUTES: &[Route] = &[
         &[],
         Body::None,
     ),
+    // Compose and Scheduled pages.
+    route(
+        "GET",
+        "/dashboard/compose",
+        Auth::Session,
+        &["lang"],
+        Body::None,
+    ),
+    route("POST", "/dashboard/compose", Auth::Session, &[], Body::Post),
+    route(
+        "GET",
+        "/dashboard/scheduled",
+        Auth::Session,
+        &["status", "platform", "tz", "notice", "lang"],
+        Body::None,
+    ),
+    route(
+        "GET",
+        "/dashboard/scheduled/{id}/cancel",
+        Auth::Session,
+        &[],
+        Body::None,
+    ),
+    route(
+        "POST",
+        "/dashboard/scheduled/{id}/cancel",
+        Auth::Session,
+        &[],
+        Body::None,
+    ),
     route(
         "GET",
         "/api/connect/{platform}",

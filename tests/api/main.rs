@@ -20,6 +20,8 @@ mod connect;
 mod crash;
 mod cross_site;
 mod dashboard;
+// Compose and Scheduled pages.
+mod dashboard_compose;
 mod demo;
 mod errors;
 mod history;

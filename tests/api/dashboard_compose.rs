@@ -1,0 +1,583 @@
+//! The Compose and Scheduled pages at the HTTP level (a cookie client, no browser): publishing
+//! and scheduling through the form (the same path and metering as `POST /v2/posts`), refusals
+//! next to their field with the catalogue's code, the scheduled list with its filters and both
+//! times, cancel through its confirmation, the cross-site refusal, and the security headers.
+
+use chrono::{Duration, Utc};
+use chrono_tz::Tz;
+use reqwest::{Response, header};
+use serde_json::Value;
+
+use crate::helpers::{Dashboard, Publisher, TestApp, status_and_json};
+
+const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'self'; frame-ancestors 'none'; form-action 'self'";
+const BROWSER_ACCEPT: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+
+/// What every page must be: HTML with the security headers and nothing inline.
+async fn page(response: Response) -> String {
+    assert_eq!(response.status(), 200, "{:?}", response.url());
+    let headers = response.headers().clone();
+    let content_type = headers[header::CONTENT_TYPE].to_str().unwrap();
+    assert!(content_type.starts_with("text/html"), "{content_type}");
+    assert_eq!(headers[header::CONTENT_SECURITY_POLICY], CSP);
+    assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+    let body = response.text().await.unwrap();
+    let lower = body.to_ascii_lowercase();
+    assert!(!lower.contains("style="), "a style attribute:\n{body}");
+    assert!(!lower.contains("<style"), "a style element:\n{body}");
+    for (at, _) in lower.match_indices("<script") {
+        let tag_end = at + lower[at..].find('>').unwrap() + 1;
+        assert!(lower[at..tag_end].contains(" src=\"/static/"));
+        assert!(
+            lower[tag_end..].starts_with("</script>"),
+            "an inline script"
+        );
+    }
+    for (at, _) in lower.match_indices(" on") {
+        let name: String = lower[at + 3..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphabetic())
+            .collect();
+        let after = &lower[at + 3 + name.len()..];
+        assert!(
+            name.is_empty() || !after.starts_with('='),
+            "an inline event handler on{name}="
+        );
+    }
+    body
+}
+
+async fn get_page(app: &TestApp, dashboard: &Dashboard, path: &str) -> String {
+    page(
+        dashboard
+            .no_redirect
+            .get(app.url(path))
+            .header(header::ACCEPT, BROWSER_ACCEPT)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+}
+
+async fn post_form(
+    app: &TestApp,
+    dashboard: &Dashboard,
+    path: &str,
+    form: &[(&str, &str)],
+) -> Response {
+    dashboard
+        .no_redirect
+        .post(app.url(path))
+        .header(header::ORIGIN, app.state.public_url.clone())
+        .header("sec-fetch-site", "same-origin")
+        .header(header::ACCEPT, BROWSER_ACCEPT)
+        .form(form)
+        .send()
+        .await
+        .unwrap()
+}
+
+fn see_other(response: &Response) -> String {
+    assert_eq!(response.status(), 303, "expected a 303: {response:?}");
+    response.headers()[header::LOCATION]
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The part of `body` from the element with `id` to the end of its line (a field's refusal is
+/// rendered on the line of its field).
+fn element<'a>(body: &'a str, id: &str) -> &'a str {
+    let at = body
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no #{id} in:\n{body}"));
+    let end = body[at..].find('\n').map_or(body.len(), |end| at + end);
+    &body[at..end]
+}
+
+async fn scheduled_api(app: &TestApp, publisher: &Publisher) -> Vec<Value> {
+    let (status, body) = status_and_json(
+        app.http
+            .get(app.url("/api/scheduled-posts"))
+            .header("service-api-key", &publisher.key)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    body["posts"].as_array().unwrap().clone()
+}
+
+async fn current_usage(app: &TestApp, dashboard: &Dashboard) -> i64 {
+    let (_, status) = status_and_json(
+        dashboard
+            .client
+            .get(app.url("/api/subscription/status"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    status["api_usage"]["current_usage"].as_i64().unwrap()
+}
+
+/// A wall-clock time for the `datetime-local` input, `ahead` from the app's clock, in `zone`.
+fn local_input(app: &TestApp, ahead: Duration, zone: Tz) -> (String, chrono::DateTime<Utc>) {
+    let at = app.clock_now() + ahead;
+    let at = at - Duration::seconds(i64::from(chrono::Timelike::second(&at)));
+    let at = at - Duration::nanoseconds(i64::from(chrono::Timelike::nanosecond(&at)));
+    (
+        at.with_timezone(&zone).format("%Y-%m-%dT%H:%M").to_string(),
+        at,
+    )
+}
+
+#[actix_web::test]
+async fn publishing_now_through_the_form_publishes_and_shows_the_post_id() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("facebook", "free").await;
+    let account = publisher.account.id.to_string();
+
+    let form = get_page(&app, &publisher.dashboard, "/dashboard/compose").await;
+    assert!(form.contains(&format!("value=\"{account}\"")), "{form}");
+    assert!(form.contains("facebook demo (Facebook)"), "{form}");
+    assert!(form.contains("aria-current=\"page\""), "{form}");
+    assert_eq!(current_usage(&app, &publisher.dashboard).await, 0);
+
+    let response = post_form(
+        &app,
+        &publisher.dashboard,
+        "/dashboard/compose",
+        &[
+            ("account", &account),
+            ("text", "Hello from the compose page"),
+            ("media", ""),
+            ("tz", "UTC"),
+        ],
+    )
+    .await;
+    let body = page(response).await;
+    let published = app.published(&publisher.sim);
+    assert_eq!(published.len(), 1, "{body}");
+    assert_eq!(
+        published[0].text.as_deref(),
+        Some("Hello from the compose page")
+    );
+    let history = app.history(&publisher.dashboard).await;
+    let post_id = history["posts"][0]["post_id"].as_str().unwrap();
+    assert!(
+        element(&body, "result-title").contains("Published to Facebook."),
+        "{body}"
+    );
+    assert!(
+        body.contains(&format!("<code class=\"post-id\">{post_id}</code>")),
+        "the post id:\n{body}"
+    );
+    // The same metering as POST /v2/posts: one call counted.
+    assert_eq!(current_usage(&app, &publisher.dashboard).await, 1);
+    // A success empties the form, so a second click does not send the same post again.
+    assert!(!body.contains(">Hello from the compose page</textarea>"));
+}
+
+#[actix_web::test]
+async fn a_thread_is_split_on_separator_lines() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("threads", "pro").await;
+    let account = publisher.account.id.to_string();
+    let body = page(
+        post_form(
+            &app,
+            &publisher.dashboard,
+            "/dashboard/compose",
+            &[
+                ("account", &account),
+                ("text", "first part\n---\nsecond part"),
+                ("tz", "UTC"),
+            ],
+        )
+        .await,
+    )
+    .await;
+    let texts: Vec<_> = app
+        .published(&publisher.sim)
+        .into_iter()
+        .filter_map(|item| item.text)
+        .collect();
+    assert_eq!(texts, ["first part", "second part"], "{body}");
+}
+
+#[actix_web::test]
+async fn refusals_are_shown_next_to_their_field_and_nothing_is_published() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let account = publisher.account.id.to_string();
+    let (past, _) = local_input(&app, Duration::minutes(-30), Tz::UTC);
+    let cases = [
+        (
+            "empty text",
+            vec![("text", ""), ("media", "")],
+            "err-text",
+            "TextRequired",
+        ),
+        (
+            "a bad media URL",
+            vec![("text", "keep me typed"), ("media", "not a url at all")],
+            "err-media",
+            "InvalidMediaUrl",
+        ),
+        (
+            "a schedule time in the past",
+            vec![("text", "keep me typed"), ("schedule_at", past.as_str())],
+            "err-schedule",
+            "InvalidRequest",
+        ),
+    ];
+    for (name, fields, id, code) in cases {
+        let mut form = vec![("account", account.as_str()), ("tz", "UTC")];
+        form.extend(fields.iter().copied());
+        let body =
+            page(post_form(&app, &publisher.dashboard, "/dashboard/compose", &form).await).await;
+        let shown = element(&body, id);
+        assert!(
+            shown.contains(&format!("<code title=\"Error code\">{code}</code>")),
+            "{name}: {shown}"
+        );
+        assert!(
+            body.contains("aria-invalid=\"true\""),
+            "{name}: the field is marked"
+        );
+        for (field, value) in &fields {
+            if *field == "text" && !value.is_empty() {
+                assert!(
+                    body.contains(&format!(">{value}</textarea>")),
+                    "{name}: what was typed is kept:\n{body}"
+                );
+            }
+        }
+        assert!(!body.contains("id=\"result-title\""), "{name}: no result");
+    }
+    assert!(app.published(&publisher.sim).is_empty());
+    assert!(scheduled_api(&app, &publisher).await.is_empty());
+}
+
+#[actix_web::test]
+async fn a_scheduled_post_is_listed_in_both_zones_filters_work_and_it_can_be_cancelled() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let dashboard = &publisher.dashboard;
+    let account = publisher.account.id.to_string();
+    let taipei: Tz = "Asia/Taipei".parse().unwrap();
+    let (input, at) = local_input(&app, Duration::hours(3), taipei);
+
+    let empty = get_page(&app, dashboard, "/dashboard/scheduled").await;
+    assert!(empty.contains("Nothing is scheduled yet"), "{empty}");
+
+    let body = page(
+        post_form(
+            &app,
+            dashboard,
+            "/dashboard/compose",
+            &[
+                ("account", &account),
+                ("text", "Later, from Taipei"),
+                ("schedule_at", &input),
+                ("tz", "Asia/Taipei"),
+            ],
+        )
+        .await,
+    )
+    .await;
+    let posts = scheduled_api(&app, &publisher).await;
+    assert_eq!(posts.len(), 1, "{body}");
+    let id = posts[0]["scheduled_post_id"].as_str().unwrap().to_string();
+    let scheduled_at: chrono::DateTime<Utc> =
+        posts[0]["scheduled_at"].as_str().unwrap().parse().unwrap();
+    assert_eq!(scheduled_at, at, "the wall-clock time read in Asia/Taipei");
+    assert!(
+        body.contains(&format!("<code class=\"scheduled-id\">{id}</code>")),
+        "{body}"
+    );
+    assert!(app.published(&publisher.sim).is_empty());
+
+    // The zone picked in the filter form is remembered (a cookie) for the next visit.
+    let local = at
+        .with_timezone(&taipei)
+        .format("%Y-%m-%d %H:%M CST")
+        .to_string();
+    let utc = at.format("%Y-%m-%d %H:%M UTC").to_string();
+    let list = get_page(&app, dashboard, "/dashboard/scheduled?tz=Asia%2FTaipei").await;
+    let row = element(&list, &format!("post-{id}"));
+    assert!(list.contains("Time (Asia/Taipei)"), "{list}");
+    let row_block = &list[list.find(row).unwrap()..];
+    let row_block = &row_block[..row_block.find("</tr>").unwrap()];
+    assert!(row_block.contains(&local), "{row_block}");
+    assert!(row_block.contains(&utc), "{row_block}");
+    assert!(row_block.contains("Later, from Taipei"));
+    assert!(row_block.contains(&format!("/dashboard/scheduled/{id}/cancel")));
+    let again = get_page(&app, dashboard, "/dashboard/scheduled").await;
+    assert!(again.contains(&local), "the zone cookie:\n{again}");
+
+    // Filters (a GET form): matching and not matching.
+    for (query, listed) in [
+        ("?status=scheduled", true),
+        ("?status=cancelled", false),
+        ("?platform=facebook", true),
+        ("?platform=instagram", false),
+        ("?status=scheduled&platform=facebook", true),
+    ] {
+        let list = get_page(&app, dashboard, &format!("/dashboard/scheduled{query}")).await;
+        assert_eq!(list.contains(&format!("post-{id}")), listed, "{query}");
+        if !listed {
+            assert!(
+                list.contains("No scheduled post matches these filters"),
+                "{query}"
+            );
+        }
+    }
+
+    // Cancel: the confirmation page, then its POST.
+    let cancel_path = format!("/dashboard/scheduled/{id}/cancel");
+    let confirm = get_page(&app, dashboard, &cancel_path).await;
+    assert!(confirm.contains("Cancel this scheduled post?"), "{confirm}");
+    assert!(confirm.contains(&format!("action=\"{cancel_path}\"")));
+    assert_eq!(
+        scheduled_api(&app, &publisher).await[0]["status"],
+        "scheduled"
+    );
+    let response = post_form(&app, dashboard, &cancel_path, &[]).await;
+    assert_eq!(
+        see_other(&response),
+        "/dashboard/scheduled?notice=cancelled"
+    );
+    assert_eq!(
+        scheduled_api(&app, &publisher).await[0]["status"],
+        "cancelled"
+    );
+    let list = get_page(&app, dashboard, "/dashboard/scheduled?notice=cancelled").await;
+    assert!(list.contains("The scheduled post was cancelled."), "{list}");
+    assert!(
+        !list.contains(&format!("href=\"{cancel_path}\"")),
+        "no cancel any more"
+    );
+    // A second cancel is refused as §3.1 says, with a notice.
+    let response = post_form(&app, dashboard, &cancel_path, &[]).await;
+    assert_eq!(
+        see_other(&response),
+        "/dashboard/scheduled?notice=not_cancellable"
+    );
+}
+
+#[actix_web::test]
+async fn another_users_scheduled_post_cannot_be_seen_or_cancelled() {
+    let app = TestApp::spawn().await;
+    let owner = app.publisher("facebook", "pro").await;
+    let (input, _) = local_input(&app, Duration::hours(2), Tz::UTC);
+    let account = owner.account.id.to_string();
+    post_form(
+        &app,
+        &owner.dashboard,
+        "/dashboard/compose",
+        &[
+            ("account", &account),
+            ("text", "mine"),
+            ("schedule_at", &input),
+            ("tz", "UTC"),
+        ],
+    )
+    .await;
+    let id = scheduled_api(&app, &owner).await[0]["scheduled_post_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let other = app.sign_in("other@example.com").await;
+    let path = format!("/dashboard/scheduled/{id}/cancel");
+    let response = other.no_redirect.get(app.url(&path)).send().await.unwrap();
+    assert_eq!(see_other(&response), "/dashboard/scheduled?notice=missing");
+    let response = post_form(&app, &other, &path, &[]).await;
+    assert_eq!(see_other(&response), "/dashboard/scheduled?notice=missing");
+    // And publishing to someone else's account is refused on the account field.
+    let body = page(
+        post_form(
+            &app,
+            &other,
+            "/dashboard/compose",
+            &[("account", &account), ("text", "not yours"), ("tz", "UTC")],
+        )
+        .await,
+    )
+    .await;
+    assert!(body.contains("No account can be published to"), "{body}");
+    assert!(
+        element(&body, "form-problem").contains("InvalidAccountId")
+            || body.contains("InvalidAccountId"),
+        "{body}"
+    );
+    assert_eq!(scheduled_api(&app, &owner).await[0]["status"], "scheduled");
+    assert!(app.published(&owner.sim).is_empty());
+}
+
+#[actix_web::test]
+async fn cross_site_posts_are_refused_and_change_nothing() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let account = publisher.account.id.to_string();
+    let (input, _) = local_input(&app, Duration::hours(2), Tz::UTC);
+    post_form(
+        &app,
+        &publisher.dashboard,
+        "/dashboard/compose",
+        &[
+            ("account", &account),
+            ("text", "planned"),
+            ("schedule_at", &input),
+            ("tz", "UTC"),
+        ],
+    )
+    .await;
+    let id = scheduled_api(&app, &publisher).await[0]["scheduled_post_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let writes = [
+        (
+            "/dashboard/compose".to_string(),
+            vec![("account", account.as_str()), ("text", "planted")],
+        ),
+        (format!("/dashboard/scheduled/{id}/cancel"), vec![]),
+    ];
+    for (path, form) in &writes {
+        for (name, value) in [
+            ("origin", "https://evil.example"),
+            ("sec-fetch-site", "cross-site"),
+        ] {
+            let response = publisher
+                .dashboard
+                .no_redirect
+                .post(app.url(path))
+                .header(name, value)
+                .form(form)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 403, "{path} with {name}: {value}");
+        }
+    }
+    assert!(app.published(&publisher.sim).is_empty());
+    assert_eq!(
+        scheduled_api(&app, &publisher).await[0]["status"],
+        "scheduled"
+    );
+}
+
+#[actix_web::test]
+async fn the_pages_need_a_session_and_speak_both_languages() {
+    let app = TestApp::spawn().await;
+    let anonymous = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    for path in ["/dashboard/compose", "/dashboard/scheduled"] {
+        let response = anonymous
+            .get(app.url(path))
+            .header(header::ACCEPT, BROWSER_ACCEPT)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(see_other(&response), "/signin", "{path}");
+    }
+    let dashboard = app.sign_in("lang@example.com").await;
+    let compose = get_page(&app, &dashboard, "/dashboard/compose?lang=zh-TW").await;
+    assert!(compose.contains("撰寫貼文"), "{compose}");
+    assert!(
+        compose.contains("前往帳號頁面"),
+        "the empty state:\n{compose}"
+    );
+    let scheduled = get_page(&app, &dashboard, "/dashboard/scheduled").await;
+    assert!(scheduled.contains("排程貼文"), "{scheduled}");
+    assert!(scheduled.contains("前往撰寫頁面"), "{scheduled}");
+}
+
+#[actix_web::test]
+async fn a_bad_reel_cover_is_shown_on_the_cover_field() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("instagram", "pro").await;
+    let account = publisher.account.id.to_string();
+    let mp4 = app.media_url("sample.mp4");
+    let body = page(
+        post_form(
+            &app,
+            &publisher.dashboard,
+            "/dashboard/compose",
+            &[
+                ("account", &account),
+                ("text", "a reel"),
+                ("media", &mp4),
+                ("cover", "file:///etc/passwd"),
+                ("tz", "UTC"),
+            ],
+        )
+        .await,
+    )
+    .await;
+    let shown = element(&body, "err-cover");
+    assert!(shown.contains("InvalidMediaUrl"), "{shown}");
+    assert!(!body.contains("id=\"err-media\""), "{body}");
+    assert!(
+        body.contains("value=\"file:///etc/passwd\""),
+        "kept:\n{body}"
+    );
+    assert!(app.published(&publisher.sim).is_empty());
+}
+
+#[actix_web::test]
+async fn an_unconfirmed_publish_is_shown_as_unconfirmed_never_as_success() {
+    let app = TestApp::spawn_with(|c| {
+        c.platforms.processing_timeout_secs = 1;
+        c.publishing.unconfirmed_check_interval_ms = 100;
+    })
+    .await;
+    let publisher = app.publisher("threads", "pro").await;
+    app.sim.state().set_faults(
+        &publisher.sim.platform,
+        &publisher.sim.external_id,
+        social_service::sim::state::FaultSpec {
+            processing: social_service::sim::state::Processing::Never,
+            ..Default::default()
+        },
+    );
+    let account = publisher.account.id.to_string();
+    let mp4 = app.media_url("sample.mp4");
+    let body = page(
+        post_form(
+            &app,
+            &publisher.dashboard,
+            "/dashboard/compose",
+            &[
+                ("account", &account),
+                ("text", "A video"),
+                ("media", &mp4),
+                ("tz", "UTC"),
+            ],
+        )
+        .await,
+    )
+    .await;
+    let result = element(&body, "result-title");
+    assert!(result.contains("status-unconfirmed"), "{body}");
+    assert!(
+        !body.contains("result-ok"),
+        "never shown as success:\n{body}"
+    );
+    assert!(
+        element(&body, "result-problem").contains("PublishUnconfirmed"),
+        "{body}"
+    );
+    let history = app.history(&publisher.dashboard).await;
+    let id = history["posts"][0]["post_submission_id"].as_str().unwrap();
+    assert!(
+        body.contains(&format!("<code class=\"submission-id\">{id}</code>")),
+        "{body}"
+    );
+}
