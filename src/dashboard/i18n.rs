@@ -140,6 +140,38 @@ catalogue! {
     StatusCancelled => "cancelled", "已取消";
     StatusUnconfirmed => "unconfirmed", "未確認";
     StatusProcessing => "processing", "處理中";
+    // History and the delivery timeline (dashboard increment 2, page "history").
+    NavHistory => "History", "發布紀錄";
+    HistoryTitle => "History", "發布紀錄";
+    HistoryPosition => "Page {page} of {pages} ({total} posts)", "第 {page} 頁，共 {pages} 頁（{total} 則貼文）";
+    HistoryTimelineLink => "Delivery timeline", "傳送時間軸";
+    PagerLabel => "Pages", "分頁";
+    PagerPrev => "Newer", "較新";
+    PagerNext => "Older", "較舊";
+    BackToHistory => "Back to History", "返回發布紀錄";
+    ColPostType => "Post type", "貼文類型";
+    TimelineTitle => "Delivery to {account} ({platform})", "傳送到 {account}（{platform}）";
+    TimelineHeading => "Delivery timeline", "傳送時間軸";
+    TimelineWhy => "Why it did not publish", "未能發布的原因";
+    TimelineErrorCode => "Error code", "錯誤代碼";
+    TimelinePlatformWords => "What the platform said", "平台的回應";
+    TimelineChecking => "The outcome is not known yet: the service is still checking on the platform whether the post went out. Do not send it again before this page says so.", "結果尚未確定：服務仍在向平台確認貼文是否已發出。在此頁面顯示結果之前，請勿重新發送。";
+    NoticePostMissing => "That publish does not exist in your history. Pick one from the list.", "您的發布紀錄中沒有那筆資料。請從清單中選擇一筆。";
+    StepStarted => "Publish started", "開始發布";
+    StepContainer => "Media container created", "已建立媒體容器";
+    StepChild => "Carousel item created", "已建立輪播項目";
+    StepMedia => "Media uploaded", "已上傳媒體";
+    StepPhoto => "Photo uploaded", "已上傳相片";
+    StepVideo => "Video uploaded", "已上傳影片";
+    StepPost => "Post published", "已發布貼文";
+    StepPublishId => "Publish request accepted", "已接受發布請求";
+    StepUploadSession => "Upload session opened", "已開啟上傳工作階段";
+    StepFinal => "Final publish call made", "已送出最終發布呼叫";
+    StepPublished => "Published", "已發布";
+    StepFailed => "Failed", "失敗";
+    StepUnconfirmed => "Outcome unknown (may have been published)", "結果不明（可能已發布）";
+    StepPublishing => "Still publishing", "仍在發布中";
+    StepNoTime => "time not recorded", "未記錄時間";
 }
 
 /// The catalogue in one locale: what templates call (`t.s(Msg::…)`).

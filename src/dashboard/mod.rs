@@ -13,6 +13,7 @@
 
 pub mod accounts;
 mod assets;
+pub mod history;
 pub mod i18n;
 pub mod keys;
 pub mod overview;
@@ -73,7 +74,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .wrap(from_fn(page_headers))
             .route("", web::get().to(overview::page))
             .configure(accounts::configure)
-            .configure(keys::configure),
+            .configure(keys::configure)
+            .configure(history::configure),
     );
 }
 
@@ -188,6 +190,7 @@ pub enum Nav {
     Overview,
     Accounts,
     Keys,
+    History,
     /// The sign-in page: no navigation.
     None,
 }

@@ -20,6 +20,7 @@ mod connect;
 mod crash;
 mod cross_site;
 mod dashboard;
+mod dashboard_history;
 mod demo;
 mod errors;
 mod history;
