@@ -172,6 +172,30 @@ catalogue! {
     StepUnconfirmed => "Outcome unknown (may have been published)", "結果不明（可能已發布）";
     StepPublishing => "Still publishing", "仍在發布中";
     StepNoTime => "time not recorded", "未記錄時間";
+    NavPerformance => "Performance", "成效";
+    PerfTitle => "Performance", "成效";
+    PerfNoAccounts => "No account is connected yet, so there is nothing to measure. Connect one on the Accounts page; its numbers are collected every day.", "尚未連結任何帳號，因此沒有可顯示的數據。請到「帳號」頁面連結帳號，系統每天都會收集數據。";
+    PerfAccountLabel => "Account", "帳號";
+    PerfRangeLabel => "Range", "期間";
+    PerfDays => "{days} days", "{days} 天";
+    PerfShow => "Show", "顯示";
+    PerfRange => "From {from} to {to} (collection days)", "從 {from} 到 {to}（收集日）";
+    PerfMissingHeading => "Missing days", "缺少的日期";
+    PerfNothingMissing => "Every day in this range has its snapshot.", "此期間的每一天都有快照。";
+    PerfMissingCount => "{count} day(s) in this range have no snapshot. Backfill collects them again from the platform.", "此期間有 {count} 天沒有快照。「補收」會重新向平台收集這些日期的數據。";
+    PerfBackfill => "Backfill", "補收";
+    PerfBackfilled => "Backfilled {ok} of {total} day(s).", "已補收 {ok} / {total} 天。";
+    PerfChartsHeading => "Daily snapshots", "每日快照";
+    PerfGapsNote => "A break in a line is a day without a value (no snapshot, or the platform did not give that metric), not a zero.", "線條中斷表示該日沒有數值（沒有快照，或平台未提供該指標），而不是零。";
+    PerfCoverage => "{n} of {days} days have a value", "{days} 天中有 {n} 天有數值";
+    PerfPostsCount => "Posts", "貼文數";
+    PerfPostViews => "Views of the day's posts", "當日貼文觀看次數";
+    PerfMin => "min", "最小";
+    PerfMax => "max", "最大";
+    PerfPostsHeading => "Recent posts", "最近的貼文";
+    PerfNoPosts => "This account has no posts yet. Publish one and its metrics appear here.", "此帳號尚無貼文。發布貼文後，其數據會顯示在這裡。";
+    PerfColMetrics => "Metrics", "數據";
+    PerfPostsFailed => "The platform did not give the recent posts:", "平台未提供最近的貼文：";
 }
 
 /// The catalogue in one locale: what templates call (`t.s(Msg::…)`).

@@ -17,6 +17,7 @@ pub mod history;
 pub mod i18n;
 pub mod keys;
 pub mod overview;
+pub mod performance;
 
 use actix_web::{
     HttpRequest, HttpResponse, Responder,
@@ -75,7 +76,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route("", web::get().to(overview::page))
             .configure(accounts::configure)
             .configure(keys::configure)
-            .configure(history::configure),
+            .configure(history::configure)
+            .configure(performance::configure),
     );
 }
 
@@ -191,6 +193,7 @@ pub enum Nav {
     Accounts,
     Keys,
     History,
+    Performance,
     /// The sign-in page: no navigation.
     None,
 }

@@ -81,7 +81,6 @@ async fn page(app: &TestApp, dashboard: &Dashboard, path: &str) -> String {
 }
 
 /// A same-origin form post, as a browser sends it from our pages.
-#[allow(dead_code)]
 async fn post_form(
     app: &TestApp,
     dashboard: &Dashboard,
@@ -302,4 +301,226 @@ async fn history_is_paginated() {
     assert_eq!(timeline_links(&second).len(), 3);
     assert!(second.contains("post number 0.") && !second.contains("post number 3."));
     assert!(second.contains("href=\"/dashboard/history?page=1\""));
+}
+
+/// `POST /api/cron/backfill` with the owner's API key (how the snapshots of some days are
+/// made, leaving the others missing).
+async fn api_backfill(app: &TestApp, key: &str, account_id: Uuid, dates: &[String]) {
+    let response = app
+        .http
+        .post(app.url("/api/cron/backfill"))
+        .header("service-api-key", key)
+        .json(&json!({"account_id": account_id, "missing_dates": dates}))
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = crate::helpers::status_and_json(response).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["results"]["success_count"], dates.len(), "{body}");
+}
+
+/// `GET /api/cron/check-missing` with the owner's API key.
+async fn api_missing(app: &TestApp, key: &str, account_id: Uuid, days: u32) -> Vec<String> {
+    let response = app
+        .http
+        .get(app.url(&format!(
+            "/api/cron/check-missing?account_id={account_id}&days={days}"
+        )))
+        .header("service-api-key", key)
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = crate::helpers::status_and_json(response).await;
+    assert_eq!(status, 200, "{body}");
+    body["missing_dates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The chart whose caption names `title`: its `<svg>…</svg>`.
+fn chart_svg<'a>(html: &'a str, title: &str) -> &'a str {
+    let caption = html
+        .find(&format!("<span class=\"name\">{title}</span>"))
+        .unwrap_or_else(|| panic!("a chart of {title}:\n{html}"));
+    let start = caption + html[caption..].find("<svg").unwrap();
+    let end = start + html[start..].find("</svg>").unwrap();
+    &html[start..end]
+}
+
+/// The `d` of the chart's line.
+fn path_of(svg: &str) -> String {
+    let at = svg.find(" d=\"").expect("a path");
+    let rest = &svg[at + 4..];
+    rest[..rest.find('"').unwrap()].to_string()
+}
+
+/// A facebook page connected a week and a day ago, with snapshots of the last seven days but
+/// one (the middle one): returns the publisher and the missing date.
+async fn page_with_a_missing_day(app: &TestApp) -> (crate::helpers::Publisher, String) {
+    let publisher = app.publisher("facebook", "pro").await;
+    app.clock.set(app.clock_now() + chrono::Duration::days(8));
+    let all = api_missing(app, &publisher.key, publisher.account.id, 7).await;
+    assert_eq!(all.len(), 7, "{all:?}");
+    let hole = all[3].clone();
+    let some: Vec<String> = all.iter().filter(|d| **d != hole).cloned().collect();
+    api_backfill(app, &publisher.key, publisher.account.id, &some).await;
+    (publisher, hole)
+}
+
+#[actix_web::test]
+async fn the_chart_of_a_day_without_a_snapshot_has_a_gap_not_a_zero() {
+    let app = TestApp::spawn().await;
+    let (publisher, hole) = page_with_a_missing_day(&app).await;
+    let path = format!(
+        "/dashboard/performance?account_id={}&days=7",
+        publisher.account.id
+    );
+    let html = page(&app, &publisher.dashboard, &path).await;
+    assert!(html.contains("aria-current=\"page\">Performance</a>"));
+    for title in ["Posts", "page_media_view"] {
+        let svg = chart_svg(&html, title);
+        let d = path_of(svg);
+        // Three days, a break, three days: two moves, four lines.
+        assert_eq!(d.matches('M').count(), 2, "{title}: {d}");
+        assert_eq!(d.matches('L').count(), 4, "{title}: {d}");
+        assert_eq!(svg.matches("<circle").count(), 6, "{svg}");
+        assert!(!svg.contains(&format!("data-date=\"{hole}\"")), "{svg}");
+        assert!(svg.contains("6 of 7 days") || html.contains("6 of 7 days have a value"));
+    }
+    // The missing date is listed with the button.
+    let missing = &html[html.find("id=\"missing-title\"").unwrap()..];
+    assert!(
+        missing.contains(&format!("<time datetime=\"{hole}\">")),
+        "{missing}"
+    );
+    assert!(missing.contains("action=\"/dashboard/performance/backfill\""));
+}
+
+#[actix_web::test]
+async fn the_backfill_button_creates_the_missing_snapshot_and_closes_the_gap() {
+    let app = TestApp::spawn().await;
+    let (publisher, hole) = page_with_a_missing_day(&app).await;
+    assert_eq!(app.state.store.count_snapshots(&hole).await.unwrap(), 0);
+    let account_id = publisher.account.id.to_string();
+    let response = post_form(
+        &app,
+        &publisher.dashboard,
+        "/dashboard/performance/backfill",
+        &[("account_id", &account_id), ("days", "7")],
+    )
+    .await;
+    assert_eq!(response.status(), 303);
+    let location = response.headers()[header::LOCATION]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        location.starts_with(&format!(
+            "/dashboard/performance?account_id={account_id}&days=7&notice=backfilled"
+        )),
+        "{location}"
+    );
+    assert_eq!(app.state.store.count_snapshots(&hole).await.unwrap(), 1);
+    let html = page(&app, &publisher.dashboard, &location).await;
+    assert!(html.contains("Backfilled 1 of 1 day(s)."), "{html}");
+    assert!(html.contains("Every day in this range has its snapshot."));
+    let d = path_of(chart_svg(&html, "Posts"));
+    assert_eq!(d.matches('M').count(), 1, "{d}");
+    assert!(
+        api_missing(&app, &publisher.key, publisher.account.id, 7)
+            .await
+            .is_empty()
+    );
+}
+
+#[actix_web::test]
+async fn a_cross_site_backfill_is_refused_and_collects_nothing() {
+    let app = TestApp::spawn().await;
+    // Signed in before the clock moves on (the identity provider's tokens follow the real time).
+    let stranger = app.sign_in("stranger@example.com").await;
+    let (publisher, hole) = page_with_a_missing_day(&app).await;
+    let account_id = publisher.account.id.to_string();
+    for (name, value) in [
+        ("origin", "https://evil.example"),
+        ("sec-fetch-site", "cross-site"),
+    ] {
+        let response = publisher
+            .dashboard
+            .no_redirect
+            .post(app.url("/dashboard/performance/backfill"))
+            .header(name, value)
+            .form(&[("account_id", account_id.as_str()), ("days", "7")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 403, "{name}: {value}");
+    }
+    assert_eq!(app.state.store.count_snapshots(&hole).await.unwrap(), 0);
+    // Nor can a user backfill someone else's account through the form.
+    let response = post_form(
+        &app,
+        &stranger,
+        "/dashboard/performance/backfill",
+        &[("account_id", &account_id), ("days", "7")],
+    )
+    .await;
+    assert_eq!(response.status(), 303);
+    assert_eq!(app.state.store.count_snapshots(&hole).await.unwrap(), 0);
+}
+
+#[actix_web::test]
+async fn recent_posts_show_their_metrics_or_the_platforms_error() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let (status, body) = app
+        .post(
+            &publisher.key,
+            &publisher.body(json!({"text": "measured post"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let path = format!("/dashboard/performance?account_id={}", publisher.account.id);
+    let html = page(&app, &publisher.dashboard, &path).await;
+    let posts = &html[html.find("id=\"posts-title\"").unwrap()..];
+    assert!(posts.contains("measured post"), "{posts}");
+    assert!(
+        posts.contains("<span class=\"muted\">reactions</span> "),
+        "{posts}"
+    );
+    assert!(
+        posts.contains("<span class=\"muted\">post_media_view</span> "),
+        "{posts}"
+    );
+
+    app.sim.state().set_faults(
+        "facebook",
+        &publisher.sim.external_id,
+        FaultSpec {
+            error: Some(FaultKind::Permission),
+            path_contains: Some("/posts".into()),
+            ..FaultSpec::default()
+        },
+    );
+    let html = page(&app, &publisher.dashboard, &path).await;
+    let posts = &html[html.find("id=\"posts-title\"").unwrap()..];
+    assert!(
+        posts.contains("The platform did not give the recent posts:"),
+        "{posts}"
+    );
+    assert!(!posts.contains("<table>"), "{posts}");
+    assert!(!posts.contains("This account has no posts yet"), "{posts}");
+}
+
+#[actix_web::test]
+async fn performance_without_an_account_says_what_to_do() {
+    let app = TestApp::spawn().await;
+    let dashboard = app.sign_in("empty@example.com").await;
+    let html = page(&app, &dashboard, "/dashboard/performance").await;
+    assert!(html.contains("No account is connected yet"), "{html}");
+    assert!(html.contains("href=\"/dashboard/accounts\""));
+    let html = page(&app, &dashboard, "/dashboard/performance?lang=zh-TW").await;
+    assert!(html.contains("成效"), "{html}");
 }
