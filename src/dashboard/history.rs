@@ -102,13 +102,23 @@ async fn page(
         layout.notice = Some(t.s(Msg::NoticePostMissing).to_string());
     }
     let now = state.clock.now();
-    let asked = page_number(query.page.as_deref());
+    let mut asked = page_number(query.page.as_deref());
     let offset = (asked - 1).saturating_mul(PER_PAGE);
-    let (rows, total) = state
+    let (mut rows, total) = state
         .store
         .list_submissions(session.user.id, PER_PAGE, offset)
         .await?;
     let pages = total.div_ceil(PER_PAGE).max(1);
+    // Past the last page (an old link, an edited URL): the last page, not an empty list that
+    // would read as "nothing published yet".
+    if asked > pages {
+        asked = pages;
+        rows = state
+            .store
+            .list_submissions(session.user.id, PER_PAGE, (pages - 1) * PER_PAGE)
+            .await?
+            .0;
+    }
     let rows: Vec<HistoryRow> = rows
         .into_iter()
         .map(|row| HistoryRow {
@@ -131,7 +141,7 @@ async fn page(
                 ("total", &total.to_string()),
             ],
         ),
-        prev: (asked > 1).then(|| (asked - 1).min(pages)),
+        prev: (asked > 1).then(|| asked - 1),
         next: (asked < pages).then_some(asked + 1),
         layout,
         rows,

@@ -301,6 +301,10 @@ async fn history_is_paginated() {
     assert_eq!(timeline_links(&second).len(), 3);
     assert!(second.contains("post number 0.") && !second.contains("post number 3."));
     assert!(second.contains("href=\"/dashboard/history?page=1\""));
+    // Past the end: the last page.
+    let past = page(&app, &dashboard, "/dashboard/history?page=9").await;
+    assert!(past.contains("Page 2 of 2 (23 posts)"), "{past}");
+    assert_eq!(timeline_links(&past).len(), 3);
 }
 
 /// `POST /api/cron/backfill` with the owner's API key (how the snapshots of some days are
