@@ -195,6 +195,7 @@ catalogue! {
     PerfPostsHeading => "Recent posts", "最近的貼文";
     PerfNoPosts => "This account has no posts yet. Publish one and its metrics appear here.", "此帳號尚無貼文。發布貼文後，其數據會顯示在這裡。";
     PerfColMetrics => "Metrics", "數據";
+    PerfNotAvailable => "{platform} gives no performance metrics, so this account has no charts. Pick another account.", "{platform} 不提供成效數據，因此此帳號沒有圖表。請選擇其他帳號。";
     PerfPostsFailed => "The platform did not give the recent posts:", "平台未提供最近的貼文：";
 }
 

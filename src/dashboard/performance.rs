@@ -106,6 +106,8 @@ struct PerformancePage {
     /// The recent posts, or what the platform call answered instead.
     posts: Result<Vec<PostRow>, String>,
     missing: Vec<String>,
+    /// Why the chosen account has no performance page (its platform gives no metrics).
+    unsupported: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -347,7 +349,18 @@ async fn page(
             ("to", &yesterday.format("%Y-%m-%d").to_string()),
         ],
     );
-    let (charts, posts, missing) = match chosen {
+    let platform = chosen.and_then(|a| crate::publish::plan::Platform::parse(&a.platform));
+    // An account whose platform has no performance metrics (x) gets no charts, no missing
+    // days and no Backfill button that could only fail: the page says why instead.
+    let unsupported = chosen
+        .filter(|_| !platform.is_some_and(crate::insights::supported))
+        .map(|a| {
+            t.fill(
+                Msg::PerfNotAvailable,
+                &[("platform", platform_name(&a.platform))],
+            )
+        });
+    let (charts, posts, missing) = match chosen.filter(|_| unsupported.is_none()) {
         Some(account) => {
             let snapshots = state
                 .store
@@ -379,6 +392,7 @@ async fn page(
         charts,
         posts,
         missing,
+        unsupported,
     };
     Ok(render(&req, page))
 }

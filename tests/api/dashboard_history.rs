@@ -528,3 +528,15 @@ async fn performance_without_an_account_says_what_to_do() {
     let html = page(&app, &dashboard, "/dashboard/performance?lang=zh-TW").await;
     assert!(html.contains("成效"), "{html}");
 }
+
+#[actix_web::test]
+async fn an_account_without_metrics_says_so_and_offers_no_backfill() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("x", "ultra").await;
+    app.clock.set(app.clock_now() + chrono::Duration::days(3));
+    let path = format!("/dashboard/performance?account_id={}", publisher.account.id);
+    let html = page(&app, &publisher.dashboard, &path).await;
+    assert!(html.contains("X gives no performance metrics"), "{html}");
+    assert!(!html.contains("/dashboard/performance/backfill"), "{html}");
+    assert!(!html.contains("<svg"), "{html}");
+}
