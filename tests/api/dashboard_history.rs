@@ -229,6 +229,11 @@ async fn the_timeline_of_a_failed_publish_shows_each_step_and_the_platforms_word
     assert!(html.contains(&format!("<code class=\"error-code\">{code}</code>")));
     let words = escape(&message);
     assert!(html.contains(&words), "{message} in\n{html}");
+    // The Graph error itself, not only our summary of it.
+    assert!(
+        html.contains("(#200) The user hasn&#39;t authorized the application"),
+        "{html}"
+    );
     assert!(html.contains("badge status-failed"));
 }
 
