@@ -19,6 +19,7 @@ use super::{
     Layout, Nav, When,
     accounts::platform_name,
     i18n::{Msg, T},
+    overview::snippet,
     render, see_other,
 };
 use crate::{
@@ -68,18 +69,6 @@ struct PageQuery {
     /// 1-based; anything unreadable or out of range is read as the nearest valid page.
     page: Option<String>,
     notice: Option<String>,
-}
-
-/// The first words of a post's text (the list is not the place for a whole thread).
-fn snippet(content: &Value) -> String {
-    const MAX: usize = 80;
-    let text = content.get("text").and_then(Value::as_str).unwrap_or("");
-    if text.chars().count() <= MAX {
-        return text.to_string();
-    }
-    let mut cut: String = text.chars().take(MAX).collect();
-    cut.push('…');
-    cut
 }
 
 /// The 1-based page asked for; a person editing the URL gets page 1, not an error.
@@ -318,8 +307,6 @@ async fn timeline(
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
 
     #[test]
@@ -329,12 +316,5 @@ mod tests {
         for bad in ["0", "-1", "two", ""] {
             assert_eq!(page_number(Some(bad)), 1, "{bad}");
         }
-    }
-
-    #[test]
-    fn snippets_are_cut_at_a_character_boundary() {
-        assert_eq!(snippet(&json!({"text": "short"})), "short");
-        let cut = snippet(&json!({ "text": "字".repeat(100) }));
-        assert_eq!(cut.chars().count(), 81);
     }
 }
