@@ -13,11 +13,13 @@
 
 pub mod accounts;
 mod assets;
-// Compose and Scheduled pages (issue 14, increment 2).
+// Compose, Scheduled, History and Performance: increment 2.
 pub mod compose;
+pub mod history;
 pub mod i18n;
 pub mod keys;
 pub mod overview;
+pub mod performance;
 pub mod scheduled;
 
 use actix_web::{
@@ -79,7 +81,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(keys::configure)
             // Compose and Scheduled pages.
             .configure(compose::configure)
-            .configure(scheduled::configure),
+            .configure(scheduled::configure)
+            .configure(history::configure)
+            .configure(performance::configure),
     );
 }
 
@@ -197,6 +201,8 @@ pub enum Nav {
     // Compose and Scheduled pages.
     Compose,
     Scheduled,
+    History,
+    Performance,
     /// The sign-in page: no navigation.
     None,
 }

@@ -48,8 +48,8 @@ pub struct PostRow {
     pub detail: String,
 }
 
-/// The first words of a post's text.
-fn snippet(content: &serde_json::Value) -> String {
+/// The first words of a post's text (also the history list's).
+pub(crate) fn snippet(content: &serde_json::Value) -> String {
     const MAX: usize = 80;
     let text = content.get("text").and_then(|v| v.as_str()).unwrap_or("");
     if text.chars().count() <= MAX {

@@ -94,6 +94,25 @@ async fn check_missing(
 ) -> Result<HttpResponse, ApiError> {
     let account = find_account(&state, &caller, query.account_id.as_deref()).await?;
     let days = days_param(query.days.as_deref(), DEFAULT_CHECK_DAYS)?;
+    let missing = missing_dates(&state, &account, days).await?;
+    Ok(HttpResponse::Ok().json(json!({
+        "success": true,
+        "account_id": account.id,
+        "page_name": account.display_name,
+        "days_checked": days,
+        "missing_dates_count": missing.len(),
+        "missing_dates": missing,
+    })))
+}
+
+/// The dates (`YYYY-MM-DD`, oldest first) among the `days` ending yesterday for which the
+/// account has no collected snapshot (`GET /api/cron/check-missing`; the dashboard's
+/// Performance page lists the same).
+pub async fn missing_dates(
+    state: &AppState,
+    account: &entity::account::Model,
+    days: i64,
+) -> Result<Vec<String>, ApiError> {
     let schedule = &state.collection_schedule;
     let yesterday = schedule.yesterday(state.clock.now());
     // Dates before the account was connected were never due.
@@ -108,20 +127,12 @@ async fn check_missing(
         .await?
         .into_iter()
         .collect();
-    let missing: Vec<String> = from
+    Ok(from
         .iter_days()
         .take_while(|date| *date <= yesterday)
         .map(date_text)
         .filter(|date| !collected.contains(date))
-        .collect();
-    Ok(HttpResponse::Ok().json(json!({
-        "success": true,
-        "account_id": account.id,
-        "page_name": account.display_name,
-        "days_checked": days,
-        "missing_dates_count": missing.len(),
-        "missing_dates": missing,
-    })))
+        .collect())
 }
 
 #[derive(Deserialize)]
@@ -140,6 +151,31 @@ async fn backfill(
     let raw_dates = body
         .missing_dates
         .ok_or_else(|| ApiError::missing_parameter("missing_dates"))?;
+    let results = backfill_account(&state, account, &raw_dates).await?;
+    let succeeded = results
+        .iter()
+        .filter(|r| r["status"] == "success" || r["status"] == "partial")
+        .count();
+    Ok(HttpResponse::Ok().json(json!({
+        "success": true,
+        "message": format!("Backfilled {succeeded} of {} dates", results.len()),
+        "results": {
+            "total_dates": results.len(),
+            "success_count": succeeded,
+            "failed_count": results.len() - succeeded,
+            "dates": results,
+        },
+    })))
+}
+
+/// Collects the account's snapshots of `raw_dates` again (`POST /api/cron/backfill`; the
+/// dashboard's Backfill button does the same): one result per distinct date, in the body's
+/// form. Refused as a whole when a date is unreadable or not over yet.
+pub async fn backfill_account(
+    state: &AppState,
+    account: entity::account::Model,
+    raw_dates: &[String],
+) -> Result<Vec<Value>, ApiError> {
     if raw_dates.is_empty() || raw_dates.len() > MAX_BACKFILL_DATES {
         return Err(ApiError::invalid_request(format!(
             "missing_dates must hold 1 to {MAX_BACKFILL_DATES} dates"
@@ -147,7 +183,7 @@ async fn backfill(
     }
     let yesterday = state.collection_schedule.yesterday(state.clock.now());
     let mut dates = Vec::with_capacity(raw_dates.len());
-    for raw in &raw_dates {
+    for raw in raw_dates {
         let date = parse_date("missing_dates", raw)?;
         check_not_future(date, yesterday)?;
         if !dates.contains(&date) {
@@ -158,7 +194,7 @@ async fn backfill(
     let mut results = Vec::with_capacity(dates.len());
     for date in &dates {
         let report = collection::collect(
-            &state,
+            state,
             CollectionRun {
                 date: *date,
                 accounts: accounts.clone(),
@@ -182,20 +218,7 @@ async fn backfill(
             ),
         }));
     }
-    let succeeded = results
-        .iter()
-        .filter(|r| r["status"] == "success" || r["status"] == "partial")
-        .count();
-    Ok(HttpResponse::Ok().json(json!({
-        "success": true,
-        "message": format!("Backfilled {succeeded} of {} dates", results.len()),
-        "results": {
-            "total_dates": results.len(),
-            "success_count": succeeded,
-            "failed_count": results.len() - succeeded,
-            "dates": results,
-        },
-    })))
+    Ok(results)
 }
 
 #[derive(Deserialize)]

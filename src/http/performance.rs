@@ -55,7 +55,7 @@ async fn metrics(
     caller: ApiCaller,
     query: web::Query<PerformanceQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let (_, summary) = find_account(&state, &caller, &query)
+    let (_, summary) = find_account(&state, caller.user.id, &query)
         .await
         .map_err(ApiError::in_performance_form)?;
     let body = catalogue::metrics_body(&summary)
@@ -119,41 +119,69 @@ async fn run(
     params: &PerformanceQuery,
     build: impl FnOnce(&AccountSummary) -> Result<InsightsQuery, ApiError>,
 ) -> Result<HttpResponse, ApiError> {
-    let result = async {
-        let (account, summary) = find_account(state, caller, params).await?;
-        if !insights::supported(summary.platform) {
-            return Err(not_available(&summary));
-        }
-        let query = build(&summary)?;
-        let names_a_post = matches!(query, InsightsQuery::Post { .. });
-        let output = state
-            .supervisor
-            .read_insights(&account, &summary, InsightsWork::Query(query))
-            .await
-            .map_err(|error| match error.code {
-                // Only a post read names an object besides the account: the platform not
-                // knowing the account's own page/user/channel means the account is gone there.
-                ErrorCode::NotFound if !names_a_post => ApiError::account_not_found(),
-                _ => error,
-            })?;
-        match output {
-            InsightsOutput::Body(body) => Ok(body),
-            InsightsOutput::Daily(_) => Err(ApiError::internal(
-                "the account actor answered a query with daily metrics",
-            )),
-        }
-    }
-    .await;
-    match result {
+    match read(state, caller.user.id, params, build).await {
         Ok(body) => Ok(HttpResponse::Ok().json(body)),
         Err(error) => Err(error.in_performance_form()),
     }
 }
 
-/// The caller's connected account named by `account_id`, checked against `platform`.
+/// The recent posts of `user_id`'s account `account_id` with their metrics: the body of
+/// `GET /api/performance/posts` (the dashboard's Performance page shows the same).
+pub async fn recent_posts(
+    state: &AppState,
+    user_id: uuid::Uuid,
+    account_id: &str,
+    limit: u32,
+) -> Result<serde_json::Value, ApiError> {
+    let params = PerformanceQuery {
+        account_id: Some(account_id.to_string()),
+        platform: None,
+        period: None,
+        since: None,
+        until: None,
+        limit: None,
+    };
+    read(state, user_id, &params, |_| {
+        Ok(InsightsQuery::Posts { limit })
+    })
+    .await
+}
+
+/// Finds `user_id`'s account, builds the query, and reads it through the account's actor.
+async fn read(
+    state: &AppState,
+    user_id: uuid::Uuid,
+    params: &PerformanceQuery,
+    build: impl FnOnce(&AccountSummary) -> Result<InsightsQuery, ApiError>,
+) -> Result<serde_json::Value, ApiError> {
+    let (account, summary) = find_account(state, user_id, params).await?;
+    if !insights::supported(summary.platform) {
+        return Err(not_available(&summary));
+    }
+    let query = build(&summary)?;
+    let names_a_post = matches!(query, InsightsQuery::Post { .. });
+    let output = state
+        .supervisor
+        .read_insights(&account, &summary, InsightsWork::Query(query))
+        .await
+        .map_err(|error| match error.code {
+            // Only a post read names an object besides the account: the platform not
+            // knowing the account's own page/user/channel means the account is gone there.
+            ErrorCode::NotFound if !names_a_post => ApiError::account_not_found(),
+            _ => error,
+        })?;
+    match output {
+        InsightsOutput::Body(body) => Ok(body),
+        InsightsOutput::Daily(_) => Err(ApiError::internal(
+            "the account actor answered a query with daily metrics",
+        )),
+    }
+}
+
+/// The user's connected account named by `account_id`, checked against `platform`.
 async fn find_account(
     state: &AppState,
-    caller: &ApiCaller,
+    user_id: uuid::Uuid,
     params: &PerformanceQuery,
 ) -> Result<(entity::account::Model, AccountSummary), ApiError> {
     let raw = params
@@ -165,7 +193,7 @@ async fn find_account(
     let account_id = parse_uuid(raw).ok_or_else(ApiError::account_not_found)?;
     let account = state
         .store
-        .find_owned_account(caller.user.id, account_id)
+        .find_owned_account(user_id, account_id)
         .await?
         .filter(|account| !account.disabled)
         .ok_or_else(ApiError::account_not_found)?;

@@ -284,6 +284,9 @@ pub struct StepRecorder {
     state: Mutex<Value>,
     fence: Option<ClaimFence>,
     check_fence: Option<CheckFence>,
+    /// Stamps each step with the time it was recorded (`at`), for the delivery timeline of the
+    /// dashboard's history. Without one (adapter tests) steps carry no time.
+    clock: Option<crate::clock::SharedClock>,
 }
 
 /// The claim a scheduled publish runs under. Before the irreversible call the claim is renewed
@@ -317,6 +320,7 @@ impl StepRecorder {
             state: Mutex::new(json!({"steps": [], "final_started": false})),
             fence: None,
             check_fence: None,
+            clock: None,
         }
     }
 
@@ -336,6 +340,7 @@ impl StepRecorder {
             state: Mutex::new(state),
             fence: None,
             check_fence: Some(fence),
+            clock: None,
         }
     }
 
@@ -346,6 +351,7 @@ impl StepRecorder {
             state: Mutex::new(json!({"steps": [], "final_started": false})),
             fence: None,
             check_fence: None,
+            clock: None,
         }
     }
 
@@ -360,6 +366,19 @@ impl StepRecorder {
         self
     }
 
+    /// Stamps the steps recorded from now on with `clock`'s time.
+    pub fn with_clock(mut self, clock: crate::clock::SharedClock) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// The time to stamp a step with, as the history shows it (`None` without a clock).
+    fn stamp(&self) -> Option<String> {
+        self.clock
+            .as_ref()
+            .map(|clock| crate::views::iso(clock.now()))
+    }
+
     /// Records a remote id (container, upload session, media id, published segment id…).
     ///
     /// Under a check claim the claim is renewed too, so a long continuation (the tweets of an x
@@ -369,7 +388,11 @@ impl StepRecorder {
         let snapshot = {
             let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(steps) = state["steps"].as_array_mut() {
-                steps.push(json!({"name": name, "id": id}));
+                let mut step = json!({"name": name, "id": id});
+                if let Some(at) = self.stamp() {
+                    step["at"] = json!(at);
+                }
+                steps.push(step);
             }
             state.clone()
         };
@@ -418,6 +441,9 @@ impl StepRecorder {
         let snapshot = {
             let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
             state["final_started"] = json!(true);
+            if let Some(at) = self.stamp() {
+                state["final_started_at"] = json!(at);
+            }
             state.clone()
         };
         self.persist(snapshot).await

@@ -139,7 +139,8 @@ pub async fn run_check(
             lease: spec.lease,
             clock: deps.clock.clone(),
         },
-    );
+    )
+    .with_clock(deps.clock.clone());
     let ours_final = !record.pending.final_call_made();
     // A continuation whose own final call started in an earlier check that never reported
     // (its instance stopped): it may have gone out, and it is never made twice.

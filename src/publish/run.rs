@@ -137,7 +137,8 @@ pub async fn run_job(
     }
 
     let steps = StepRecorder::for_submission(deps.store.clone(), job.submission_id)
-        .with_fence(job.claim.clone());
+        .with_fence(job.claim.clone())
+        .with_clock(deps.clock.clone());
     let ctx = PlatformContext {
         http: &deps.http,
         media: &deps.media,

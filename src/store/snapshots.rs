@@ -218,6 +218,24 @@ impl Store {
             .await
     }
 
+    /// The account's collected snapshots (`success` or `partial`) dated `from..=to`, oldest
+    /// first (the dashboard's Performance charts).
+    pub async fn account_snapshots(
+        &self,
+        account_id: Uuid,
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<snapshot::Model>, DbErr> {
+        snapshot::Entity::find()
+            .filter(snapshot::Column::AccountId.eq(account_id))
+            .filter(snapshot::Column::SnapshotDate.gte(from))
+            .filter(snapshot::Column::SnapshotDate.lte(to))
+            .filter(snapshot::Column::Status.is_in(COLLECTED))
+            .order_by_asc(snapshot::Column::SnapshotDate)
+            .all(&self.db)
+            .await
+    }
+
     /// Dates in `from..=to` for which the account has its numbers (`success` or `partial`).
     pub async fn collected_dates(
         &self,

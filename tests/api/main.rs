@@ -22,6 +22,7 @@ mod cross_site;
 mod dashboard;
 // Compose and Scheduled pages.
 mod dashboard_compose;
+mod dashboard_history;
 mod demo;
 mod errors;
 mod history;
