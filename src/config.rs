@@ -196,6 +196,10 @@ pub struct AuthConfig {
     pub session_ttl_hours: i64,
     /// How many active API keys one user may hold.
     pub max_api_keys_per_user: u64,
+    /// E-mail addresses whose dashboard users are operators (the operator pages under
+    /// `/dashboard/operator`); compared case-insensitively with the identity provider's e-mail.
+    /// The `service user operator` CLI grants the role per user as well.
+    pub operator_emails: Vec<String>,
 }
 
 impl Default for AuthConfig {
@@ -209,6 +213,7 @@ impl Default for AuthConfig {
             scopes: "openid email profile".into(),
             session_ttl_hours: 24 * 14,
             max_api_keys_per_user: 25,
+            operator_emails: Vec::new(),
         }
     }
 }

@@ -79,6 +79,15 @@ enum UserCommand {
     },
     /// Show users with an e-mail address.
     Show { email: String },
+    /// Grant (`--on`) or withdraw (`--off`) the operator role (the dashboard's operator pages).
+    Operator {
+        /// User id (UUID) or e-mail address.
+        user: String,
+        #[arg(long, conflicts_with = "off", required_unless_present = "off")]
+        on: bool,
+        #[arg(long)]
+        off: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -206,6 +215,16 @@ async fn run(cli: Cli, config: Config) -> Result<(), Box<dyn std::error::Error>>
                     let user = operator::set_user_plan(&store, chrono::Utc::now(), user_id, change)
                         .await?;
                     println!("{}", social_service::views::user(&user));
+                }
+                UserCommand::Operator { user, on, off: _ } => {
+                    let user_id = resolve_user(&store, &user).await?;
+                    let user =
+                        operator::set_operator(&store, chrono::Utc::now(), user_id, on).await?;
+                    println!(
+                        "{} operator={}",
+                        social_service::views::user(&user),
+                        user.is_operator
+                    );
                 }
                 UserCommand::Show { email } => {
                     for user in store.find_users_by_email(&email).await? {

@@ -58,6 +58,33 @@ pub async fn set_user_plan(
         .ok_or_else(|| ApiError::not_found("User not found"))
 }
 
+/// Grants or withdraws the operator role stored on the user row (the `service user operator`
+/// CLI; tests call it too).
+pub async fn set_operator(
+    store: &Store,
+    now: DateTime<Utc>,
+    user_id: Uuid,
+    on: bool,
+) -> Result<entity::user::Model, ApiError> {
+    store
+        .set_operator(user_id, on, now)
+        .await?
+        .ok_or_else(|| ApiError::not_found("User not found"))
+}
+
+/// Whether a dashboard user is an operator: the role stored by the CLI, or an e-mail address
+/// listed in `auth.operator_emails` (compared without regard to case, as e-mail domains are).
+pub fn is_operator(config: &crate::config::Config, user: &entity::user::Model) -> bool {
+    user.is_operator
+        || user.email.as_deref().is_some_and(|email| {
+            config
+                .auth
+                .operator_emails
+                .iter()
+                .any(|listed| listed.trim().eq_ignore_ascii_case(email.trim()))
+        })
+}
+
 /// A connected account created by an operator (until OAuth connection lands, and for demos).
 #[derive(Debug, Clone, Deserialize)]
 pub struct ManualAccount {

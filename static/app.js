@@ -15,4 +15,42 @@ document.addEventListener("DOMContentLoaded", function () {
       });
     });
   });
+
+  // Operator page: refresh the live actor view every 5 s by fetching this same page and
+  // swapping the region in. Paused while the tab is hidden or the operator is selecting text
+  // (copying an account id or an error); without this script the "Refresh" link does it.
+  var live = document.getElementById("op-live");
+  if (live && window.fetch && window.DOMParser) {
+    document.querySelectorAll(".op-auto").forEach(function (note) {
+      note.hidden = false;
+    });
+    var busy = false;
+    window.setInterval(function () {
+      var selection = window.getSelection ? String(window.getSelection()) : "";
+      if (busy || document.hidden || selection !== "") {
+        return;
+      }
+      busy = true;
+      fetch(live.getAttribute("data-refresh"), {
+        credentials: "same-origin",
+        headers: { Accept: "text/html" }
+      })
+        .then(function (response) {
+          return response.ok ? response.text() : null;
+        })
+        .then(function (html) {
+          if (html === null) {
+            return;
+          }
+          var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("op-live");
+          if (fresh) {
+            live.innerHTML = fresh.innerHTML;
+          }
+        })
+        .catch(function () {})
+        .then(function () {
+          busy = false;
+        });
+    }, 5000);
+  }
 });

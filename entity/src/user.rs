@@ -15,6 +15,9 @@ pub struct Model {
     /// `monthly` or `annual`; paid plans only.
     pub plan_type: Option<String>,
     pub current_period_end: Option<DateTimeUtc>,
+    /// Granted the operator role by the `service user operator` CLI (the configuration's
+    /// `auth.operator_emails` grants it too, without touching this column).
+    pub is_operator: bool,
     /// Registration time; anchors the monthly usage period.
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,

@@ -11,6 +11,7 @@ mod m20261123_000004_oauth;
 mod m20261124_000005_unconfirmed_checks;
 mod m20261124_000006_login_route;
 mod m20261124_000007_nullable_post_views;
+mod m20261124_000008_operator_role;
 
 /// The ordered list of migrations.
 pub struct Migrator;
@@ -26,6 +27,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000005_unconfirmed_checks::Migration),
             Box::new(m20261124_000006_login_route::Migration),
             Box::new(m20261124_000007_nullable_post_views::Migration),
+            Box::new(m20261124_000008_operator_role::Migration),
         ]
     }
 }

@@ -18,6 +18,8 @@ pub mod compose;
 pub mod history;
 pub mod i18n;
 pub mod keys;
+// Operator pages (issue 14, item 3).
+pub mod operator;
 pub mod overview;
 pub mod performance;
 pub mod scheduled;
@@ -83,7 +85,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(compose::configure)
             .configure(scheduled::configure)
             .configure(history::configure)
-            .configure(performance::configure),
+            .configure(performance::configure)
+            // Operator pages.
+            .configure(operator::configure),
     );
 }
 
@@ -203,6 +207,8 @@ pub enum Nav {
     Scheduled,
     History,
     Performance,
+    // Operator pages.
+    Operator,
     /// The sign-in page: no navigation.
     None,
 }
@@ -217,6 +223,8 @@ pub struct Layout {
     pub notice: Option<String>,
     /// What went wrong (after a redirect or a refused form).
     pub error: Option<String>,
+    /// Whether the signed-in user is an operator (shows the operator pages' navigation link).
+    pub operator: bool,
 }
 
 impl Layout {
@@ -228,12 +236,16 @@ impl Layout {
             .clone()
             .or_else(|| user.display_name.clone())
             .unwrap_or_else(|| user.id.to_string());
+        let operator = req
+            .app_data::<web::Data<AppState>>()
+            .is_some_and(|state| crate::operator::is_operator(&state.config, user));
         Self {
             t: T(locale_of(req)),
             who: Some(who),
             active,
             notice: None,
             error: None,
+            operator,
         }
     }
 
@@ -296,6 +308,7 @@ async fn sign_in(req: HttpRequest) -> impl Responder {
             active: Nav::None,
             notice: None,
             error: None,
+            operator: false,
         },
     };
     render(&req, page)

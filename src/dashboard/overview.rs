@@ -66,7 +66,9 @@ pub async fn page(
     state: web::Data<AppState>,
     session: SessionUser,
 ) -> Result<HttpResponse, ApiError> {
-    let layout = Layout::signed_in(&req, &session, Nav::Overview);
+    let mut layout = Layout::signed_in(&req, &session, Nav::Overview);
+    // Operator pages: a non-operator sent here is told why.
+    layout.error = super::operator::refusal_notice(&req, layout.t);
     let t = layout.t;
     let user = &session.user;
     let now = state.clock.now();

@@ -1,14 +1,15 @@
 //! Operating the service: `/healthz` and `/readyz` (no authentication, no internals), `/metrics`
-//! (Prometheus text; operator token), and the account-actor view `GET /api/admin/actors` with its
-//! small self-refreshing page `GET /admin/actors`, which has its own sign-in ([`signin`]).
+//! (Prometheus text; operator token), and the account-actor view `GET /api/admin/actors`. The old
+//! page `GET /admin/actors` now redirects to the dashboard's operator page; its sign-in form
+//! ([`signin`]) stays and lands there.
 
 mod signin;
 
-use actix_web::{HttpRequest, HttpResponse, middleware::from_fn, web};
+use actix_web::{HttpResponse, middleware::from_fn, web};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::auth::{Operator, bearer_token, is_operator_token, require_operator};
+use super::auth::{Operator, require_operator};
 use crate::{
     AppState,
     actors::{
@@ -92,25 +93,28 @@ async fn metrics(state: web::Data<AppState>, _operator: Operator) -> HttpRespons
 }
 
 #[derive(Deserialize)]
-struct ActorsQuery {
-    platform: Option<String>,
-    state: Option<String>,
+pub(crate) struct ActorsQuery {
+    pub platform: Option<String>,
+    pub state: Option<String>,
 }
 
 /// The actor view, serialized in one pass (no intermediate JSON tree: it may hold 10,000
 /// actors).
 #[derive(Serialize)]
-struct ActorsView {
+pub(crate) struct ActorsView {
     success: bool,
-    count: usize,
-    actors: Vec<ActorHealth>,
-    scheduler: Option<SchedulerStatus>,
-    collector: Option<CollectorStatus>,
-    reconciler: Option<ReconcilerStatus>,
+    pub count: usize,
+    pub actors: Vec<ActorHealth>,
+    pub scheduler: Option<SchedulerStatus>,
+    pub collector: Option<CollectorStatus>,
+    pub reconciler: Option<ReconcilerStatus>,
 }
 
-async fn view(state: &AppState, query: &ActorsQuery) -> Result<ActorsView, ApiError> {
-    const STATES: [&str; 4] = ["idle", "publishing", "backing_off", "token_invalid"];
+/// The actor view's states, in the order filters offer them.
+pub(crate) const STATES: [&str; 4] = ["idle", "publishing", "backing_off", "token_invalid"];
+
+/// The data of `GET /api/admin/actors` (also the dashboard's operator page).
+pub(crate) async fn view(state: &AppState, query: &ActorsQuery) -> Result<ActorsView, ApiError> {
     let wanted_state = query.state.as_deref().filter(|s| !s.is_empty());
     if let Some(s) = wanted_state
         && !STATES.contains(&s)
@@ -161,93 +165,14 @@ async fn actors(
     Ok(HttpResponse::Ok().json(view(&state, &query).await?))
 }
 
-fn escape_html(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+/// `GET /admin/actors`: the old token-in-query page went away (issue 14); operators sign in
+/// through the identity provider and find the same view, filterable and refreshing, at
+/// `/dashboard/operator`. Nothing is served here, whoever asks.
+async fn actors_page() -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((actix_web::http::header::LOCATION, OPERATOR_PAGE))
+        .finish()
 }
 
-/// Who may open the page.
-enum PageAccess {
-    Granted,
-    /// A browser without credentials: show it the sign-in form.
-    SignIn,
-    Refused,
-}
-
-/// The bearer header when one is sent (a wrong one is refused, cookie or not), else the page's
-/// cookie. Never a token in the address: it would land in the history and in logs.
-fn page_access(req: &HttpRequest, state: &AppState) -> PageAccess {
-    match bearer_token(req.headers()) {
-        Some(token) if is_operator_token(token, state) => PageAccess::Granted,
-        Some(_) => PageAccess::Refused,
-        None if signin::has_operator_cookie(req, state) => PageAccess::Granted,
-        None if signin::wants_html(req) => PageAccess::SignIn,
-        None => PageAccess::Refused,
-    }
-}
-
-/// The same view as a page that refreshes itself every 5 s, for the operator's browser.
-async fn actors_page(
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    query: web::Query<ActorsQuery>,
-) -> Result<HttpResponse, ApiError> {
-    match page_access(&req, &state) {
-        PageAccess::Granted => {}
-        PageAccess::SignIn => return Ok(signin::to_login()),
-        PageAccess::Refused => return Err(ApiError::unauthorized("Operator token required")),
-    }
-    let view = serde_json::to_value(view(&state, &query).await?).map_err(ApiError::internal)?;
-    let mut rows = String::new();
-    for actor in view["actors"].as_array().into_iter().flatten() {
-        let cell = |v: &Value| {
-            escape_html(&match v {
-                Value::String(s) => s.clone(),
-                Value::Null => "—".into(),
-                other => other.to_string(),
-            })
-        };
-        rows.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=s-{}>{}</td><td>{}</td><td>{}</td><td>{} / {} {} ({} s to full)</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-            cell(&actor["platform"]),
-            cell(&actor["name"]),
-            cell(&actor["account_id"]),
-            cell(&actor["state"]),
-            cell(&actor["state"]),
-            cell(&actor["queue_depth"]),
-            cell(&actor["in_flight_ms"]),
-            cell(&actor["limiter"]["remaining"]),
-            cell(&actor["limiter"]["capacity"]),
-            cell(&actor["limiter"]["unit"]),
-            cell(&actor["limiter"]["full_in_secs"]),
-            if actor["token_valid"] == true { "valid" } else { "invalid" },
-            cell(&actor["published"]),
-            cell(&actor["failed"]),
-            cell(&actor["last_error"]),
-        ));
-    }
-    let scheduler =
-        escape_html(&serde_json::to_string_pretty(&view["scheduler"]).unwrap_or_default());
-    let collector =
-        escape_html(&serde_json::to_string_pretty(&view["collector"]).unwrap_or_default());
-    let reconciler =
-        escape_html(&serde_json::to_string_pretty(&view["reconciler"]).unwrap_or_default());
-    let html = format!(
-        "<!doctype html><html><head><meta charset=utf-8><meta http-equiv=refresh content=5>\
-         <title>Account actors</title><style>body{{font:14px system-ui;margin:1em}}\
-         table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px}}\
-         .s-publishing{{background:#def}}.s-backing_off{{background:#ffd}}.s-token_invalid{{background:#fdd}}</style>\
-         </head><body><h1>Account actors ({count})</h1>\
-         <table><tr><th>platform</th><th>name</th><th>account</th><th>state</th><th>queue</th>\
-         <th>in flight (ms)</th><th>limiter</th><th>token</th><th>published</th><th>failed</th><th>last error</th></tr>\n\
-         {rows}</table><h2>Scheduler</h2><pre>{scheduler}</pre><h2>Collector</h2><pre>{collector}</pre><h2>Unconfirmed publishes</h2><pre>{reconciler}</pre>\
-         <form method=post action=/admin/logout><button type=submit>Sign out</button></form>\
-         </body></html>",
-        count = view["count"],
-    );
-    let mut response = HttpResponse::Ok();
-    signin::page_headers(&mut response);
-    Ok(response.body(html))
-}
+/// Where the actor view now lives for people.
+pub const OPERATOR_PAGE: &str = "/dashboard/operator";

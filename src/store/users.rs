@@ -2,7 +2,10 @@
 
 use chrono::{DateTime, Utc};
 use entity::user;
-use sea_orm::{ActiveModelTrait, ColumnTrait, DbErr, EntityTrait, QueryFilter, Set, SqlErr};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Set,
+    SqlErr,
+};
 use uuid::Uuid;
 
 use super::Store;
@@ -36,6 +39,7 @@ impl Store {
             plan: Set(Plan::Free.as_str().to_string()),
             plan_type: Set(None),
             current_period_end: Set(None),
+            is_operator: Set(false),
             created_at: Set(now),
             updated_at: Set(now),
         };
@@ -93,5 +97,32 @@ impl Store {
         active.current_period_end = Set(current_period_end.filter(|_| plan.is_paid()));
         active.updated_at = Set(now);
         active.update(&self.db).await.map(Some)
+    }
+
+    /// Grants (`true`) or withdraws the operator role stored on the user row (`service user
+    /// operator`). `None` when there is no such user.
+    pub async fn set_operator(
+        &self,
+        user_id: Uuid,
+        on: bool,
+        now: DateTime<Utc>,
+    ) -> Result<Option<user::Model>, DbErr> {
+        let Some(existing) = self.find_user(user_id).await? else {
+            return Ok(None);
+        };
+        let mut active: user::ActiveModel = existing.into();
+        active.is_operator = Set(on);
+        active.updated_at = Set(now);
+        active.update(&self.db).await.map(Some)
+    }
+
+    /// The first `limit` users, oldest first (the operators' usage table).
+    pub async fn list_users(&self, limit: u64) -> Result<Vec<user::Model>, DbErr> {
+        user::Entity::find()
+            .order_by_asc(user::Column::CreatedAt)
+            .order_by_asc(user::Column::Id)
+            .limit(limit)
+            .all(&self.db)
+            .await
     }
 }

@@ -23,6 +23,8 @@ mod dashboard;
 // Compose and Scheduled pages.
 mod dashboard_compose;
 mod dashboard_history;
+// Operator pages.
+mod dashboard_operator;
 mod demo;
 mod errors;
 mod history;

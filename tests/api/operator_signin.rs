@@ -1,5 +1,7 @@
-//! The operator page's sign-in: no token in the address, a form that trades the token for an
-//! HttpOnly, SameSite=Strict, signed and expiring cookie, which opens the page and nothing else.
+//! The old operator page's sign-in (`/admin/login`): no token in the address, a form that trades
+//! the token for an HttpOnly, SameSite=Strict, signed and expiring cookie. The page it opened,
+//! `/admin/actors`, now redirects to the dashboard's operator page (issue 14), which needs a
+//! dashboard session: the cookie opens nothing any more.
 
 use reqwest::{Client, header, redirect::Policy};
 use serde_json::json;
@@ -27,47 +29,29 @@ async fn operator_cookie(app: &TestApp) -> String {
     set_cookie.split(';').next().unwrap().to_string()
 }
 
-/// `GET /admin/actors` with a raw `Cookie` header, as a browser asking for HTML.
-async fn page_with_cookie(app: &TestApp, cookie: &str) -> reqwest::Response {
-    app.http
-        .get(app.url("/admin/actors"))
-        .header(header::COOKIE, cookie)
-        .header(header::ACCEPT, "text/html")
-        .send()
-        .await
-        .unwrap()
-}
-
 #[actix_web::test]
 async fn the_operator_token_in_the_address_no_longer_opens_the_page() {
     let app = TestApp::spawn().await;
     let url = app.url(&format!("/admin/actors?token={OPERATOR_TOKEN}"));
-    // A non-HTML client gets the catalogue's 401.
-    let (status, body) = status_and_json(app.http.get(&url).send().await.unwrap()).await;
-    assert_eq!(
-        (status, body),
-        (401, error_body("Unauthorized", "Operator token required"))
-    );
-    // A browser is sent to the sign-in form, and gets no cookie on the way.
-    let response = app
-        .http
-        .get(&url)
-        .header(header::ACCEPT, "text/html,application/xhtml+xml")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 303);
-    assert_eq!(response.headers()[header::LOCATION], "/admin/login");
-    assert!(!response.headers().contains_key(header::SET_COOKIE));
-    // The bearer header still opens it (scripts, monitoring).
-    let response = app
-        .http
-        .get(app.url("/admin/actors"))
-        .bearer_auth(OPERATOR_TOKEN)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
+    // The page went away (issue 14): whoever asks, with the token in the address, as a browser,
+    // or with the bearer header, is sent to the dashboard's operator page, and gets no cookie
+    // and no data on the way.
+    let requests = [
+        app.http.get(&url),
+        app.http
+            .get(&url)
+            .header(header::ACCEPT, "text/html,application/xhtml+xml"),
+        app.http
+            .get(app.url("/admin/actors"))
+            .bearer_auth(OPERATOR_TOKEN),
+    ];
+    for request in requests {
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 303);
+        assert_eq!(response.headers()[header::LOCATION], "/dashboard/operator");
+        assert!(!response.headers().contains_key(header::SET_COOKIE));
+        assert_eq!(response.text().await.unwrap(), "");
+    }
 }
 
 #[actix_web::test]
@@ -117,12 +101,19 @@ async fn the_sign_in_form_sets_a_strict_httponly_cookie_that_opens_the_page() {
         "the cookie is not the token"
     );
 
+    // Where it lands now sends on to the dashboard's operator page, which needs a dashboard
+    // session: the operator cookie alone opens no data.
     let browser = operator_browser(&app).await;
     let page = browser.get(app.url("/admin/actors")).send().await.unwrap();
-    assert_eq!(page.status(), 200);
-    let html = page.text().await.unwrap();
-    assert!(html.contains("Account actors"), "{html}");
-    assert!(html.contains("action=/admin/logout"), "{html}");
+    assert_eq!(page.status(), 303);
+    assert_eq!(page.headers()[header::LOCATION], "/dashboard/operator");
+    let page = browser
+        .get(app.url("/dashboard/operator"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 303);
+    assert_eq!(page.headers()[header::LOCATION], "/signin");
 }
 
 #[actix_web::test]
@@ -203,7 +194,8 @@ async fn a_wrong_or_missing_token_is_refused() {
         "{notice}"
     );
     let page = browser.get(app.url("/admin/actors")).send().await.unwrap();
-    assert_eq!(page.status(), 401);
+    assert_eq!(page.status(), 303);
+    assert_eq!(page.headers()[header::LOCATION], "/dashboard/operator");
 
     // Not a form at all: the catalogue's 400, not a crash.
     let (status, body) = status_and_json(
@@ -242,7 +234,7 @@ async fn sign_out_clears_the_cookie() {
         .await
         .unwrap();
     assert_eq!(page.status(), 303);
-    assert_eq!(page.headers()[header::LOCATION], "/admin/login");
+    assert_eq!(page.headers()[header::LOCATION], "/dashboard/operator");
 }
 
 #[actix_web::test]
@@ -308,43 +300,6 @@ async fn sign_in_and_sign_out_from_another_site_are_refused() {
         (status, body["error"].as_str()),
         (403, Some("CrossSiteRequest"))
     );
-}
-
-#[actix_web::test]
-async fn the_cookie_expires_on_the_server_and_cannot_be_forged() {
-    let app = TestApp::spawn().await;
-    let cookie = operator_cookie(&app).await;
-    assert_eq!(page_with_cookie(&app, &cookie).await.status(), 200);
-
-    // Tampered, unsigned, or signed with the session key: back to the form.
-    let value = cookie.trim_start_matches("service_operator=");
-    let (payload, signature) = value.rsplit_once('.').unwrap();
-    let (expires, nonce) = payload.split_once(':').unwrap();
-    let later: i64 = expires.parse::<i64>().unwrap() + 86_400;
-    // The same payload signed with the session key, as a dashboard session cookie would be.
-    let session_signed = format!(
-        "service_operator={}",
-        app.state.signer.sign(&format!("{expires}:{nonce}"))
-    );
-    for forged in [
-        format!("service_operator={later}:{nonce}.{signature}"),
-        format!("service_operator={payload}"),
-        format!("service_operator={payload}.{}", "A".repeat(signature.len())),
-        session_signed,
-    ] {
-        let response = page_with_cookie(&app, &forged).await;
-        assert_eq!(response.status(), 303, "{forged}");
-        assert_eq!(response.headers()[header::LOCATION], "/admin/login");
-    }
-
-    // Eight hours on the service's clock, whatever the browser keeps.
-    app.clock
-        .advance(chrono::Duration::hours(8) - chrono::Duration::seconds(1));
-    assert_eq!(page_with_cookie(&app, &cookie).await.status(), 200);
-    app.clock.advance(chrono::Duration::seconds(1));
-    let response = page_with_cookie(&app, &cookie).await;
-    assert_eq!(response.status(), 303);
-    assert_eq!(response.headers()[header::LOCATION], "/admin/login");
 }
 
 #[actix_web::test]

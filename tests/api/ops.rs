@@ -154,27 +154,11 @@ async fn the_actor_view_shows_a_busy_actor_and_its_queue() {
         (400, "InvalidRequest")
     );
 
-    // The page shows the same, to an operator signed in through its form.
+    // The old page now sends its visitors to the dashboard's operator page (issue 14).
     let browser = operator_browser(&app).await;
     let page = browser.get(app.url("/admin/actors")).send().await.unwrap();
-    assert_eq!(page.status(), 200);
-    assert!(
-        page.headers()["content-type"]
-            .to_str()
-            .unwrap()
-            .starts_with("text/html")
-    );
-    let html = page.text().await.unwrap();
-    assert!(html.contains("http-equiv=refresh"));
-    assert!(html.contains(&publisher.account.id.to_string()));
-    let page = app
-        .http
-        .get(app.url("/admin/actors"))
-        .bearer_auth("wrong")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(page.status(), 401);
+    assert_eq!(page.status(), 303);
+    assert_eq!(page.headers()["location"], "/dashboard/operator");
 }
 
 #[actix_web::test]

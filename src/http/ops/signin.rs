@@ -13,14 +13,14 @@
 //! before lives until its expiry (or until the operator token changes).
 
 use actix_web::{
-    HttpRequest, HttpResponse, HttpResponseBuilder,
+    HttpResponse, HttpResponseBuilder,
     cookie::{Cookie, SameSite, time::Duration as CookieDuration},
     error::UrlencodedError,
     http::header,
     middleware::from_fn,
     web,
 };
-use chrono::{DateTime, Duration, Utc};
+use chrono::Duration;
 use secrecy::ExposeSecret;
 use serde::Deserialize;
 
@@ -83,30 +83,6 @@ fn signer(state: &AppState) -> SessionSigner {
     ))
 }
 
-/// Whether the request carries a genuine, unexpired operator cookie.
-pub fn has_operator_cookie(req: &HttpRequest, state: &AppState) -> bool {
-    let Some(cookie) = req.cookie(OPERATOR_COOKIE) else {
-        return false;
-    };
-    let signer = signer(state);
-    let Some(payload) = signer.verify(cookie.value()) else {
-        return false;
-    };
-    let expires = payload
-        .split_once(':')
-        .and_then(|(expires, _nonce)| expires.parse::<i64>().ok())
-        .and_then(|expires| DateTime::<Utc>::from_timestamp(expires, 0));
-    expires.is_some_and(|expires| state.clock.now() < expires)
-}
-
-/// Whether the client reads HTML (a browser), so a refusal should lead it to the sign-in form.
-pub fn wants_html(req: &HttpRequest) -> bool {
-    req.headers()
-        .get_all(header::ACCEPT)
-        .filter_map(|v| v.to_str().ok())
-        .any(|v| v.contains("text/html"))
-}
-
 /// `303 See Other` to a path of ours.
 fn see_other(path: &'static str) -> HttpResponseBuilder {
     let mut response = HttpResponse::SeeOther();
@@ -114,11 +90,6 @@ fn see_other(path: &'static str) -> HttpResponseBuilder {
         .insert_header((header::LOCATION, path))
         .insert_header((header::CACHE_CONTROL, "no-store"));
     response
-}
-
-/// Sends a browser without credentials to the form.
-pub fn to_login() -> HttpResponse {
-    see_other(LOGIN_PATH).finish()
 }
 
 /// Headers of the operator's HTML pages: never cached, never framed (no clickjacking of the
