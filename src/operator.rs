@@ -165,3 +165,39 @@ pub async fn add_account(
     };
     Ok(store.insert_account(new, now).await?)
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+
+    use super::*;
+    use crate::config::Config;
+
+    fn user(email: Option<&str>, is_operator: bool) -> entity::user::Model {
+        let now = Utc::now();
+        entity::user::Model {
+            id: Uuid::nil(),
+            email: email.map(str::to_string),
+            display_name: None,
+            oidc_issuer: "issuer".into(),
+            oidc_subject: "subject".into(),
+            plan: "free".into(),
+            plan_type: None,
+            current_period_end: None,
+            is_operator,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    #[test]
+    fn the_operator_role_comes_from_the_email_list_or_the_stored_flag() {
+        let mut config = Config::default();
+        assert!(!is_operator(&config, &user(Some("ops@example.com"), false)));
+        assert!(is_operator(&config, &user(None, true)));
+        config.auth.operator_emails = vec![" Ops@Example.COM ".into()];
+        assert!(is_operator(&config, &user(Some("ops@example.com"), false)));
+        assert!(!is_operator(&config, &user(Some("ops@example.org"), false)));
+        assert!(!is_operator(&config, &user(None, false)));
+    }
+}

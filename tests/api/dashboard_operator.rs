@@ -360,3 +360,53 @@ async fn the_old_token_page_redirects_to_the_operator_page() {
         .unwrap();
     assert_eq!(response.status(), 401);
 }
+
+/// The operator-role migration leaves existing users without the role, and rolls back.
+#[actix_rt::test]
+async fn existing_users_are_not_operators_after_the_migration() {
+    use migration::{Migrator, MigratorTrait};
+    use sea_orm::{ConnectionTrait, Database, DbBackend, Statement};
+
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/m.db?mode=rwc", dir.path().display());
+    let db = Database::connect(url).await.unwrap();
+    let migrations = Migrator::migrations();
+    let at = migrations
+        .iter()
+        .position(|m| m.name() == "m20261124_000008_operator_role")
+        .unwrap();
+    Migrator::up(&db, Some(u32::try_from(at).unwrap()))
+        .await
+        .unwrap();
+    db.execute_unprepared(
+        "INSERT INTO users (id, email, display_name, oidc_issuer, oidc_subject, plan, \
+         created_at, updated_at) VALUES ('u', 'old@example.com', NULL, 'i', 's', 'free', \
+         '2026-11-21T00:00:00Z', '2026-11-21T00:00:00Z')",
+    )
+    .await
+    .unwrap();
+    Migrator::up(&db, None).await.unwrap();
+    let rows = db
+        .query_all_raw(Statement::from_string(
+            DbBackend::Sqlite,
+            "SELECT is_operator FROM users",
+        ))
+        .await
+        .unwrap();
+    let flags: Vec<bool> = rows
+        .iter()
+        .map(|row| row.try_get::<bool>("", "is_operator").unwrap())
+        .collect();
+    assert_eq!(flags, [false]);
+    Migrator::down(&db, Some(u32::try_from(migrations.len() - at).unwrap()))
+        .await
+        .unwrap();
+    let rows = db
+        .query_all_raw(Statement::from_string(
+            DbBackend::Sqlite,
+            "SELECT email FROM users",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1, "the user survives the rollback");
+}

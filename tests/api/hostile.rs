@@ -377,6 +377,21 @@ const ROUTES: &[Route] = &[
         &[],
         Body::None,
     ),
+    // Operator pages (the hostile user is no operator: they send it away).
+    route(
+        "GET",
+        "/dashboard/operator",
+        Auth::Session,
+        &["platform", "state", "notice", "error", "lang"],
+        Body::None,
+    ),
+    route(
+        "POST",
+        "/dashboard/operator/users/{id}/plan",
+        Auth::Session,
+        &[],
+        Body::Plan,
+    ),
     route(
         "GET",
         "/api/connect/{platform}",
