@@ -169,6 +169,29 @@ async fn an_operator_by_configured_email_sees_actors_panels_and_usage() {
         "{html}"
     );
     assert!(html.contains("class=\"op-refresh\""), "{html}");
+    let script = html
+        .split("<script src=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap();
+    let js = ops
+        .client
+        .get(app.url(script))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for part in [
+        "op-live",
+        "data-refresh",
+        "document.hidden",
+        "getSelection",
+        "5000",
+    ] {
+        assert!(js.contains(part), "{part} in {script}");
+    }
 
     // Filters are a GET form: the facebook filter hides the threads actor.
     let (status, filtered) = get(&app, &ops, "/dashboard/operator?platform=facebook&state=").await;
