@@ -104,6 +104,15 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
     config.auth.token_endpoint = format!("{}/oidc/token", simulator.base_url);
     config.auth.client_id = DEMO_CLIENT_ID.into();
     config.auth.client_secret = Some(SecretString::from(secrets.idp_client_secret.clone()));
+    // The demo user is an operator too, so the demo shows the operator pages.
+    if !config
+        .auth
+        .operator_emails
+        .iter()
+        .any(|e| e.eq_ignore_ascii_case(DEMO_EMAIL))
+    {
+        config.auth.operator_emails.push(DEMO_EMAIL.into());
+    }
     // Every platform API is the simulator; its media host is the one private address media URLs
     // may use.
     let processing_timeout = config.platforms.processing_timeout_secs;
@@ -224,7 +233,7 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
          simulator:      {sim}   (published posts: {sim}/_sim/published)\n\
          API key:        {api_key}   (shown once; also in {file})\n\
          operator token: {operator_token}\n\
-         operator page:  open {base_url}/admin/login and paste the operator token\n\
+         operator page:  {base_url}/dashboard/operator (the demo user is an operator; sign in first)\n\
          dashboard:      open {login_url}\n\
          connect more:   then open {base_url}/api/connect/threads?login_hint=Demo%20Friend (or facebook, instagram, tiktok, youtube, x)\n\
          accounts:       {n} demo accounts (user {DEMO_EMAIL}, plan ultra)\n\n\

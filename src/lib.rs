@@ -171,13 +171,20 @@ impl Application {
         config.check_secrets()?;
         let limits = config.server.limits()?;
         let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
+        // Migrations run on a connection of their own, closed before the service's pool opens:
+        // a pooled SQLite connection that prepared a statement before a migration altered its
+        // table keeps the old column list and fails with "Missing value for column" (seen when
+        // `users.is_operator` was added).
+        let migrator =
+            Store::connect(&config.database.url, 1, options.pg_schema.as_deref()).await?;
+        migrator.migrate().await?;
+        migrator.close().await?;
         let store = Store::connect(
             &config.database.url,
             config.database.max_connections,
             options.pg_schema.as_deref(),
         )
         .await?;
-        store.migrate().await?;
 
         let listener = TcpListener::bind(&config.server.bind)
             .map_err(|e| StartupError::Bind(config.server.bind.clone(), e))?;

@@ -72,6 +72,11 @@ impl Store {
         Migrator::up(&self.db, None).await
     }
 
+    /// Closes the pool (the migration's own connection, see `Application::build`).
+    pub async fn close(self) -> Result<(), DbErr> {
+        self.db.close().await
+    }
+
     /// Runs a trivial query (health checks).
     pub async fn ping(&self) -> Result<(), DbErr> {
         self.db.ping().await

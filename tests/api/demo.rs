@@ -40,7 +40,7 @@ async fn start_demo_with(stdout: Stdio) -> Demo {
         .env_remove("DATABASE_URL")
         .current_dir(dir.path())
         .stdout(stdout)
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("err.txt")).unwrap())
         .spawn()
         .unwrap();
     // Owned by `Demo` from here on, so it is killed and reaped even if the wait below fails.
@@ -59,7 +59,8 @@ async fn start_demo_with(stdout: Stdio) -> Demo {
         }
         assert!(
             started.elapsed() < Duration::from_secs(60),
-            "demo did not start"
+            "demo did not start: {}",
+            std::fs::read_to_string(demo._dir.path().join("err.txt")).unwrap_or_default()
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
