@@ -12,7 +12,7 @@ use social_service::{
 };
 use uuid::Uuid;
 
-use crate::helpers::{Dashboard, TestApp};
+use crate::helpers::{Dashboard, TestApp, assert_nothing_inline};
 
 const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'self'; frame-ancestors 'none'; form-action 'self'";
 /// What a browser sends when navigating.
@@ -30,34 +30,6 @@ async fn any_page(response: Response) -> (u16, String) {
     let body = response.text().await.unwrap();
     assert_nothing_inline(&body);
     (status, body)
-}
-
-/// No `style=` attribute, no inline event handler, and every `<script>` is an empty element
-/// loading a file of ours (the same check as the first increment's pages).
-fn assert_nothing_inline(body: &str) {
-    let lower = body.to_ascii_lowercase();
-    assert!(!lower.contains("style="), "a style attribute:\n{body}");
-    assert!(!lower.contains("<style"), "a style element:\n{body}");
-    for (at, _) in lower.match_indices("<script") {
-        let tag_end = at + lower[at..].find('>').unwrap() + 1;
-        let tag = &lower[at..tag_end];
-        assert!(tag.contains(" src=\"/static/"), "{tag}");
-        assert!(
-            lower[tag_end..].starts_with("</script>"),
-            "an inline script body after {tag}"
-        );
-    }
-    for (at, _) in lower.match_indices(" on") {
-        let name: String = lower[at + 3..]
-            .chars()
-            .take_while(|c| c.is_ascii_alphabetic())
-            .collect();
-        let after = &lower[at + 3 + name.len()..];
-        assert!(
-            name.is_empty() || !after.starts_with('='),
-            "an inline event handler on{name}="
-        );
-    }
 }
 
 async fn get(app: &TestApp, dashboard: &Dashboard, path: &str) -> (u16, String) {
