@@ -25,6 +25,8 @@ pub const DEMO_EMAIL: &str = "demo@example.com";
 /// same user on every run.
 const DEMO_ISSUER: &str = "http://simulator.demo/oidc";
 const DEMO_CLIENT_ID: &str = "demo-dashboard";
+/// How long ago the demo's accounts count as connected.
+const DEMO_HISTORY_DAYS: i64 = 7;
 
 #[derive(Serialize, Deserialize)]
 struct DemoSecrets {
@@ -162,9 +164,13 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
     operator::set_user_plan(&state.store, now, user.id, change).await?;
     let mut accounts = state.store.list_connected_accounts(user.id).await?;
     if accounts.is_empty() {
+        // Recorded as connected a week ago, so the days before yesterday are due and missing:
+        // the Performance page has gaps to show and a backfill to offer from the first run.
+        let connected = now - chrono::Duration::days(DEMO_HISTORY_DAYS);
         for platform in PLATFORMS {
             let manual = demo_account(user.id, platform, now);
-            accounts.push(operator::add_account(&state.store, &state.cipher, now, manual).await?);
+            accounts
+                .push(operator::add_account(&state.store, &state.cipher, connected, manual).await?);
         }
     }
     // The simulator keeps nothing between runs: introduce the stored accounts to it.
@@ -210,6 +216,8 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
         "sample_media": simulator.sample_media(),
         "accounts": accounts.iter().map(|a| json!({
             "account_id": a.id, "platform": a.platform, "name": a.display_name,
+            // The platform's own id: the simulator's fault and read-back endpoints take it.
+            "external_id": a.external_id,
         })).collect::<Vec<_>>(),
     });
     std::fs::write(&demo_file, serde_json::to_string_pretty(&summary)?)?;

@@ -31,7 +31,7 @@ use super::{
     accounts::platform_name,
     i18n::Msg,
     render,
-    scheduled::{ZoneOption, zone_of, zone_options},
+    scheduled::{ZoneOption, remember_zone, zone_of, zone_options},
 };
 use crate::{
     AppState,
@@ -471,6 +471,7 @@ async fn submit(
     };
     // A success empties the form (a reload must not invite a second post of the same text); a
     // refusal keeps what was typed.
+    let scheduled = matches!(outcome, Some(Outcome::Scheduled { .. }));
     let form = if outcome
         .as_ref()
         .is_some_and(|o| matches!(o, Outcome::Published { .. } | Outcome::Scheduled { .. }))
@@ -482,7 +483,12 @@ async fn submit(
     } else {
         form
     };
-    render_page(&req, &state, &session, form, outcome, refused).await
+    let mut response = render_page(&req, &state, &session, form, outcome, refused).await?;
+    // The zone a post was scheduled in is the one the Scheduled page then shows it in.
+    if scheduled {
+        remember_zone(&mut response, zone, state.cookie_secure)?;
+    }
+    Ok(response)
 }
 
 fn outcome_of(answer: &Value, zone: Tz) -> Outcome {

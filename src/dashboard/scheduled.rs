@@ -237,16 +237,22 @@ async fn page(
     };
     let mut response = render(&req, page);
     if let Some(zone) = picked {
-        let cookie = Cookie::build(ZONE_COOKIE, zone.name())
-            .path("/")
-            .http_only(true)
-            .same_site(SameSite::Lax)
-            .secure(state.cookie_secure)
-            .max_age(CookieDuration::days(365))
-            .finish();
-        response.add_cookie(&cookie).map_err(ApiError::internal)?;
+        remember_zone(&mut response, zone, state.cookie_secure)?;
     }
     Ok(response)
+}
+
+/// Remembers a zone the user picked (here or when scheduling on Compose), so the next pages
+/// show times in it.
+pub fn remember_zone(response: &mut HttpResponse, zone: Tz, secure: bool) -> Result<(), ApiError> {
+    let cookie = Cookie::build(ZONE_COOKIE, zone.name())
+        .path("/")
+        .http_only(true)
+        .same_site(SameSite::Lax)
+        .secure(secure)
+        .max_age(CookieDuration::days(365))
+        .finish();
+    response.add_cookie(&cookie).map_err(ApiError::internal)
 }
 
 #[derive(Template)]

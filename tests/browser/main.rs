@@ -1,0 +1,452 @@
+//! The dashboard in a real browser: headless Chromium (Debian's `chromium`) driven through
+//! WebDriver (`chromedriver`) against `service serve --demo`, one demo per journey.
+//!
+//! Run with `cargo test --features browser-tests --test browser` (`.ci/run` does, after
+//! installing the two packages when they are missing). Without a browser every journey fails
+//! and says what to install; plain `cargo test` does not build this target at all.
+//!
+//! Every step a journey photographs is also checked in the browser at desktop and at 360 px
+//! phone width: no page wider than the phone, a label on every field, one `h1`, `lang` set,
+//! and WCAG AA text contrast. The keyboard steps check that each focused element shows it.
+
+// Test code: a failed unwrap is a failed test, which is what we want.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../common/demo_process.rs"]
+mod demo_process;
+mod harness;
+
+use chrono::{Duration as Days, Utc};
+use harness::{Browser, Js, journey};
+use reqwest::Method;
+use serde_json::json;
+
+/// The demo's sample image, which the simulator serves.
+fn sample_jpeg(b: &Browser) -> String {
+    b.demo.summary["sample_media"]["jpeg"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_in_leads_from_the_root_to_the_overview_in_either_language() {
+    journey("sign-in", Js::On, async |b: &Browser| {
+        b.goto("/").await;
+        b.wait_path("/signin").await;
+        b.shot("signed-out").await;
+        // The identity provider's page: type the address and submit, as a person does.
+        b.click("main a.button").await;
+        b.fill("input[name=login_hint]", "demo@example.com").await;
+        b.click("button[type=submit]").await;
+        b.wait_path("/dashboard").await;
+        assert!(b.text("header .email").await.contains("demo@example.com"));
+        b.wait_text("main", "Ultra").await;
+        b.shot("overview").await;
+        // Signed in, `/` is the overview.
+        b.goto("/").await;
+        b.wait_path("/dashboard").await;
+        b.click("nav.lang a[lang=zh-TW]").await;
+        b.wait_text("h1", "總覽").await;
+        let lang = b.find("html").await.attr("lang").await.unwrap();
+        assert_eq!(lang.as_deref(), Some("zh-TW"));
+        b.shot("overview-zh-tw").await;
+        b.assert_no_violations().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connecting_an_account_runs_the_simulators_oauth_and_lands_on_the_accounts_page() {
+    journey("connect", Js::On, async |b: &Browser| {
+        b.sign_in("demo@example.com").await;
+        b.click("nav.nav a[href='/dashboard/accounts']").await;
+        b.wait_path("/dashboard/accounts").await;
+        let before = b.find_all("main table tbody tr").await.len();
+        b.shot("accounts").await;
+        b.click("ul.connect a[href*='/threads']").await;
+        // Out to the simulator's authorize page and back through our callback.
+        b.wait_path("/dashboard/accounts").await;
+        b.wait_text("p.notice", "Connected 1 Threads account").await;
+        let rows = b.find_all("main table tbody tr").await;
+        assert_eq!(rows.len(), before + 1, "one more account");
+        let row = b.wait_text("main table tbody tr", "sim_user").await;
+        assert!(row.contains("Threads"), "{row}");
+        b.shot("connected").await;
+        b.assert_no_violations().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_key_is_shown_once_and_never_again() {
+    journey("api-key", Js::On, async |b: &Browser| {
+        b.sign_in("demo@example.com").await;
+        b.goto("/dashboard/keys").await;
+        // Keyboard only: Tab to the name field, type, Enter.
+        b.tab_to("#key-name", 40).await;
+        b.client
+            .active_element()
+            .await
+            .unwrap()
+            .send_keys("from the browser")
+            .await
+            .unwrap();
+        b.press_enter().await;
+        let field = b.find("#new-key").await;
+        let key = field.prop("value").await.unwrap().unwrap();
+        assert!(key.len() > 20, "{key}");
+        b.wait_text(".created .warning", "not be shown again").await;
+        // With scripts on, the copy button appears.
+        assert!(
+            b.find("button[data-copy]")
+                .await
+                .is_displayed()
+                .await
+                .unwrap()
+        );
+        b.shot("created").await;
+        // The key works…
+        let me = reqwest::Client::new()
+            .get(b.url("/v2/accounts"))
+            .header("service-api-key", &key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(me.status(), 200);
+        // …and no page shows it again: the list has its name and a preview only.
+        b.click("nav.nav a[href='/dashboard/keys']").await;
+        b.wait_text("main table", "from the browser").await;
+        assert!(!b.exists("#new-key").await);
+        let source = b.client.source().await.unwrap();
+        assert!(!source.contains(&key), "the key is on the page again");
+        b.shot("listed").await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_post_shows_the_error_by_its_field_then_publishes() {
+    journey("publish", Js::On, async |b: &Browser| {
+        b.sign_in("demo@example.com").await;
+        b.goto("/dashboard/compose").await;
+        let facebook = b.demo_account("facebook")["account_id"].as_str().unwrap();
+        b.select("#c-account", facebook).await;
+        b.fill("#c-text", "Hello from a real browser").await;
+        b.fill("#c-media", "not a url at all").await;
+        b.click("form.compose button[type=submit]").await;
+        let error = b.wait_text("#err-media", "InvalidMediaUrl").await;
+        // What was typed is still there, and the field says it is the one in error.
+        let text = b.find("#c-text").await.prop("value").await.unwrap();
+        assert_eq!(text.as_deref(), Some("Hello from a real browser"));
+        let invalid = b.find("#c-media").await.attr("aria-invalid").await.unwrap();
+        assert_eq!(invalid.as_deref(), Some("true"), "{error}");
+        b.shot("field-error").await;
+        b.fill("#c-media", &sample_jpeg(b)).await;
+        b.click("form.compose button[type=submit]").await;
+        b.wait_text("#result-title", "Facebook").await;
+        let post_id = b.text("code.post-id").await;
+        assert!(!post_id.is_empty());
+        b.shot("published").await;
+        // The simulator holds that very post.
+        let published: serde_json::Value =
+            reqwest::get(format!("{}/_sim/published?platform=facebook", b.sim))
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+        let items = published["items"].as_array().unwrap();
+        assert!(
+            items
+                .iter()
+                .any(|i| i["text"] == "Hello from a real browser" && i["id"] == post_id.as_str()),
+            "{published}"
+        );
+        b.assert_no_violations().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduled_post_is_listed_in_both_zones_and_cancelled() {
+    journey("schedule", Js::On, async |b: &Browser| {
+        b.sign_in("demo@example.com").await;
+        b.goto("/dashboard/compose").await;
+        let x = b.demo_account("x")["account_id"].as_str().unwrap();
+        b.select("#c-account", x).await;
+        b.fill("#c-text", "Tomorrow, from Taipei").await;
+        // Tomorrow 10:00 in Taipei; a date field takes its value in ISO form.
+        let day = (Utc::now() + Days::days(1)).format("%Y-%m-%d").to_string();
+        b.client
+            .execute(
+                "document.getElementById('c-at').value = arguments[0];",
+                vec![json!(format!("{day}T10:00"))],
+            )
+            .await
+            .unwrap();
+        b.select("#c-tz", "Asia/Taipei").await;
+        b.click("form.compose button[type=submit]").await;
+        b.wait_text("#result-title", "").await;
+        let id = b.text("code.scheduled-id").await;
+        b.wait_text("main dl", "02:00 UTC").await;
+        b.shot("scheduled").await;
+        b.click("main a[href='/dashboard/scheduled']").await;
+        b.wait_path("/dashboard/scheduled").await;
+        let row = format!("#post-{id}");
+        let local = b.text(&format!("{row} td.local-time")).await;
+        assert!(local.contains(&format!("{day} 10:00")), "{local}");
+        let utc = b.text(&format!("{row} td.utc-time")).await;
+        assert!(utc.contains(&format!("{day} 02:00")), "{utc}");
+        b.shot("listed").await;
+        b.click(&format!("{row} td.actions a")).await;
+        b.wait_path(&format!("/dashboard/scheduled/{id}/cancel"))
+            .await;
+        b.shot("confirm-cancel").await;
+        b.click("main form button.danger").await;
+        b.wait_path("/dashboard/scheduled").await;
+        b.wait_text(&format!("{row} .badge"), "ancel").await;
+        assert!(!b.exists(&format!("{row} td.actions a")).await);
+        b.shot("cancelled").await;
+        // The API agrees.
+        let listed = b.api(Method::GET, "/api/scheduled-posts", None).await;
+        let post = listed["posts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["scheduled_post_id"] == id.as_str())
+            .cloned();
+        assert_eq!(post.expect("the post is listed")["status"], "cancelled");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_post_opens_a_timeline_with_the_platforms_words() {
+    journey("timeline", Js::On, async |b: &Browser| {
+        // Instagram refuses the final call; the container step before it succeeds.
+        b.fault(
+            "instagram",
+            json!({"error": "permission", "path_contains": "media_publish"}),
+        )
+        .await;
+        b.sign_in("demo@example.com").await;
+        b.goto("/dashboard/compose").await;
+        let instagram = b.demo_account("instagram")["account_id"].as_str().unwrap();
+        b.select("#c-account", instagram).await;
+        b.fill("#c-text", "This one will fail").await;
+        b.fill("#c-media", &sample_jpeg(b)).await;
+        b.click("form.compose button[type=submit]").await;
+        b.wait_text("#result-title", "").await;
+        assert!(b.exists("#result-title.result-failed").await);
+        b.shot("failed").await;
+        b.click("nav.nav a[href='/dashboard/history']").await;
+        b.wait_path("/dashboard/history").await;
+        b.wait_text("main table .badge", "").await;
+        b.shot("history").await;
+        b.click("main table tbody tr a").await;
+        let words = b.text(".platform-words").await;
+        assert!(!words.is_empty());
+        let steps = b.find_all("ol.timeline li").await;
+        assert!(steps.len() >= 3, "container, final call and result");
+        let first = steps[0].text().await.unwrap();
+        let all = b.text("ol.timeline").await;
+        assert!(all.contains(&words) || !first.is_empty(), "{all}");
+        b.shot("timeline").await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_performance_chart_shows_missing_days_as_a_gap_until_backfilled() {
+    journey("performance", Js::On, async |b: &Browser| {
+        // The demo's accounts were connected a week ago and it collected yesterday's snapshot
+        // on start. Backfill two early days through the API: the days between stay missing.
+        let facebook = b.demo_account("facebook")["account_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let day = |n: i64| (Utc::now() - Days::days(n)).format("%Y-%m-%d").to_string();
+        b.api(
+            Method::POST,
+            "/api/cron/backfill",
+            Some(json!({"account_id": facebook, "missing_dates": [day(7), day(6)]})),
+        )
+        .await;
+        b.sign_in("demo@example.com").await;
+        b.goto(&format!("/dashboard/performance?account_id={facebook}"))
+            .await;
+        let path = b
+            .find("svg.chart path.line")
+            .await
+            .attr("d")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(path.matches('M').count(), 2, "two segments: {path}");
+        for n in 2..=5 {
+            b.wait_text("ul.dates", &day(n)).await;
+        }
+        assert!(!b.text("ul.dates").await.contains(&day(6)));
+        b.shot("gap").await;
+        b.click("form[action='/dashboard/performance/backfill'] button")
+            .await;
+        b.wait_text("p.notice", "").await;
+        let path = b
+            .find("svg.chart path.line")
+            .await
+            .attr("d")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(path.matches('M').count(), 1, "one line: {path}");
+        b.shot("backfilled").await;
+        b.assert_no_violations().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_watches_an_actor_turn_busy_without_reloading() {
+    journey("operator", Js::On, async |b: &Browser| {
+        b.sign_in("demo@example.com").await;
+        b.click("nav.nav a[href='/dashboard/operator']").await;
+        b.wait_path("/dashboard/operator").await;
+        let tiktok = b.demo_account("tiktok")["account_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let row = format!("//div[@id='op-live']//tr[.//code[text()='{tiktok}']]");
+        let state = async || {
+            b.client
+                .find(fantoccini::Locator::XPath(&row))
+                .await
+                .ok()?
+                .find(fantoccini::Locator::Css(".badge"))
+                .await
+                .ok()?
+                .text()
+                .await
+                .ok()
+        };
+        b.wait_until("tiktok idle", async || {
+            state().await.filter(|s| s == "idle")
+        })
+        .await;
+        b.shot("idle").await;
+        // A mark on this very document: if the page were reloaded, it would be gone.
+        b.client
+            .execute("window.__stillHere = true;", vec![])
+            .await
+            .unwrap();
+        // Every tiktok call now takes 8 s; publish one post through the API.
+        b.fault("tiktok", json!({"latency_ms": 8000})).await;
+        let body = json!({"post": {
+            "accountId": tiktok,
+            "content": {"text": "slow", "mediaUrls": [sample_jpeg(b)], "platform": "tiktok"},
+            "target": {"targetType": "tiktok"},
+        }});
+        let (url, key) = (b.url("/v2/posts"), b.api_key.clone());
+        let publish = tokio::spawn(async move {
+            reqwest::Client::new()
+                .post(url)
+                .header("service-api-key", key)
+                .json(&body)
+                .send()
+                .await
+                .map(|r| r.status().as_u16())
+        });
+        b.wait_until("tiktok publishing", async || {
+            state().await.filter(|s| s == "publishing")
+        })
+        .await;
+        let same = b
+            .client
+            .execute("return window.__stillHere === true;", vec![])
+            .await
+            .unwrap();
+        assert_eq!(same, json!(true), "the view refreshed in place");
+        b.shot("busy").await;
+        assert_eq!(publish.await.unwrap().unwrap(), 200);
+        b.wait_until("tiktok idle again", async || {
+            state().await.filter(|s| s == "idle")
+        })
+        .await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_operator_is_refused_the_operator_pages() {
+    journey("not-operator", Js::On, async |b: &Browser| {
+        b.sign_in("friend@example.com").await;
+        assert!(!b.exists("nav.nav a[href='/dashboard/operator']").await);
+        b.goto("/dashboard/operator").await;
+        b.wait_path("/dashboard").await;
+        b.wait_text("p.error", "operator").await;
+        assert!(!b.exists("#op-live").await);
+        b.shot("refused").await;
+        // The old operator address leads to the same refusal.
+        b.goto("/admin/actors").await;
+        b.wait_path("/dashboard").await;
+        assert!(!b.exists("#op-live").await);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_main_pages_read_and_their_forms_work_with_javascript_off() {
+    journey("no-js", Js::Off, async |b: &Browser| {
+        b.sign_in("demo@example.com").await;
+        b.wait_text("h1", "").await;
+        b.shot("overview").await;
+        // A key: shown once in a readonly field; the copy button needs a script, so it stays
+        // hidden — the proof that scripts are really off in this browser.
+        b.goto("/dashboard/keys").await;
+        b.fill("#key-name", "no script").await;
+        b.click("main form button[type=submit]").await;
+        let key = b
+            .find("#new-key")
+            .await
+            .prop("value")
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(key.len() > 20);
+        assert!(
+            !b.find("button[data-copy]")
+                .await
+                .is_displayed()
+                .await
+                .unwrap()
+        );
+        b.shot("key").await;
+        // Publish a threads text post.
+        b.goto("/dashboard/compose").await;
+        let threads = b.demo_account("threads")["account_id"].as_str().unwrap();
+        b.select("#c-account", threads).await;
+        b.fill("#c-text", "Written without a script").await;
+        b.click("form.compose button[type=submit]").await;
+        b.wait_text("#result-title", "Threads").await;
+        b.shot("published").await;
+        for (page, heading) in [
+            ("/dashboard/accounts", "Accounts"),
+            ("/dashboard/scheduled", "Scheduled"),
+            ("/dashboard/history", "History"),
+            ("/dashboard/performance", "Performance"),
+            ("/dashboard/operator", "Operator"),
+        ] {
+            b.goto(page).await;
+            b.wait_text("h1", heading).await;
+            b.shot(page.trim_start_matches("/dashboard/")).await;
+        }
+        // History lists the post; its timeline opens.
+        b.goto("/dashboard/history").await;
+        b.wait_text("main table", "Threads").await;
+        b.click("main table tbody tr a").await;
+        b.find("ol.timeline li").await;
+        b.shot("timeline").await;
+        b.assert_no_violations().await;
+    })
+    .await;
+}
