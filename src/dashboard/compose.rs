@@ -513,13 +513,18 @@ fn outcome_of(answer: &Value, zone: Tz) -> Outcome {
         };
     }
     let data = &answer["data"];
-    // None of today's adapters returns an address; a platform answer that carries one (`url`
-    // or `permalink`) is linked.
+    // An address the answer carries (`url` or `permalink`), else one that follows from the id.
     let link = ["permalink", "url"]
         .iter()
         .find_map(|name| data[*name].as_str())
         .filter(|url| url.starts_with("https://"))
-        .map(str::to_string);
+        .map(str::to_string)
+        .or_else(|| {
+            public_link(
+                data["platform"].as_str().unwrap_or_default(),
+                data["post_id"].as_str().unwrap_or_default(),
+            )
+        });
     Outcome::Published {
         post_id: text(&data["post_id"]),
         submission_id: text(&data["post_submission_id"]),
@@ -528,11 +533,47 @@ fn outcome_of(answer: &Value, zone: Tz) -> Outcome {
     }
 }
 
+/// The post's public address where the platform's id alone makes it: a YouTube video
+/// (`watch?v=`) and an X post (`/i/web/status/`, which needs no user name). Facebook,
+/// Instagram and Threads give theirs only as a `permalink` field of another call, and TikTok
+/// answers a publish id, not the video's, so those have none here.
+fn public_link(platform: &str, post_id: &str) -> Option<String> {
+    let safe = !post_id.is_empty()
+        && post_id.len() <= 64
+        && post_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !safe {
+        return None;
+    }
+    match Platform::parse(platform)? {
+        Platform::Youtube => Some(format!("https://www.youtube.com/watch?v={post_id}")),
+        Platform::X => Some(format!("https://x.com/i/web/status/{post_id}")),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn youtube_and_x_posts_link_to_their_public_address_and_nothing_odd_is_linked() {
+        assert_eq!(
+            public_link("youtube", "dQw4w9WgXcQ").as_deref(),
+            Some("https://www.youtube.com/watch?v=dQw4w9WgXcQ")
+        );
+        assert_eq!(
+            public_link("x", "1460323737035677698").as_deref(),
+            Some("https://x.com/i/web/status/1460323737035677698")
+        );
+        assert_eq!(public_link("facebook", "1_2"), None);
+        assert_eq!(public_link("x", "1/../evil"), None);
+        assert_eq!(public_link("youtube", ""), None);
+        assert_eq!(public_link("myspace", "1"), None);
+    }
 
     #[test]
     fn a_separator_line_splits_a_thread() {

@@ -41,6 +41,10 @@ catalogue! {
     SignOut => "Sign out", "登出";
     LanguageLabel => "Language", "語言";
     SignInTitle => "Sign in", "登入";
+    ErrorTitle => "That did not work", "無法完成這個動作";
+    ErrorTitleNotFound => "Page not found", "找不到這個頁面";
+    ErrorTitleServer => "Something went wrong on our side", "服務發生錯誤";
+    ErrorBack => "Back to the overview", "回到總覽";
     SignInLead => "Sign in with your identity provider account to manage your connected accounts and API keys.", "使用身分提供者帳號登入，以管理已連結的帳號與 API 金鑰。";
     SignInButton => "Sign in", "登入";
     OverviewTitle => "Overview", "總覽";
@@ -56,9 +60,9 @@ catalogue! {
     AccountsEmpty => "No account is connected yet. Connect one on the Accounts page to start publishing.", "尚未連結任何帳號。請到「帳號」頁面連結一個帳號，即可開始發布。";
     GoToAccounts => "Go to Accounts", "前往帳號頁面";
     ScheduledHeading => "Next scheduled posts", "即將發布的排程貼文";
-    ScheduledEmpty => "Nothing is scheduled. Send a post with scheduledAt to POST /v2/posts to schedule it.", "目前沒有排程。在 POST /v2/posts 加上 scheduledAt 即可排程貼文。";
+    ScheduledEmpty => "Nothing is scheduled. Pick a date and time on Compose to schedule a post (API clients send scheduledAt to POST /v2/posts).", "目前沒有排程。在撰寫頁面選擇日期與時間即可排程貼文（API 用戶端可在 POST /v2/posts 加上 scheduledAt）。";
     ResultsHeading => "Latest results", "最近的發布結果";
-    ResultsEmpty => "Nothing has been published yet. Create an API key and send your first post to POST /v2/posts.", "尚未發布任何貼文。建立 API 金鑰後，呼叫 POST /v2/posts 發布第一則貼文。";
+    ResultsEmpty => "Nothing has been published yet. Write your first post on Compose, or send it to POST /v2/posts with an API key.", "尚未發布任何貼文。在撰寫頁面寫下第一則貼文，或用 API 金鑰呼叫 POST /v2/posts。";
     GoToKeys => "Go to API keys", "前往 API 金鑰頁面";
     ColName => "Name", "名稱";
     ColPlatform => "Platform", "平台";
@@ -230,6 +234,7 @@ catalogue! {
     OpRefused => "This page is for operators. Ask an operator to grant you the role if you need it.", "此頁面僅供營運人員使用。如有需要，請洽營運人員授予權限。";
     OpActorsHeading => "Account actors", "帳號執行者";
     OpActorsCount => "{count} actor(s)", "共 {count} 個執行者";
+    OpActorsLiveOnly => "An account's actor starts on its first request and stops when idle; accounts without a live actor are not listed.", "帳號的執行者在第一次請求時啟動、閒置後停止；沒有執行中執行者的帳號不會列出。";
     OpActorsEmpty => "No account actor matches. Actors start when accounts are connected; clear the filters to see them all.", "沒有符合的帳號執行者。帳號連結後就會啟動執行者；清除篩選條件即可看到全部。";
     OpFilterPlatform => "Platform", "平台";
     OpFilterState => "State", "狀態";

@@ -60,6 +60,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::resource("/")
             .wrap(from_fn(require_session))
             .wrap(from_fn(to_sign_in))
+            .wrap(from_fn(html_errors))
             .wrap(from_fn(page_headers))
             .route(web::get().to(root)),
     )
@@ -77,6 +78,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::scope("/dashboard")
             .wrap(from_fn(require_session))
             .wrap(from_fn(to_sign_in))
+            .wrap(from_fn(html_errors))
             .wrap(from_fn(page_headers))
             .route("", web::get().to(overview::page))
             .configure(accounts::configure)
@@ -163,6 +165,157 @@ async fn to_sign_in(
         .insert_header((header::LOCATION, SIGN_IN_PATH))
         .finish();
     Ok(ServiceResponse::new(req, redirect).map_into_right_body())
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage {
+    layout: Layout,
+    title: &'static str,
+    message: String,
+    code: String,
+    status: u16,
+}
+
+/// Middleware (outside [`to_sign_in`]): a browser whose page or form ends in an error gets that
+/// error as a page (the catalogue's code and message, the same status) instead of the JSON
+/// body scripts get. Only when the client explicitly accepts HTML ([`wants_html`]).
+///
+/// It keeps no `HttpRequest` clone across the call: the routing inside a scope needs the
+/// request to itself, and takes what it needs (language, method, path) beforehand.
+pub async fn html_errors(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<EitherBody<impl MessageBody + 'static>>, actix_web::Error> {
+    if !wants_html(req.headers()) {
+        return next
+            .call(req)
+            .await
+            .map(ServiceResponse::map_into_left_body);
+    }
+    let locale = locale_of(req.request());
+    let (method, path) = (req.method().clone(), req.path().to_string());
+    let fallback =
+        |status: StatusCode| crate::http::catalogue_error_for_status(status, &method, &path);
+    match next.call(req).await {
+        Ok(response) => {
+            let status = response.status();
+            let is_html = response
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.starts_with("text/html"));
+            if status.as_u16() < 400 || is_html {
+                return Ok(response.map_into_left_body());
+            }
+            let error = response
+                .response()
+                .error()
+                .and_then(|e| e.as_error::<crate::error::ApiError>())
+                .cloned()
+                .unwrap_or_else(|| fallback(status));
+            let (request, _) = response.into_parts();
+            let page = ErrorPage::response(locale, status, &error);
+            Ok(ServiceResponse::new(request, page).map_into_right_body())
+        }
+        // An error a middleware returned: answered as a page through the error itself.
+        Err(error) => {
+            let status = error.as_response_error().status_code();
+            let api = error
+                .as_error::<crate::error::ApiError>()
+                .cloned()
+                .unwrap_or_else(|| fallback(status));
+            match ErrorPage::html(locale, status, &api) {
+                Some(page) => Err(page.into()),
+                None => Err(error),
+            }
+        }
+    }
+}
+
+impl ErrorPage {
+    /// The page for `error`, or the catalogue's JSON if the template cannot render (a bug).
+    fn response(
+        locale: Locale,
+        status: StatusCode,
+        error: &crate::error::ApiError,
+    ) -> HttpResponse {
+        match Self::html(locale, status, error) {
+            Some(page) => page.response(),
+            None => actix_web::ResponseError::error_response(error),
+        }
+    }
+
+    fn html(
+        locale: Locale,
+        status: StatusCode,
+        error: &crate::error::ApiError,
+    ) -> Option<HtmlError> {
+        let t = T(locale);
+        let title = match status {
+            StatusCode::NOT_FOUND => t.s(Msg::ErrorTitleNotFound),
+            s if s.is_server_error() => t.s(Msg::ErrorTitleServer),
+            _ => t.s(Msg::ErrorTitle),
+        };
+        let page = ErrorPage {
+            layout: Layout {
+                t,
+                who: None,
+                active: Nav::None,
+                notice: None,
+                error: None,
+                operator: false,
+            },
+            title,
+            message: error.message.clone(),
+            code: error.code.as_str().to_string(),
+            status: status.as_u16(),
+        };
+        Some(HtmlError {
+            status,
+            html: page.render().ok()?,
+            retry_after: error.retry_after,
+        })
+    }
+}
+
+/// A rendered error page, also usable as an error (see [`html_errors`]).
+#[derive(Debug)]
+struct HtmlError {
+    status: StatusCode,
+    html: String,
+    retry_after: Option<u64>,
+}
+
+impl HtmlError {
+    fn response(&self) -> HttpResponse {
+        let mut response = HttpResponse::build(self.status);
+        response
+            .content_type("text/html; charset=utf-8")
+            // Also outside the page scopes (the OAuth routes), the pages' headers.
+            .insert_header((header::CONTENT_SECURITY_POLICY, CSP))
+            .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"));
+        if let Some(seconds) = self.retry_after {
+            response.insert_header((header::RETRY_AFTER, seconds.to_string()));
+        }
+        response.body(self.html.clone())
+    }
+}
+
+impl std::fmt::Display for HtmlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "error page ({})", self.status)
+    }
+}
+
+impl actix_web::ResponseError for HtmlError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        self.response()
+    }
 }
 
 /// `?lang=en|zh-TW`, when given and known.

@@ -33,11 +33,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/api/connect/{platform}")
             .wrap(from_fn(require_session))
+            .wrap(from_fn(crate::dashboard::html_errors))
             .route(web::get().to(start)),
     )
     .service(
         web::resource("/api/connect/{platform}/callback")
             .wrap(from_fn(require_session))
+            // A browser coming back from the platform gets a page, even for an error.
+            .wrap(from_fn(crate::dashboard::html_errors))
             .route(web::get().to(callback)),
     );
 }

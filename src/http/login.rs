@@ -39,18 +39,27 @@ const MAX_RETURN_TO_LEN: usize = 2048;
 const MAX_STATE_LEN: usize = 128;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/auth/login").route(web::get().to(login)))
-        .service(web::resource("/auth/callback").route(web::get().to(callback)))
-        .service(
-            web::resource("/auth/logout")
-                .wrap(from_fn(require_same_origin))
-                .route(web::post().to(logout)),
-        )
-        .service(
-            web::resource("/auth/me")
-                .wrap(from_fn(require_session))
-                .route(web::get().to(me)),
-        );
+    // A browser on its way through sign-in gets a page, even for an error.
+    cfg.service(
+        web::resource("/auth/login")
+            .wrap(from_fn(crate::dashboard::html_errors))
+            .route(web::get().to(login)),
+    )
+    .service(
+        web::resource("/auth/callback")
+            .wrap(from_fn(crate::dashboard::html_errors))
+            .route(web::get().to(callback)),
+    )
+    .service(
+        web::resource("/auth/logout")
+            .wrap(from_fn(require_same_origin))
+            .route(web::post().to(logout)),
+    )
+    .service(
+        web::resource("/auth/me")
+            .wrap(from_fn(require_session))
+            .route(web::get().to(me)),
+    );
 }
 
 impl From<OidcError> for ApiError {

@@ -123,16 +123,19 @@ fn path_config() -> web::PathConfig {
 /// response that is not already JSON is replaced by a catalogue body for its status.
 pub fn json_error_handlers<B: MessageBody + 'static>() -> ErrorHandlers<B> {
     ErrorHandlers::new().default_handler(|res: ServiceResponse<B>| {
-        let is_json = res
+        // JSON is already the catalogue's; HTML is an error page the dashboard rendered on
+        // purpose (actix's own error responses are never HTML).
+        let is_json_or_page = res
             .headers()
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/json"));
-        if is_json {
+            .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/html"));
+        if is_json_or_page {
             return Ok(ErrorHandlerResponse::Response(res.map_into_left_body()));
         }
         let status = res.status();
-        let error = catalogue_error_for_status(status, res.request());
+        let error =
+            catalogue_error_for_status(status, res.request().method(), res.request().path());
         let (req, _) = res.into_parts();
         let mut response = actix_web::ResponseError::error_response(&error);
         *response.status_mut() = status;
@@ -143,12 +146,16 @@ pub fn json_error_handlers<B: MessageBody + 'static>() -> ErrorHandlers<B> {
     })
 }
 
-fn catalogue_error_for_status(status: StatusCode, req: &HttpRequest) -> ApiError {
+pub fn catalogue_error_for_status(
+    status: StatusCode,
+    method: &actix_web::http::Method,
+    path: &str,
+) -> ApiError {
     match status {
-        StatusCode::NOT_FOUND => route_not_found(req),
+        StatusCode::NOT_FOUND => ApiError::not_found(format!("No route for {method} {path}")),
         StatusCode::METHOD_NOT_ALLOWED => ApiError::new(
             ErrorCode::MethodNotAllowed,
-            format!("Method {} is not allowed on {}", req.method(), req.path()),
+            format!("Method {method} is not allowed on {path}"),
         ),
         StatusCode::PAYLOAD_TOO_LARGE => {
             ApiError::new(ErrorCode::PayloadTooLarge, "Request body is too large")

@@ -1,9 +1,7 @@
 //! Operating the service: `/healthz` and `/readyz` (no authentication, no internals), `/metrics`
 //! (Prometheus text; operator token), and the account-actor view `GET /api/admin/actors`. The old
-//! page `GET /admin/actors` now redirects to the dashboard's operator page; its sign-in form
-//! ([`signin`]) stays and lands there.
-
-mod signin;
+//! page `GET /admin/actors` now redirects to the dashboard's operator page, where operators sign
+//! in like every dashboard user (its token sign-in form and cookie went away with it).
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
 use serde::{Deserialize, Serialize};
@@ -35,7 +33,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .route(web::get().to(actors)),
         )
         .service(web::resource("/admin/actors").route(web::get().to(actors_page)));
-    signin::configure(cfg);
 }
 
 /// The process is alive and serving.

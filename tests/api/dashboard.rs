@@ -662,3 +662,61 @@ async fn the_overview_lists_the_next_scheduled_posts_and_the_latest_results() {
     assert!(!overview.contains("Nothing has been published yet"));
     assert!(overview.contains("Pro"), "the plan");
 }
+
+#[actix_web::test]
+async fn a_browser_gets_errors_as_pages_and_scripts_keep_the_json() {
+    let app = TestApp::spawn().await;
+    let dashboard = app.sign_in("errors@example.com").await;
+    const BROWSER: &str = "text/html,application/xhtml+xml,*/*;q=0.8";
+    let cases = [
+        (
+            dashboard
+                .no_redirect
+                .post(app.url("/dashboard/keys"))
+                .header("origin", "https://evil.example")
+                .form(&[("name", "planted")]),
+            403,
+            "CrossSiteRequest",
+        ),
+        (
+            dashboard.no_redirect.get(app.url("/dashboard/nowhere")),
+            404,
+            "NotFound",
+        ),
+        (
+            dashboard.no_redirect.get(app.url("/api/connect/myspace")),
+            400,
+            "InvalidPlatform",
+        ),
+    ];
+    for (request, status, code) in cases {
+        let script = request.try_clone().unwrap().send().await.unwrap();
+        let (got, body) = status_and_json(script).await;
+        assert_eq!((got, body["error"].as_str()), (status, Some(code)));
+
+        let page = request.header("accept", BROWSER).send().await.unwrap();
+        assert_eq!(page.status(), status, "{code}");
+        let headers = page.headers().clone();
+        assert!(
+            headers["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/html"),
+            "{headers:?}"
+        );
+        assert_eq!(
+            headers["content-security-policy"],
+            social_service::dashboard::CSP
+        );
+        let body = page.text().await.unwrap();
+        assert!(
+            body.contains(&format!("<code class=\"error-code\">{code}</code>")),
+            "{body}"
+        );
+        assert!(body.contains(&format!("HTTP {status}")), "{body}");
+        assert!(body.contains("href=\"/dashboard\""), "{body}");
+        assert_nothing_inline(&body);
+    }
+    // Nothing was planted.
+    assert_eq!(api_keys(&app, &dashboard).await.len(), 0);
+}

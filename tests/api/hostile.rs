@@ -232,10 +232,6 @@ const ROUTES: &[Route] = &[
         &["token", "platform", "state"],
         Body::None,
     ),
-    route("GET", "/admin/login", Auth::None, &["failed"], Body::None),
-    // A form post (the operator token); every body the generator sends is some kind of wrong.
-    route("POST", "/admin/login", Auth::None, &[], Body::Plan),
-    route("POST", "/admin/logout", Auth::None, &[], Body::None),
     route(
         "GET",
         "/admin/users",
@@ -1873,7 +1869,6 @@ fn non_json_success(path: &str) -> bool {
     let path = path.split(['?', '#']).next().unwrap_or(path);
     path.starts_with("/metrics")
         || path.starts_with("/admin/actors")
-        || path.starts_with("/admin/login")
         // The dashboard's pages (where a sign-in lands by default) are HTML.
         || path == "/dashboard"
         || path.starts_with("/dashboard/")

@@ -17,24 +17,6 @@ async fn operator_get(app: &TestApp, path: &str) -> reqwest::Response {
         .unwrap()
 }
 
-/// A browser (cookie jar, no redirects followed) signed in to the operator page through its form.
-pub async fn operator_browser(app: &TestApp) -> reqwest::Client {
-    let browser = reqwest::Client::builder()
-        .cookie_store(true)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let response = browser
-        .post(app.url("/admin/login"))
-        .form(&[("token", OPERATOR_TOKEN)])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 303);
-    assert_eq!(response.headers()["location"], "/admin/actors");
-    browser
-}
-
 #[actix_web::test]
 async fn health_checks_need_no_authentication_and_leak_nothing() {
     let app = TestApp::spawn_with(|config| config.collector.enabled = true).await;
@@ -153,12 +135,6 @@ async fn the_actor_view_shows_a_busy_actor_and_its_queue() {
         (status, body["error"].as_str().unwrap()),
         (400, "InvalidRequest")
     );
-
-    // The old page now sends its visitors to the dashboard's operator page (issue 14).
-    let browser = operator_browser(&app).await;
-    let page = browser.get(app.url("/admin/actors")).send().await.unwrap();
-    assert_eq!(page.status(), 303);
-    assert_eq!(page.headers()["location"], "/dashboard/operator");
 }
 
 #[actix_web::test]

@@ -156,6 +156,8 @@ impl Browser {
                     "--no-first-run", "--disable-background-networking", "--disable-sync",
                     "--disable-component-update", "--disable-quic", "--lang=en-US",
                     "--hide-scrollbars", "--force-device-scale-factor=1",
+                    // A screen tall enough for whole-page pictures (a window cannot be taller).
+                    "--screen-info={0,0 1600x3000}",
                     format!("--window-size={},{}", DESKTOP.0, DESKTOP.1),
                     format!("--user-data-dir={}", profile.path().display()),
                 ],
@@ -362,17 +364,21 @@ impl Browser {
         let n = self.step.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         for (label, (width, height)) in [("desktop", DESKTOP), ("phone", PHONE)] {
             self.client.set_window_size(width, height).await.unwrap();
-            // Tall enough for the whole page, so the picture shows all of it.
-            let full: u32 = self
+            // Tall enough for the whole page, so the picture shows all of it (the window's
+            // height includes the browser's own bars: add their height).
+            let sizes = self
                 .client
-                .execute("return document.documentElement.scrollHeight;", vec![])
+                .execute(
+                    "return [document.documentElement.scrollHeight,
+                             window.outerHeight - window.innerHeight];",
+                    vec![],
+                )
                 .await
-                .ok()
-                .and_then(|v| v.as_u64())
-                .map_or(height, |h| (h as u32).clamp(height, 2600));
-            if full != height {
-                self.client.set_window_size(width, full).await.unwrap();
-            }
+                .unwrap();
+            let page = sizes[0].as_u64().unwrap_or(0) as u32;
+            let bars = sizes[1].as_u64().unwrap_or(0) as u32;
+            let full = page.clamp(height, 2800) + bars;
+            self.client.set_window_size(width, full).await.unwrap();
             if label == "phone" {
                 self.assert_fits_phone().await;
             }
@@ -437,6 +443,38 @@ impl Browser {
             self.path().await,
             serde_json::to_string_pretty(&problems).unwrap()
         );
+    }
+
+    /// The page check of [`Self::shot`] fails on grey-on-white text and on a field without a
+    /// label: both are added to the page, checked, then removed.
+    pub async fn assert_check_catches_faint_text(&self) {
+        self.client
+            .execute(
+                "const p = document.createElement('p'); p.id = 'faint'; p.textContent = 'faint';
+                 p.style.color = '#bbbbbb'; p.style.background = '#ffffff';
+                 const i = document.createElement('input'); i.id = 'nameless';
+                 document.querySelector('main').append(p, i);",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let problems = self.client.execute(A11Y_CHECK, vec![]).await.unwrap();
+        let text = problems.to_string();
+        assert!(
+            text.contains("\"contrast\"") && text.contains("faint"),
+            "{text}"
+        );
+        assert!(
+            text.contains("unlabelled") && text.contains("nameless"),
+            "{text}"
+        );
+        self.client
+            .execute(
+                "document.getElementById('faint').remove(); document.getElementById('nameless').remove();",
+                vec![],
+            )
+            .await
+            .unwrap();
     }
 
     async fn save_failure(&self) {
