@@ -168,9 +168,15 @@ struct TimelinePage {
     checking: bool,
 }
 
-/// What an adapter's step name means, in words; an unknown name is shown as it is.
-fn step_label(t: T, name: &str) -> String {
+/// What an adapter's step means, in words; an unknown name is shown as it is.
+fn step_label(t: T, step: &Value) -> String {
+    let name = step["name"].as_str().unwrap_or("");
     let msg = match name {
+        "processing" => match step["outcome"].as_str() {
+            Some("finished") => Msg::StepProcessingFinished,
+            Some("failed") => Msg::StepProcessingFailed,
+            _ => Msg::StepProcessingPending,
+        },
         "container" => Msg::StepContainer,
         "child" => Msg::StepChild,
         "media" => Msg::StepMedia,
@@ -207,7 +213,7 @@ fn timeline_steps(t: T, row: &entity::post_submission::Model, now: DateTime<Utc>
         .unwrap_or_default();
     for step in &recorded_steps {
         steps.push(Step {
-            label: step_label(t, step["name"].as_str().unwrap_or("")),
+            label: step_label(t, step),
             id: step["id"].as_str().map(str::to_string),
             when: parse_time(&step["at"]).and_then(when),
             kind: "step",

@@ -213,6 +213,9 @@ catalogue! {
     NoticePostMissing => "That publish does not exist in your history. Pick one from the list.", "您的發布紀錄中沒有那筆資料。請從清單中選擇一筆。";
     StepStarted => "Publish started", "開始發布";
     StepContainer => "Media container created", "已建立媒體容器";
+    StepProcessingFinished => "Platform processing finished (status polled)", "平台處理完成（已輪詢狀態）";
+    StepProcessingFailed => "Platform processing failed (status polled)", "平台處理失敗（已輪詢狀態）";
+    StepProcessingPending => "Still processing at our deadline; checked again later", "在期限內仍在處理中，稍後會再確認";
     StepChild => "Carousel item created", "已建立輪播項目";
     StepMedia => "Media uploaded", "已上傳媒體";
     StepPhoto => "Photo uploaded", "已上傳相片";

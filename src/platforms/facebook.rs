@@ -94,7 +94,9 @@ pub async fn publish(
                 .await?;
             let video_id = graph_id_of(&body)?;
             ctx.steps.record("video", video_id.as_str()).await?;
-            wait_video(ctx, &graph, &video_id).await?;
+            let waited = wait_video(ctx, &graph, &video_id).await;
+            ctx.steps.processed(video_id.as_str(), &waited).await;
+            waited?;
             Ok(Published::single(video_id))
         }
     }

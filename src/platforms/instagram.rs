@@ -173,7 +173,7 @@ async fn wait(
     graph: &Graph<'_>,
     id: &GraphId,
 ) -> Result<(), PlatformError> {
-    match wait_container(graph, id, "status_code", "status").await? {
+    let result = match wait_container(graph, id, "status_code", "status").await? {
         ContainerEnd::Finished => Ok(()),
         ContainerEnd::TimedOut => Err(PlatformError::StillProcessing(Box::new(
             Pending::InstagramContainer {
@@ -185,7 +185,9 @@ async fn wait(
             id.as_str(),
             ctx.config.processing_timeout_secs,
         )),
-    }
+    };
+    ctx.steps.processed(id.as_str(), &result).await;
+    result
 }
 
 /// Fails fast with `RateLimited` when the 24 h publishing quota is used up. The check is

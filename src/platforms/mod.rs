@@ -400,6 +400,34 @@ impl StepRecorder {
         self.renew_check_claim().await
     }
 
+    /// Records how the platform's processing of `id` ended (a container, an uploaded video, a
+    /// TikTok publish): one step for the whole wait, not one per poll. `finished`, `failed` or
+    /// `still_processing` (at our deadline; a later check goes on); any other error ended the
+    /// wait without an answer about processing and records nothing. Best effort: the wait's own
+    /// result decides the publish, so a step that cannot be written is only logged.
+    pub async fn processed<T>(&self, id: &str, result: &Result<T, PlatformError>) {
+        let outcome = match result {
+            Ok(_) => "finished",
+            Err(PlatformError::StillProcessing(_)) => "still_processing",
+            Err(PlatformError::ProcessingFailed(_) | PlatformError::MediaFetch(_)) => "failed",
+            Err(_) => return,
+        };
+        let snapshot = {
+            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(steps) = state["steps"].as_array_mut() {
+                let mut step = json!({"name": "processing", "id": id, "outcome": outcome});
+                if let Some(at) = self.stamp() {
+                    step["at"] = json!(at);
+                }
+                steps.push(step);
+            }
+            state.clone()
+        };
+        if let Err(error) = self.persist(snapshot).await {
+            tracing::warn!(%error, "the processing step was not recorded");
+        }
+    }
+
     /// Renews the check claim, if this recorder runs under one; an error when it is lost.
     async fn renew_check_claim(&self) -> Result<(), PlatformError> {
         if let (Some((store, submission_id)), Some(fence)) = (&self.store, &self.check_fence) {

@@ -161,7 +161,7 @@ async fn wait(
     graph: &Graph<'_>,
     id: &GraphId,
 ) -> Result<(), PlatformError> {
-    match wait_container(graph, id, "status", "error_message").await? {
+    let result = match wait_container(graph, id, "status", "error_message").await? {
         ContainerEnd::Finished => Ok(()),
         ContainerEnd::TimedOut => Err(PlatformError::StillProcessing(Box::new(
             Pending::ThreadsContainer {
@@ -173,7 +173,9 @@ async fn wait(
             id.as_str(),
             ctx.config.processing_timeout_secs,
         )),
-    }
+    };
+    ctx.steps.processed(id.as_str(), &result).await;
+    result
 }
 
 /// One look at a container left processing at our deadline; once FINISHED, ★ `threads_publish`.

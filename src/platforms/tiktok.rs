@@ -91,7 +91,9 @@ pub async fn publish(
             post_photos(&api, post, images, privacy.as_deref()).await?
         }
     };
-    api.wait_for_outcome(&publish_id).await
+    let outcome = api.wait_for_outcome(&publish_id).await;
+    ctx.steps.processed(&publish_id, &outcome).await;
+    outcome
 }
 
 /// How a file of `size` bytes is cut for FILE_UPLOAD.

@@ -71,7 +71,9 @@ pub async fn publish(
         .upload(&session, download.into_body(), length, &content_type)
         .await?;
     ctx.steps.record("video", &video_id).await?;
-    api.wait_processed(&video_id).await.map_err(|e| match e {
+    let waited = api.wait_processed(&video_id).await;
+    ctx.steps.processed(&video_id, &waited).await;
+    waited.map_err(|e| match e {
         // The continuation sets the thumbnail once the video is processed.
         PlatformError::StillProcessing(_) => {
             PlatformError::StillProcessing(Box::new(Pending::YoutubeVideo {

@@ -7,12 +7,12 @@
 use reqwest::{Response, header};
 use serde_json::json;
 use social_service::{
-    sim::state::{FaultKind, FaultSpec},
+    sim::state::{FaultKind, FaultSpec, Processing},
     store::NewSubmission,
 };
 use uuid::Uuid;
 
-use crate::helpers::{Dashboard, TestApp, assert_nothing_inline};
+use crate::helpers::{Dashboard, TestApp, assert_no_violations, assert_nothing_inline};
 
 const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'self'; frame-ancestors 'none'; form-action 'self'";
 /// What a browser sends when navigating.
@@ -516,4 +516,73 @@ async fn an_account_without_metrics_says_so_and_offers_no_backfill() {
     assert!(html.contains("X gives no performance metrics"), "{html}");
     assert!(!html.contains("/dashboard/performance/backfill"), "{html}");
     assert!(!html.contains("<svg"), "{html}");
+}
+
+#[actix_web::test]
+async fn the_timeline_shows_how_the_platforms_processing_ended() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("instagram", "pro").await;
+    let reel = |text: &str| json!({"text": text, "mediaUrls": [app.media_url("sample.mp4")]});
+    // One reel whose container processing ends in the platform's error state, one that finishes.
+    app.sim.state().set_faults(
+        "instagram",
+        &publisher.sim.external_id,
+        FaultSpec {
+            processing: Processing::Fail,
+            ..FaultSpec::default()
+        },
+    );
+    let (status, body) = app
+        .post(&publisher.key, &publisher.body(reel("broken reel")))
+        .await;
+    assert_ne!(status, 200, "{body}");
+    app.sim.state().set_faults(
+        "instagram",
+        &publisher.sim.external_id,
+        FaultSpec::default(),
+    );
+    let (status, body) = app
+        .post(&publisher.key, &publisher.body(reel("good reel")))
+        .await;
+    assert_eq!(status, 200, "{body}");
+
+    let history = app.history(&publisher.dashboard).await;
+    for (text, label, final_call) in [
+        (
+            "good reel",
+            "Platform processing finished (status polled)",
+            true,
+        ),
+        (
+            "broken reel",
+            "Platform processing failed (status polled)",
+            false,
+        ),
+    ] {
+        let item = history["posts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p.to_string().contains(text))
+            .unwrap_or_else(|| panic!("{text} in {history}"));
+        let id = item["post_submission_id"].as_str().unwrap();
+        let html = page(
+            &app,
+            &publisher.dashboard,
+            &format!("/dashboard/history/{id}"),
+        )
+        .await;
+        let timeline = &html[html.find("class=\"timeline\"").expect("a timeline")..];
+        let container = timeline.find("Media container created").expect("container");
+        let processed = timeline
+            .find(label)
+            .unwrap_or_else(|| panic!("{label}:\n{timeline}"));
+        assert!(container < processed, "{timeline}");
+        // Processing comes before the final call, which a failed processing never reaches.
+        match timeline.find("Final publish call made") {
+            Some(at) => assert!(final_call && processed < at, "{timeline}"),
+            None => assert!(!final_call, "{timeline}"),
+        }
+    }
+    assert_no_violations(&app.sim);
 }

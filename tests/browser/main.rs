@@ -88,6 +88,17 @@ async fn connecting_an_account_runs_the_simulators_oauth_and_lands_on_the_accoun
         let row = b.wait_text("main table tbody tr", "sim_user").await;
         assert!(row.contains("Threads"), "{row}");
         b.shot("connected").await;
+        // "Check token" on the new account: the platform says the token is valid.
+        let check = "//main//tr[td[1][normalize-space(.)='sim_user'] and td[2][normalize-space(.)='Threads']]//a[contains(@href, '/token')]";
+        b.client
+            .find(fantoccini::Locator::XPath(check))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        b.wait_text("main dl.facts", "Yes").await;
+        b.shot("token").await;
         // A callback the service did not start (a forged state) ends on the same page, with
         // the reason; an address that is no page is a page saying so, never JSON.
         b.goto("/api/connect/x/callback?code=abc&state=forged")
@@ -283,11 +294,12 @@ async fn a_failed_post_opens_a_timeline_with_the_platforms_words() {
             [
                 "Publish started",
                 "Media container created",
+                "Platform processing finished (status polled)",
                 "Final publish call made",
                 "Failed"
             ]
         );
-        assert_eq!(b.find_all("ol.timeline li time").await.len(), 4);
+        assert_eq!(b.find_all("ol.timeline li time").await.len(), 5);
         b.shot("timeline").await;
     })
     .await;
