@@ -138,16 +138,22 @@ async fn page_headers(
         HeaderValue::from_static("same-origin"),
     );
     if let Some(locale) = picked {
-        let cookie = Cookie::build(LANG_COOKIE, T(locale).lang())
-            .path("/")
-            .http_only(true)
-            .same_site(SameSite::Lax)
-            .secure(secure)
-            .max_age(CookieDuration::days(365))
-            .finish();
+        let cookie = preference_cookie(LANG_COOKIE, T(locale).lang(), secure);
         response.response_mut().add_cookie(&cookie)?;
     }
     Ok(response)
+}
+
+/// A cookie that remembers a person's choice (language, time zone) for a year: not a
+/// credential, but still `HttpOnly` (no script needs it) and `SameSite=Lax`.
+pub fn preference_cookie(name: &'static str, value: &str, secure: bool) -> Cookie<'static> {
+    Cookie::build(name, value.to_string())
+        .path("/")
+        .http_only(true)
+        .same_site(SameSite::Lax)
+        .secure(secure)
+        .max_age(CookieDuration::days(365))
+        .finish()
 }
 
 /// Middleware (outside [`require_session`]): a page asked for without a live session is sent

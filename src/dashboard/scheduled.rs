@@ -10,11 +10,7 @@
 //! - "Cancel" is offered only where spec §3.1 allows it (status `scheduled`); the POST calls
 //!   the same store function as `DELETE /api/scheduled-posts/{id}`, whose answer decides.
 
-use actix_web::{
-    HttpRequest, HttpResponse,
-    cookie::{Cookie, SameSite, time::Duration as CookieDuration},
-    web,
-};
+use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
@@ -245,13 +241,7 @@ async fn page(
 /// Remembers a zone the user picked (here or when scheduling on Compose), so the next pages
 /// show times in it.
 pub fn remember_zone(response: &mut HttpResponse, zone: Tz, secure: bool) -> Result<(), ApiError> {
-    let cookie = Cookie::build(ZONE_COOKIE, zone.name())
-        .path("/")
-        .http_only(true)
-        .same_site(SameSite::Lax)
-        .secure(secure)
-        .max_age(CookieDuration::days(365))
-        .finish();
+    let cookie = super::preference_cookie(ZONE_COOKIE, zone.name(), secure);
     response.add_cookie(&cookie).map_err(ApiError::internal)
 }
 
