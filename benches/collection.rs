@@ -19,13 +19,13 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use secrecy::SecretString;
+use service_sim::{SimConfig, Simulator, state::FaultSpec};
 use social_service::{
     Application, BuildOptions,
     collection::{self, CollectionRun, Trigger},
     config::{Config, PlatformsConfig},
     crypto::TokenCipher,
     operator::{self, ManualAccount},
-    sim::{SimConfig, Simulator, state::FaultSpec},
 };
 
 fn env_usize(name: &str, default: usize) -> usize {

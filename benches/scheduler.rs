@@ -20,12 +20,12 @@ use std::{
 use chrono::Utc;
 use secrecy::SecretString;
 use serde_json::json;
+use service_sim::{SimConfig, Simulator};
 use social_service::{
     Application, BuildOptions,
     config::{Config, PlatformsConfig},
     crypto::TokenCipher,
     operator::{self, ManualAccount},
-    sim::{SimConfig, Simulator},
     store::NewScheduledPost,
 };
 

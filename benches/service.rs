@@ -33,12 +33,12 @@ use chrono::Utc;
 use sea_orm::{ActiveValue::Set, EntityTrait};
 use secrecy::SecretString;
 use serde_json::json;
+use service_sim::{SimConfig, Simulator};
 use social_service::{
     Application, BuildOptions,
     config::{Config, PlatformsConfig},
     crypto::{self, TokenCipher},
     operator::{self, ManualAccount},
-    sim::{SimConfig, Simulator},
     store::{NewScheduledPost, Store},
     usage::Plan,
 };

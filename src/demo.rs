@@ -16,8 +16,8 @@ use crate::{
     config::{Config, PlatformsConfig},
     crypto::{self, TokenCipher},
     operator::{self, ManualAccount, PLATFORMS, PlanChange},
-    sim::{SimConfig, Simulator, state::SimAccount},
 };
+use service_sim::{SimConfig, Simulator, state::SimAccount};
 
 /// The demo user's e-mail; `login_url` signs in as this user.
 pub const DEMO_EMAIL: &str = "demo@example.com";
@@ -149,7 +149,7 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
         .store
         .upsert_oidc_user(
             DEMO_ISSUER,
-            &crate::sim::idp::subject_for_email(DEMO_EMAIL),
+            &service_sim::idp::subject_for_email(DEMO_EMAIL),
             Some(DEMO_EMAIL),
             Some("Demo User"),
             now,
@@ -190,7 +190,7 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
         });
         // Instagram Login tokens are good only on the simulator's graph.instagram.com.
         if account.login_route == entity::account::LoginRoute::InstagramLogin {
-            crate::sim::instagram_login::adopt_token(
+            service_sim::instagram_login::adopt_token(
                 simulator.state(),
                 DEMO_CLIENT_ID,
                 &token,

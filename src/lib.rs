@@ -16,6 +16,8 @@ pub mod collection;
 pub mod config;
 pub mod crypto;
 pub mod dashboard;
+/// `serve --demo`: needs the simulator, so only in builds with the `demo` feature (default).
+#[cfg(feature = "demo")]
 pub mod demo;
 pub mod error;
 pub mod http;
@@ -27,7 +29,6 @@ pub mod oidc;
 pub mod operator;
 pub mod platforms;
 pub mod publish;
-pub mod sim;
 pub mod store;
 pub mod usage;
 pub mod views;

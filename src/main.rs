@@ -8,10 +8,8 @@ use social_service::{
     Application, BuildOptions,
     config::Config,
     crypto::{self, TokenCipher},
-    demo,
     logging::{self, DemoteClientErrors},
     operator,
-    sim::{SimConfig, Simulator},
     store::Store,
 };
 use tracing_subscriber::{EnvFilter, layer::SubscriberExt, util::SubscriberInitExt};
@@ -39,19 +37,12 @@ enum Command {
     },
     /// Apply database migrations and exit.
     Migrate,
-    /// Run the platform simulator on its own: the six platforms' APIs, a media host, control
-    /// endpoints and the test identity provider.
+    /// Run the platform simulator on its own (as the `service-sim` program does): the six
+    /// platforms' APIs, a media host, control endpoints and the test identity provider.
+    #[cfg(feature = "demo")]
     Sim {
-        #[arg(long, default_value = "127.0.0.1:9090")]
-        bind: String,
-        /// How long video and container processing takes, in milliseconds.
-        #[arg(long, default_value_t = 2000)]
-        processing_ms: u64,
-        /// OAuth client the identity provider accepts.
-        #[arg(long, default_value = "service-dashboard")]
-        client_id: String,
-        #[arg(long, default_value = "sim-client-secret")]
-        client_secret: String,
+        #[command(flatten)]
+        args: service_sim::cli::SimArgs,
     },
     /// Operator commands on users.
     User {
@@ -134,10 +125,17 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli, config: Config) -> Result<(), Box<dyn std::error::Error>> {
     match cli.command {
+        #[cfg(feature = "demo")]
         Command::Serve {
             demo: true,
             demo_file,
-        } => demo::run(config, demo_file).await,
+        } => social_service::demo::run(config, demo_file).await,
+        #[cfg(not(feature = "demo"))]
+        Command::Serve { demo: true, .. } => Err(
+            "this build has no demo: it was built without the `demo` feature (the simulator); \
+             rebuild with default features, or serve without --demo"
+                .into(),
+        ),
         Command::Serve { demo: false, .. } => {
             let app = Application::build(config, BuildOptions::default()).await?;
             social_service::stop_on_signal(&app);
@@ -170,33 +168,8 @@ async fn run(cli: Cli, config: Config) -> Result<(), Box<dyn std::error::Error>>
             println!("migrations applied");
             Ok(())
         }
-        Command::Sim {
-            bind,
-            processing_ms,
-            client_id,
-            client_secret,
-        } => {
-            let sim = Simulator::start(SimConfig {
-                bind,
-                idp_clients: vec![(client_id.clone(), client_secret)],
-                idp_issuer: None,
-                processing_delay: std::time::Duration::from_millis(processing_ms),
-            })?;
-            let base = &sim.base_url;
-            println!(
-                "simulator on {base}\n\
-                 platform APIs: {base}/graph (facebook, instagram), {base}/threads, {base}/tiktok, \
-                 {base}/youtube, {base}/x\n\
-                 media host:    {base}/media/sample.jpg (see README)\n\
-                 control:       POST {base}/_sim/accounts {{\"platform\":\"x\",\"name\":\"me\"}}, \
-                 GET {base}/_sim/published, PUT {base}/_sim/faults/{{platform}}/{{account}}\n\
-                 identity provider issuer: {} (client_id {client_id})",
-                sim.idp_issuer()
-            );
-            tokio::signal::ctrl_c().await?;
-            sim.stop().await;
-            Ok(())
-        }
+        #[cfg(feature = "demo")]
+        Command::Sim { args } => service_sim::cli::run(args).await,
         Command::User { command } => {
             let store = Store::connect(&config.database.url, 2, None).await?;
             store.migrate().await?;

@@ -3,6 +3,7 @@
 
 use reqwest::Client;
 use secrecy::SecretString;
+use service_sim::{SimConfig, Simulator, state::SimAccount};
 use social_service::{
     config::PlatformsConfig,
     platforms::{AccountCredentials, PlatformContext, PlatformError, Published, StepRecorder},
@@ -10,7 +11,6 @@ use social_service::{
         media::{Accept, MediaFetcher},
         plan::{MediaRef, PublishPlan},
     },
-    sim::{SimConfig, Simulator, state::SimAccount},
 };
 
 pub struct Harness {

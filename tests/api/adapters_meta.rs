@@ -4,10 +4,10 @@
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use service_sim::state::{FaultKind, FaultSpec, Processing, PublishedItem, SimAccount};
 use social_service::{
     platforms::{Pending, PlatformError},
     publish::plan::{FacebookPost, InstagramPost, MediaKind, MediaRef, PublishPlan, ThreadsPost},
-    sim::state::{FaultKind, FaultSpec, Processing, PublishedItem, SimAccount},
 };
 
 use crate::adapters::Harness;

@@ -3,7 +3,7 @@
 //! when TikTok leaves a metric out (null and listed in `failed_metrics`, never 0).
 
 use serde_json::{Value, json};
-use social_service::sim::state::FaultSpec;
+use service_sim::state::FaultSpec;
 
 use crate::helpers::{Publisher, TestApp, status_and_json};
 

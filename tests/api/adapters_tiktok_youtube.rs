@@ -3,10 +3,10 @@
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use service_sim::state::{FaultKind, FaultSpec, Processing, SimAccount};
 use social_service::{
     platforms::{Pending, PlatformError},
     publish::plan::{MediaKind, MediaRef, PublishPlan, TiktokContent, TiktokPost, YoutubePost},
-    sim::state::{FaultKind, FaultSpec, Processing, SimAccount},
 };
 
 use crate::adapters::Harness;
@@ -78,7 +78,7 @@ fn published(
     h: &Harness,
     platform: &str,
     account: &SimAccount,
-) -> Vec<social_service::sim::state::PublishedItem> {
+) -> Vec<service_sim::state::PublishedItem> {
     h.sim
         .state()
         .published(Some(platform), Some(&account.external_id))

@@ -2,10 +2,10 @@
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use service_sim::state::{FaultKind, FaultSpec, Processing, SimAccount};
 use social_service::{
     platforms::{Pending, PlatformError},
     publish::plan::{PublishPlan, XMedia, XPost},
-    sim::state::{FaultKind, FaultSpec, Processing, SimAccount},
 };
 
 use crate::adapters::Harness;

@@ -6,10 +6,8 @@ use std::time::Duration;
 use chrono::{DateTime, NaiveDate, Utc};
 use chrono_tz::Asia::Taipei;
 use serde_json::{Value, json};
-use social_service::{
-    sim::state::{FaultKind, FaultSpec},
-    store::SnapshotClaim,
-};
+use service_sim::state::{FaultKind, FaultSpec};
+use social_service::store::SnapshotClaim;
 
 use crate::helpers::{Connected, OPERATOR_TOKEN, TestApp, status_and_json};
 

@@ -9,10 +9,10 @@ use std::{
 
 use chrono::Utc;
 use serde_json::json;
+use service_sim::{SimConfig, Simulator, state::FaultSpec};
 use social_service::{
     crypto::TokenCipher,
     operator::{self, ManualAccount},
-    sim::{SimConfig, Simulator, state::FaultSpec},
     store::{NewScheduledPost, Store},
 };
 

@@ -521,8 +521,8 @@ async fn an_unconfirmed_publish_is_shown_as_unconfirmed_never_as_success() {
     app.sim.state().set_faults(
         &publisher.sim.platform,
         &publisher.sim.external_id,
-        social_service::sim::state::FaultSpec {
-            processing: social_service::sim::state::Processing::Never,
+        service_sim::state::FaultSpec {
+            processing: service_sim::state::Processing::Never,
             ..Default::default()
         },
     );

@@ -6,10 +6,8 @@
 
 use reqwest::{Response, header};
 use serde_json::json;
-use social_service::{
-    sim::state::{FaultKind, FaultSpec, Processing},
-    store::NewSubmission,
-};
+use service_sim::state::{FaultKind, FaultSpec, Processing};
+use social_service::store::NewSubmission;
 use uuid::Uuid;
 
 use crate::helpers::{Dashboard, TestApp, assert_no_violations, assert_nothing_inline};

@@ -6,13 +6,13 @@ use chrono::{DateTime, Utc};
 use reqwest::{Client, Response, redirect::Policy};
 use secrecy::SecretString;
 use serde_json::{Value, json};
+use service_sim::{SimConfig, Simulator, state::SimAccount};
 use social_service::{
     AppState, Application, BuildOptions,
     clock::ManualClock,
     config::{Config, OAuthConfig, PlatformsConfig},
     crypto::TokenCipher,
     operator::{self, ManualAccount},
-    sim::{SimConfig, Simulator, state::SimAccount},
 };
 use uuid::Uuid;
 
@@ -475,7 +475,7 @@ impl TestApp {
     }
 
     /// What the simulator holds as published for an account, in order.
-    pub fn published(&self, sim: &SimAccount) -> Vec<social_service::sim::state::PublishedItem> {
+    pub fn published(&self, sim: &SimAccount) -> Vec<service_sim::state::PublishedItem> {
         self.sim
             .state()
             .published(Some(&sim.platform), Some(&sim.external_id))

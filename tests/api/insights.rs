@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
-use social_service::sim::state::FaultSpec;
+use service_sim::state::FaultSpec;
 
 use crate::helpers::{Publisher, TestApp, status_and_json};
 

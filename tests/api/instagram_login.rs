@@ -5,7 +5,7 @@
 
 use chrono::Duration;
 use serde_json::{Value, json};
-use social_service::sim::instagram_login;
+use service_sim::instagram_login;
 
 use crate::helpers::{Dashboard, OPERATOR_TOKEN, TestApp, status_and_json};
 
@@ -65,12 +65,7 @@ fn post(id: &str, content: Value) -> Value {
 async fn instagram_login_publisher(
     app: &TestApp,
     person: &str,
-) -> (
-    Dashboard,
-    String,
-    String,
-    social_service::sim::state::SimAccount,
-) {
+) -> (Dashboard, String, String, service_sim::state::SimAccount) {
     let dashboard = app
         .sign_in(&format!("{}@example.com", person.to_lowercase()))
         .await;

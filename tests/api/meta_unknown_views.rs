@@ -5,7 +5,7 @@
 
 use chrono::{Duration, Utc};
 use serde_json::Value;
-use social_service::sim::state::FaultSpec;
+use service_sim::state::FaultSpec;
 
 use crate::helpers::{OPERATOR_TOKEN, TestApp, status_and_json};
 

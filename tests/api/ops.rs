@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use social_service::sim::state::{FaultKind, FaultSpec};
+use service_sim::state::{FaultKind, FaultSpec};
 
 use crate::helpers::{OPERATOR_TOKEN, TestApp, status_and_json};
 
@@ -232,10 +232,10 @@ async fn request_ids_are_accepted_or_generated_and_echoed() {
 async fn logs_of_a_publish_and_a_connection_carry_no_secret() {
     use std::process::{Command, Stdio};
 
+    use service_sim::{SimConfig, Simulator};
     use social_service::{
         crypto::{self, TokenCipher},
         operator::{self, ManualAccount},
-        sim::{SimConfig, Simulator},
         store::Store,
     };
     let (client_id, client_secret) = ("log-test-client", "log-test-client-secret-0123");

@@ -3,7 +3,7 @@
 
 use reqwest::Response;
 use serde_json::{Value, json};
-use social_service::sim::state::{FaultKind, FaultSpec};
+use service_sim::state::{FaultKind, FaultSpec};
 use uuid::Uuid;
 
 use crate::helpers::{Publisher, TestApp, status_and_json};

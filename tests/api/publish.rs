@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use social_service::sim::state::{FaultKind, FaultSpec, Processing};
+use service_sim::state::{FaultKind, FaultSpec, Processing};
 
 use crate::helpers::{Publisher, TestApp, error_body, status_and_json};
 

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use chrono::{FixedOffset, SecondsFormat};
 use serde_json::{Value, json};
-use social_service::sim::state::{FaultKind, FaultSpec};
+use service_sim::state::{FaultKind, FaultSpec};
 
 use crate::helpers::{Publisher, TestApp, status_and_json};
 

@@ -1,5 +1,5 @@
 //! The simulator refuses what YouTube, YouTube Analytics, X and TikTok refuse, as the specs
-//! say (`src/sim/spec/`): an unknown or badly typed parameter, a value outside its enum or
+//! say (`sim/src/spec/`): an unknown or badly typed parameter, a value outside its enum or
 //! bounds, a missing required parameter, a body field the schema lacks and a token without the
 //! scope the call needs. Each answers the platform's own error and is recorded as a violation.
 //! Google and X tokens carry the scopes their authorization granted, also after a refresh.

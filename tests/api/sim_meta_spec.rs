@@ -5,7 +5,7 @@
 
 use reqwest::{RequestBuilder, StatusCode};
 use serde_json::Value;
-use social_service::sim::{SimConfig, Simulator, state::SimAccount};
+use service_sim::{SimConfig, Simulator, state::SimAccount};
 
 use crate::adapters::Harness;
 

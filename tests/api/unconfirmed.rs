@@ -9,10 +9,8 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use social_service::{
-    error::PUBLISH_UNCONFIRMED_MESSAGE,
-    sim::state::{FaultSpec, Processing},
-};
+use service_sim::state::{FaultSpec, Processing};
+use social_service::error::PUBLISH_UNCONFIRMED_MESSAGE;
 
 use crate::helpers::{Publisher, TestApp, error_body};
 

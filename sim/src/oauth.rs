@@ -25,7 +25,7 @@ use super::{
     idp::IdpState,
     state::{Refusal, SimObject, SimState, bearer_token, violation},
 };
-use crate::crypto::{pkce_challenge, random_token};
+use crate::util::{pkce_challenge, random_token};
 
 /// Lifetimes the platforms give (seconds).
 const META_SHORT: u64 = 3_600;
@@ -524,7 +524,7 @@ async fn meta_pages(req: HttpRequest, state: web::Data<SimState>) -> HttpRespons
     // The same checks as every Graph call: the User node's `accounts` edge of the codegen spec
     // (fields of the Page it returns), then `pages_show_list`
     // (<https://developers.facebook.com/docs/graph-api/reference/user/accounts/>).
-    if let Err(problem) = crate::sim::spec::meta::check("User", "GET", Some("accounts"), &q) {
+    if let Err(problem) = crate::spec::meta::check("User", "GET", Some("accounts"), &q) {
         return super::graph::spec_error(&problem, "OAuthException").response("facebook");
     }
     if let Err(error) = super::graph::require_permission(
@@ -578,7 +578,7 @@ fn threads_token_spec(
     route: &str,
     pairs: &[(String, String)],
 ) -> Option<HttpResponse> {
-    let problem = crate::sim::spec::threads::check(method, route, "Application", pairs).err()?;
+    let problem = crate::spec::threads::check(method, route, "Application", pairs).err()?;
     let detail = format!("(#100) {}", problem.message());
     Some(flagged(
         meta_error(&detail),

@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 use super::state::{
     FaultKind, Processing, PublishedItem, Refusal, SimAccount, SimObject, SimState, bearer_token,
 };
-use crate::crypto::random_token;
+use crate::util::random_token;
 
 /// IG publishing limit per 24 h (`content_publishing_limit.config.quota_total`; the documented
 /// number varies, 100 is the current one).

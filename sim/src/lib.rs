@@ -1,5 +1,8 @@
 //! The platform simulator: a separate HTTP server that stands in for the outside world in tests,
-//! benchmarks and the demo. It runs as `service sim` or in-process on port 0.
+//! benchmarks and the demo. It runs as `service-sim` (this crate's binary), as `service sim`, or
+//! in-process on port 0. A crate of its own, sharing no code with the service: it is built from
+//! the platforms' specs, and the service links it only for its demo (the default `demo` feature)
+//! and its tests.
 //!
 //! Mounts, each built from the platform's documentation (`../shared/design/platform-apis.md`),
 //! not from our adapters' habits:
@@ -18,6 +21,7 @@
 //! - `/_sim/…`: control endpoints: accounts, published items, request counts, faults, protocol
 //!   violations ([`control`]).
 
+pub mod cli;
 pub mod control;
 pub mod graph;
 pub mod idp;
@@ -30,6 +34,7 @@ pub mod spec;
 pub mod state;
 pub mod threads;
 pub mod tiktok;
+pub mod util;
 pub mod x;
 pub mod youtube;
 

@@ -29,7 +29,7 @@ use super::{
     state::{FaultKind, PublishedItem, Refusal, SimAccount, SimObject, SimState, bearer_token},
     youtube::{ContentRange, parse_content_range},
 };
-use crate::crypto::random_token;
+use crate::util::random_token;
 
 const PLATFORM: &str = "tiktok";
 /// Chunk bounds of the media transfer guide. "5 MB" is read tolerantly (decimal or binary),

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::json;
 use url::Url;
 
-use crate::{crypto, oidc};
+use crate::util;
 
 const CODE_TTL: Duration = Duration::from_secs(120);
 
@@ -60,7 +60,7 @@ impl IdpState {
     pub fn client_secret_matches(&self, client_id: &str, secret: &str) -> bool {
         self.clients
             .get(client_id)
-            .is_some_and(|known| crate::crypto::constant_time_eq(known.value(), secret))
+            .is_some_and(|known| crate::util::constant_time_eq(known.value(), secret))
     }
 
     pub fn register_client(&self, client_id: String, secret: String) {
@@ -72,7 +72,7 @@ impl IdpState {
 pub fn subject_for_email(email: &str) -> String {
     format!(
         "sim-{}",
-        &crypto::sha256_hex(&email.to_ascii_lowercase())[..16]
+        &util::sha256_hex(&email.to_ascii_lowercase())[..16]
     )
 }
 
@@ -224,7 +224,7 @@ async fn authorize(state: web::Data<IdpState>, req: HttpRequest) -> HttpResponse
         .name
         .clone()
         .unwrap_or_else(|| email.split('@').next().unwrap_or("user").to_string());
-    let code = crypto::random_token(24);
+    let code = util::random_token(24);
     state.codes.insert(
         code.clone(),
         Grant {
@@ -320,7 +320,7 @@ async fn token(
         );
     };
     let known = state.clients.get(&client_id).map(|s| s.value().clone());
-    if !known.is_some_and(|expected| crypto::constant_time_eq(&expected, &secret)) {
+    if !known.is_some_and(|expected| util::constant_time_eq(&expected, &secret)) {
         return token_error(401, "invalid_client");
     }
     if form.grant_type.as_deref() != Some("authorization_code") {
@@ -334,9 +334,10 @@ async fn token(
     let Some((_, grant)) = form.code.as_deref().and_then(|c| state.codes.remove(c)) else {
         return token_error(400, "invalid_grant");
     };
-    let verifier_ok = form.code_verifier.as_deref().is_some_and(|v| {
-        crypto::constant_time_eq(&crypto::pkce_challenge(v), &grant.code_challenge)
-    });
+    let verifier_ok = form
+        .code_verifier
+        .as_deref()
+        .is_some_and(|v| util::constant_time_eq(&util::pkce_challenge(v), &grant.code_challenge));
     // An expired code is a business answer; the rest are the client breaking the flow.
     let broken = if grant.client_id != client_id {
         Some(("code_binding", "the code was issued to another client"))
@@ -374,8 +375,8 @@ async fn token(
     if let Some(nonce) = grant.nonce {
         claims["nonce"] = json!(nonce);
     }
-    let id_token = oidc::sign_hs256(&claims, &secret);
-    let access_token = crypto::random_token(24);
+    let id_token = util::sign_hs256(&claims, &secret);
+    let access_token = util::random_token(24);
     state
         .access_tokens
         .insert(access_token.clone(), (subject, grant.email));

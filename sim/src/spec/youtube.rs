@@ -228,7 +228,7 @@ impl Api {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::spec::params::{ParamError, check_query};
+    use crate::spec::params::{ParamError, check_query};
 
     fn pairs(raw: &[(&str, &str)]) -> Vec<(String, String)> {
         raw.iter()

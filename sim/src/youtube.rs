@@ -30,7 +30,7 @@ use super::{
     },
     state::{FaultKind, PublishedItem, Refusal, SimAccount, SimObject, SimState, bearer_token},
 };
-use crate::crypto::random_token;
+use crate::util::random_token;
 
 const PLATFORM: &str = "youtube";
 const DAILY_UNITS: u64 = 10_000;

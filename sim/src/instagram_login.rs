@@ -267,7 +267,7 @@ fn param<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
 fn token_error(code: i64, message: &str, rule: Option<&str>) -> HttpResponse {
     let response = HttpResponse::BadRequest().json(json!({"error": {
         "message": message, "type": "OAuthException", "code": code,
-        "fbtrace_id": crate::crypto::random_token(8),
+        "fbtrace_id": crate::util::random_token(8),
     }}));
     match rule {
         Some(rule) => violation(response, "instagram", rule, message),
@@ -425,7 +425,7 @@ fn expired(record: &TokenRecord) -> HttpResponse {
             record.expires_at().to_rfc2822()
         ),
         "type": "OAuthException", "code": 190, "error_subcode": 463,
-        "fbtrace_id": crate::crypto::random_token(8),
+        "fbtrace_id": crate::util::random_token(8),
     }}))
 }
 

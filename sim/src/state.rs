@@ -18,7 +18,7 @@ use dashmap::DashMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::crypto::random_token;
+use crate::util::random_token;
 
 /// A platform account the simulator knows.
 #[derive(Debug, Clone, Serialize)]
