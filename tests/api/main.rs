@@ -27,6 +27,8 @@ mod dashboard_history;
 mod dashboard_operator;
 mod demo;
 mod errors;
+// Every endpoint's body, pinned.
+mod golden;
 mod history;
 mod hostile;
 mod ids;
