@@ -3,6 +3,7 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
+use entity::scheduled_post::ScheduledStatus;
 
 use super::{
     Layout, Nav, When,
@@ -104,7 +105,7 @@ pub async fn page(
         .collect();
     let scheduled = state
         .store
-        .list_scheduled_posts(user.id, Some("scheduled"), None, SHOWN)
+        .list_scheduled_posts(user.id, Some(ScheduledStatus::Scheduled), None, SHOWN)
         .await?
         .into_iter()
         .map(|row| PostRow {
@@ -112,8 +113,8 @@ pub async fn page(
             platform: platform_name(&row.platform).to_string(),
             account: row.page_name,
             text: snippet(&row.content),
-            status_text: t.status(&row.status),
-            status: row.status,
+            status_text: t.status(row.status.as_str()),
+            status: row.status.as_str().to_string(),
             detail: String::new(),
         })
         .collect();

@@ -14,6 +14,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
+use entity::scheduled_post::ScheduledStatus;
 use serde::Deserialize;
 
 use super::{
@@ -35,14 +36,6 @@ const SCHEDULED_PATH: &str = "/dashboard/scheduled";
 const ZONE_COOKIE: &str = "service_tz";
 /// Rows shown at most: the maximum `GET /api/scheduled-posts` returns.
 pub const SHOWN: u64 = 100;
-/// The statuses of spec §3.1, in the filter's order.
-const STATUSES: [&str; 5] = [
-    "scheduled",
-    "publishing",
-    "published",
-    "failed",
-    "cancelled",
-];
 const PLATFORMS: [Platform; 6] = [
     Platform::Facebook,
     Platform::Instagram,
@@ -169,10 +162,7 @@ async fn page(
     };
     // Unknown filter values are ignored (the list unfiltered) rather than refused: this is a
     // page, and the selects only offer known ones.
-    let status = query
-        .status
-        .as_deref()
-        .filter(|status| STATUSES.contains(status));
+    let status = query.status.as_deref().and_then(ScheduledStatus::parse);
     let platform = query
         .platform
         .as_deref()
@@ -196,19 +186,19 @@ async fn page(
             media_count: post.content["media_urls"]
                 .as_array()
                 .map_or(0, |urls| urls.len()),
-            status_label: t.status(&post.status),
-            status: post.status.clone(),
+            status_label: t.status(post.status.as_str()),
+            status: post.status.as_str().to_string(),
             when: When::new(t, post.scheduled_at, now),
             local: in_zone(post.scheduled_at, zone),
             error: post.error.clone(),
-            cancellable: post.status == "scheduled",
+            cancellable: post.status == ScheduledStatus::Scheduled,
         })
         .collect();
-    let statuses = STATUSES
+    let statuses = ScheduledStatus::ALL
         .iter()
         .map(|value| FilterOption {
-            value: value.to_string(),
-            label: t.status(value),
+            value: value.as_str().to_string(),
+            label: t.status(value.as_str()),
             selected: status == Some(*value),
         })
         .collect();
@@ -276,7 +266,7 @@ async fn confirm_cancel(
     let Some(post) = owned else {
         return Ok(redirect("missing"));
     };
-    if post.status != "scheduled" {
+    if post.status != ScheduledStatus::Scheduled {
         return Ok(redirect("not_cancellable"));
     }
     let layout = Layout::signed_in(&req, &session, Nav::Scheduled);

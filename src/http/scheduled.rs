@@ -1,6 +1,7 @@
 //! `GET /api/scheduled-posts` and `DELETE /api/scheduled-posts/{id}` (API key; spec §4.2, §4.3).
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
+use entity::scheduled_post::ScheduledStatus;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -18,13 +19,6 @@ use crate::{
 
 const DEFAULT_LIMIT: i64 = 50;
 const MAX_LIMIT: i64 = 100;
-const STATUSES: [&str; 5] = [
-    "scheduled",
-    "publishing",
-    "published",
-    "failed",
-    "cancelled",
-];
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -51,15 +45,13 @@ async fn list(
     caller: ApiCaller,
     query: web::Query<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let status = query.status.as_deref().filter(|s| !s.is_empty());
-    if let Some(status) = status
-        && !STATUSES.contains(&status)
-    {
-        return Err(ApiError::invalid_request(format!(
-            "status must be one of {}",
-            STATUSES.join(", ")
-        )));
-    }
+    let status = match query.status.as_deref().filter(|s| !s.is_empty()) {
+        None => None,
+        Some(raw) => Some(ScheduledStatus::parse(raw).ok_or_else(|| {
+            let all: Vec<&str> = ScheduledStatus::ALL.iter().map(|s| s.as_str()).collect();
+            ApiError::invalid_request(format!("status must be one of {}", all.join(", ")))
+        })?),
+    };
     let platform = query.platform.as_deref().filter(|s| !s.is_empty());
     if let Some(platform) = platform
         && Platform::parse(platform).is_none()

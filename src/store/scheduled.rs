@@ -3,7 +3,7 @@
 //! each other: whoever's update matches the expected state wins, the rest see 0 rows.
 
 use chrono::{DateTime, Utc};
-use entity::scheduled_post;
+use entity::scheduled_post::{self, ScheduledStatus};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, Condition, DbBackend, DbErr, EntityTrait, QueryFilter,
     QueryOrder, QuerySelect, Set, Statement, Value, sea_query::Expr,
@@ -31,7 +31,7 @@ pub enum CancelOutcome {
     /// Unknown, or another user's.
     NotFound,
     /// Not `scheduled` any more: its current status.
-    NotCancellable(String),
+    NotCancellable(ScheduledStatus),
 }
 
 impl Store {
@@ -49,7 +49,7 @@ impl Store {
             request: Set(new.request),
             content: Set(new.content),
             scheduled_at: Set(new.scheduled_at),
-            status: Set("scheduled".into()),
+            status: Set(ScheduledStatus::Scheduled),
             attempts: Set(0),
             next_attempt_at: Set(new.scheduled_at),
             claimed_by: Set(None),
@@ -71,7 +71,7 @@ impl Store {
     pub async fn list_scheduled_posts(
         &self,
         user_id: Uuid,
-        status: Option<&str>,
+        status: Option<ScheduledStatus>,
         platform: Option<&str>,
         limit: u64,
     ) -> Result<Vec<scheduled_post::Model>, DbErr> {
@@ -106,11 +106,14 @@ impl Store {
         now: DateTime<Utc>,
     ) -> Result<CancelOutcome, DbErr> {
         let result = scheduled_post::Entity::update_many()
-            .col_expr(scheduled_post::Column::Status, Expr::value("cancelled"))
+            .col_expr(
+                scheduled_post::Column::Status,
+                Expr::value(ScheduledStatus::Cancelled.as_str()),
+            )
             .col_expr(scheduled_post::Column::UpdatedAt, Expr::value(now))
             .filter(scheduled_post::Column::Id.eq(id))
             .filter(scheduled_post::Column::UserId.eq(user_id))
-            .filter(scheduled_post::Column::Status.eq("scheduled"))
+            .filter(scheduled_post::Column::Status.eq(ScheduledStatus::Scheduled))
             .exec(&self.db)
             .await?;
         if result.rows_affected == 1 {
@@ -125,7 +128,7 @@ impl Store {
     /// When the earliest `scheduled` post is due.
     pub async fn next_due_at(&self) -> Result<Option<DateTime<Utc>>, DbErr> {
         let next = scheduled_post::Entity::find()
-            .filter(scheduled_post::Column::Status.eq("scheduled"))
+            .filter(scheduled_post::Column::Status.eq(ScheduledStatus::Scheduled))
             .order_by_asc(scheduled_post::Column::NextAttemptAt)
             .one(&self.db)
             .await?;
@@ -229,7 +232,7 @@ impl Store {
             .col_expr(scheduled_post::Column::LeaseUntil, Expr::value(lease_until))
             .filter(scheduled_post::Column::Id.is_in(ids))
             .filter(scheduled_post::Column::ClaimedBy.eq(claimant))
-            .filter(scheduled_post::Column::Status.eq("publishing"))
+            .filter(scheduled_post::Column::Status.eq(ScheduledStatus::Publishing))
             .exec(&self.db)
             .await?;
         Ok(result.rows_affected)
@@ -240,7 +243,7 @@ impl Store {
     fn claimed_by(id: Uuid, claimant: &str, lease_expired_at: Option<DateTime<Utc>>) -> Condition {
         let condition = Condition::all()
             .add(scheduled_post::Column::Id.eq(id))
-            .add(scheduled_post::Column::Status.eq("publishing"))
+            .add(scheduled_post::Column::Status.eq(ScheduledStatus::Publishing))
             .add(scheduled_post::Column::ClaimedBy.eq(claimant));
         match lease_expired_at {
             Some(at) => condition.add(scheduled_post::Column::LeaseUntil.lt(at)),
@@ -256,12 +259,12 @@ impl Store {
         id: Uuid,
         claimant: &str,
         lease_expired_at: Option<DateTime<Utc>>,
-        status: &str,
+        status: ScheduledStatus,
         columns: Vec<(scheduled_post::Column, Expr)>,
         now: DateTime<Utc>,
     ) -> Result<bool, DbErr> {
         let mut update = scheduled_post::Entity::update_many()
-            .col_expr(scheduled_post::Column::Status, Expr::value(status))
+            .col_expr(scheduled_post::Column::Status, Expr::value(status.as_str()))
             .col_expr(
                 scheduled_post::Column::LeaseUntil,
                 Expr::value(None::<DateTime<Utc>>),
@@ -290,8 +293,15 @@ impl Store {
             (scheduled_post::Column::PostId, Expr::value(post_id)),
             (scheduled_post::Column::PublishedAt, Expr::value(now)),
         ];
-        self.end_attempt(id, claimant, lease_expired_at, "published", columns, now)
-            .await
+        self.end_attempt(
+            id,
+            claimant,
+            lease_expired_at,
+            ScheduledStatus::Published,
+            columns,
+            now,
+        )
+        .await
     }
 
     /// `publishing → failed`, by the claimant (or by a settlement, as `claimant`).
@@ -308,8 +318,15 @@ impl Store {
             (scheduled_post::Column::ErrorCode, Expr::value(code)),
             (scheduled_post::Column::Error, Expr::value(error)),
         ];
-        self.end_attempt(id, claimant, lease_expired_at, "failed", columns, now)
-            .await
+        self.end_attempt(
+            id,
+            claimant,
+            lease_expired_at,
+            ScheduledStatus::Failed,
+            columns,
+            now,
+        )
+        .await
     }
 
     /// `publishing → scheduled` for another attempt at `next_attempt_at`, by the claimant.
@@ -333,8 +350,15 @@ impl Store {
             ),
             (scheduled_post::Column::Error, Expr::value(error)),
         ];
-        self.end_attempt(id, claimant, lease_expired_at, "scheduled", columns, now)
-            .await
+        self.end_attempt(
+            id,
+            claimant,
+            lease_expired_at,
+            ScheduledStatus::Scheduled,
+            columns,
+            now,
+        )
+        .await
     }
 
     /// Posts left `publishing` by a claimant whose lease has passed (a process that died).
@@ -343,7 +367,7 @@ impl Store {
         now: DateTime<Utc>,
     ) -> Result<Vec<scheduled_post::Model>, DbErr> {
         scheduled_post::Entity::find()
-            .filter(scheduled_post::Column::Status.eq("publishing"))
+            .filter(scheduled_post::Column::Status.eq(ScheduledStatus::Publishing))
             .filter(scheduled_post::Column::LeaseUntil.lt(now))
             .all(&self.db)
             .await
@@ -367,17 +391,23 @@ impl Store {
             .col_expr(scheduled_post::Column::UpdatedAt, Expr::value(now));
         update = match outcome {
             Ok(post_id) => update
-                .col_expr(scheduled_post::Column::Status, Expr::value("published"))
+                .col_expr(
+                    scheduled_post::Column::Status,
+                    Expr::value(ScheduledStatus::Published.as_str()),
+                )
                 .col_expr(scheduled_post::Column::PostId, Expr::value(post_id))
                 .col_expr(scheduled_post::Column::PublishedAt, Expr::value(now)),
             Err((code, error)) => update
-                .col_expr(scheduled_post::Column::Status, Expr::value("failed"))
+                .col_expr(
+                    scheduled_post::Column::Status,
+                    Expr::value(ScheduledStatus::Failed.as_str()),
+                )
                 .col_expr(scheduled_post::Column::ErrorCode, Expr::value(code))
                 .col_expr(scheduled_post::Column::Error, Expr::value(error)),
         };
         let result = update
             .filter(scheduled_post::Column::Id.eq(id))
-            .filter(scheduled_post::Column::Status.eq("publishing"))
+            .filter(scheduled_post::Column::Status.eq(ScheduledStatus::Publishing))
             .filter(scheduled_post::Column::SubmissionId.eq(submission_id))
             .exec(&self.db)
             .await?;

@@ -217,6 +217,7 @@ async fn sigkill_mid_batch_loses_nothing_and_publishes_nothing_twice() {
             .unwrap()
             .unwrap()
             .status
+            .as_str()
             == "publishing"
         {
             left_publishing += 1;
@@ -234,7 +235,7 @@ async fn sigkill_mid_batch_loses_nothing_and_publishes_nothing_twice() {
         }
         if rows
             .iter()
-            .all(|r| r.status == "published" || r.status == "failed")
+            .all(|r| r.status.as_str() == "published" || r.status.as_str() == "failed")
         {
             break rows;
         }
@@ -269,7 +270,10 @@ async fn sigkill_mid_batch_loses_nothing_and_publishes_nothing_twice() {
             ),
         }
     }
-    let published = rows.iter().filter(|r| r.status == "published").count();
+    let published = rows
+        .iter()
+        .filter(|r| r.status.as_str() == "published")
+        .count();
     assert!(
         published >= POSTS - ACCOUNTS,
         "at most one post per account was cut off mid-publish"
@@ -298,7 +302,7 @@ async fn sigterm_finishes_in_flight_publishes_and_leaves_the_rest_scheduled() {
     let started = Instant::now();
     loop {
         let row = store.find_scheduled_post(ids[0]).await.unwrap().unwrap();
-        if row.status == "publishing" {
+        if row.status.as_str() == "publishing" {
             break;
         }
         assert!(
@@ -326,7 +330,8 @@ async fn sigterm_finishes_in_flight_publishes_and_leaves_the_rest_scheduled() {
     assert!(exit.success(), "clean exit: {exit:?}");
     let first = store.find_scheduled_post(ids[0]).await.unwrap().unwrap();
     assert_eq!(
-        first.status, "published",
+        first.status.as_str(),
+        "published",
         "the in-flight publish finished before exit"
     );
     for id in &ids[1..] {
@@ -336,7 +341,8 @@ async fn sigterm_finishes_in_flight_publishes_and_leaves_the_rest_scheduled() {
                 .await
                 .unwrap()
                 .unwrap()
-                .status,
+                .status
+                .as_str(),
             "scheduled"
         );
     }

@@ -289,6 +289,31 @@ async fn every_endpoint_keeps_its_body() {
             Pinned,
         )
         .await;
+    // A key's last use is written behind the request (batched): wait until the publisher's
+    // shows, so the body does not depend on how busy the machine is.
+    let started = std::time::Instant::now();
+    loop {
+        let keys: Value = session(dash, Method::GET, app.url("/api/keys"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let used = keys["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|k| k["name"] == "publisher" && !k["last_used_at"].is_null());
+        if used {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "the publisher key's last use was never recorded: {keys}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     r.call(
         "GET /api/keys",
         session(dash, Method::GET, app.url("/api/keys")),

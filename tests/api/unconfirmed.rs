@@ -308,7 +308,11 @@ async fn a_scheduled_post_still_processing_stays_publishing_then_is_published_on
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(post.status, "publishing", "it is still being published");
+    assert_eq!(
+        post.status.as_str(),
+        "publishing",
+        "it is still being published"
+    );
     assert_eq!(post.attempts, 1, "not retried");
     assert!(app.published(&publisher.sim).is_empty());
 
@@ -320,7 +324,7 @@ async fn a_scheduled_post_still_processing_stays_publishing_then_is_published_on
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(post.status, "published", "{post:?}");
+    assert_eq!(post.status.as_str(), "published", "{post:?}");
     assert_eq!(post.post_id.as_deref(), item["post_id"].as_str());
     assert_eq!(post.attempts, 1);
     let items = app.published(&publisher.sim);
