@@ -846,4 +846,10 @@ async fn a_thread_cut_off_after_its_first_post_is_not_sent_again() {
         .map(|p| p.text.unwrap_or_default())
         .collect();
     assert_eq!(texts, vec!["one"], "the first tweet exactly once");
+    let post = list(&app, &publisher.key, "").await["posts"][0].clone();
+    assert_eq!(
+        (&post["status"], &post["attempts"]),
+        (&json!("failed"), &json!(1)),
+        "{post}"
+    );
 }
