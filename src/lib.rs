@@ -91,6 +91,8 @@ pub struct AppState {
     pub collector: Arc<OnceLock<Addr<CollectorActor>>>,
     /// The reconciler actor (publishes still processing at our deadline), once started.
     pub reconciler: Arc<OnceLock<Addr<actors::reconciler::ReconcilerActor>>>,
+    /// The token keeper, once started (its status is in the operator's actor view).
+    pub token_keeper: Arc<OnceLock<Addr<TokenKeeper>>>,
     /// When the daily collection runs (`collector.run_at` in `collector.time_zone`).
     pub collection_schedule: DailySchedule,
     /// This process's id as a claimant of scheduled posts: `host:pid:random`.
@@ -157,7 +159,8 @@ fn start_background(state: &web::Data<AppState>, once: &std::sync::Once) {
         // end, on every instance (immediate ones too, so not tied to `scheduler.enabled`).
         let reconciler = actors::reconciler::ReconcilerActor::new(state.clone()).start();
         let _ = state.reconciler.set(reconciler);
-        TokenKeeper::new(state.clone()).start();
+        let token_keeper = TokenKeeper::new(state.clone()).start();
+        let _ = state.token_keeper.set(token_keeper);
         if config.collector.enabled {
             let collector = CollectorActor::new(state.clone(), state.collection_schedule).start();
             let _ = state.collector.set(collector);
@@ -254,6 +257,7 @@ impl Application {
             scheduler: Arc::new(OnceLock::new()),
             collector: Arc::new(OnceLock::new()),
             reconciler: Arc::new(OnceLock::new()),
+            token_keeper: Arc::new(OnceLock::new()),
             collection_schedule,
             instance_id: instance_id(),
             public_url,

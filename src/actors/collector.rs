@@ -61,6 +61,9 @@ pub struct CollectorStatus {
     pub current_target: NaiveDate,
     pub last_run: Option<RunSummary>,
     pub last_error: Option<String>,
+    /// Looks that were free to decide whether a pass is due (no pass running), whatever they
+    /// decided: a waiter that sees it advance twice knows one such look read the clock after it.
+    pub looks: u64,
 }
 
 pub struct CollectorActor {
@@ -72,6 +75,7 @@ pub struct CollectorActor {
     running: bool,
     last_run: Option<RunSummary>,
     last_error: Option<String>,
+    looks: u64,
 }
 
 impl CollectorActor {
@@ -84,6 +88,7 @@ impl CollectorActor {
             running: false,
             last_run: None,
             last_error: None,
+            looks: 0,
         }
     }
 
@@ -102,6 +107,7 @@ impl CollectorActor {
             if let Some(trigger) = trigger {
                 self.pass(ctx, target, trigger);
             }
+            self.looks += 1;
         }
         let until_next = (self.schedule.next_run_after(now) - now)
             .to_std()
@@ -172,6 +178,7 @@ impl CollectorActor {
             current_target: self.schedule.latest_target(now),
             last_run: self.last_run.clone(),
             last_error: self.last_error.clone(),
+            looks: self.looks,
         }
     }
 }

@@ -59,6 +59,11 @@ pub struct SchedulerStatus {
     pub retried: u64,
     pub settled: u64,
     pub last_error: Option<String>,
+    /// Completed looks at the table (claims and the next due time read, or the read failed):
+    /// a waiter that sees it advance twice knows a whole look started after it read this.
+    pub passes: u64,
+    /// A look at the table is running.
+    pub looking: bool,
 }
 
 pub struct SchedulerActor {
@@ -137,6 +142,7 @@ impl SchedulerActor {
         };
         ctx.spawn(in_runtime(work).into_actor(self).map(|result, actor, ctx| {
             actor.ticking = false;
+            actor.status.passes += 1;
             match result {
                 Ok((claimed, next_due, now)) => {
                     actor.status.next_due = next_due;
@@ -337,6 +343,7 @@ impl Handler<GetStatus> for SchedulerActor {
     fn handle(&mut self, _msg: GetStatus, _ctx: &mut Self::Context) -> Self::Result {
         let mut status = self.status.clone();
         status.in_flight = self.in_flight.len();
+        status.looking = self.ticking;
         MessageResult(status)
     }
 }

@@ -15,36 +15,51 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use actix_web::web;
+use serde::Serialize;
 
 use super::in_runtime::in_runtime;
 use crate::AppState;
 
+/// What the operator view shows of the token keeper.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TokenKeeperStatus {
+    /// A sweep is running.
+    pub sweeping: bool,
+    /// Completed sweeps (failed ones too): a waiter that sees it advance twice knows a whole
+    /// sweep started after it read this. (The refreshes a sweep asks for run on the accounts'
+    /// actors and may end after it.)
+    pub passes: u64,
+    pub last_error: Option<String>,
+}
+
 pub struct TokenKeeper {
     state: web::Data<AppState>,
-    sweeping: bool,
+    status: TokenKeeperStatus,
 }
 
 impl TokenKeeper {
     pub fn new(state: web::Data<AppState>) -> Self {
         Self {
             state,
-            sweeping: false,
+            status: TokenKeeperStatus::default(),
         }
     }
 
     fn sweep(&mut self, ctx: &mut Context<Self>) {
-        if self.sweeping {
+        if self.status.sweeping {
             return;
         }
-        self.sweeping = true;
+        self.status.sweeping = true;
         let state = self.state.clone();
         ctx.spawn(
             in_runtime(async move { sweep(&state).await })
                 .into_actor(self)
                 .map(|result, actor, _| {
-                    actor.sweeping = false;
+                    actor.status.sweeping = false;
+                    actor.status.passes += 1;
                     if let Err(error) = result {
                         tracing::warn!(%error, "token sweep failed; trying again at the next one");
+                        actor.status.last_error = Some(format!("database: {error}"));
                     }
                 }),
         );
@@ -116,5 +131,20 @@ impl Actor for TokenKeeper {
         self.sweep(ctx);
         let every = Duration::from_secs(self.state.config.oauth.refresh_sweep_secs.max(1));
         ctx.run_interval(every, |actor, ctx| actor.sweep(ctx));
+    }
+}
+
+/// The token keeper's status (operator view).
+pub struct GetTokenKeeperStatus;
+
+impl Message for GetTokenKeeperStatus {
+    type Result = TokenKeeperStatus;
+}
+
+impl Handler<GetTokenKeeperStatus> for TokenKeeper {
+    type Result = MessageResult<GetTokenKeeperStatus>;
+
+    fn handle(&mut self, _msg: GetTokenKeeperStatus, _ctx: &mut Self::Context) -> Self::Result {
+        MessageResult(self.status.clone())
     }
 }

@@ -15,6 +15,7 @@ use crate::{
         collector::{CollectorStatus, GetCollectorStatus},
         reconciler::{self, ReconcilerStatus},
         scheduler::{GetStatus, SchedulerStatus},
+        token_keeper::{GetTokenKeeperStatus, TokenKeeperStatus},
     },
     error::ApiError,
 };
@@ -105,6 +106,7 @@ pub(crate) struct ActorsView {
     pub scheduler: Option<SchedulerStatus>,
     pub collector: Option<CollectorStatus>,
     pub reconciler: Option<ReconcilerStatus>,
+    pub token_keeper: Option<TokenKeeperStatus>,
 }
 
 /// The actor view's states, in the order filters offer them.
@@ -144,6 +146,10 @@ pub(crate) async fn view(state: &AppState, query: &ActorsQuery) -> Result<Actors
         Some(addr) => addr.send(GetCollectorStatus).await.ok(),
         None => None,
     };
+    let token_keeper = match state.token_keeper.get() {
+        Some(addr) => addr.send(GetTokenKeeperStatus).await.ok(),
+        None => None,
+    };
     Ok(ActorsView {
         success: true,
         count: actors.len(),
@@ -151,6 +157,7 @@ pub(crate) async fn view(state: &AppState, query: &ActorsQuery) -> Result<Actors
         scheduler,
         collector,
         reconciler,
+        token_keeper,
     })
 }
 

@@ -1084,8 +1084,16 @@ async fn sim_facebook_video_state_machine() {
     let (_, first) = w.send(status()).await;
     assert_eq!(first["status"]["video_status"], "processing");
     assert_eq!(published(&h, &page).len(), 0);
-    // Published when processing ends, even without a poll.
-    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    // Published when processing ends, even without a poll (watched in the simulator's state,
+    // not through its API).
+    let started = std::time::Instant::now();
+    while published(&h, &page).is_empty() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "never published"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     assert_eq!(published(&h, &page).len(), 1);
     let (_, done) = w.send(status()).await;
     assert_eq!(done["status"]["video_status"], "ready");

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use service_sim::state::{FaultKind, FaultSpec};
 use social_service::store::SnapshotClaim;
 
-use crate::helpers::{Connected, OPERATOR_TOKEN, TestApp, status_and_json};
+use crate::helpers::{Background, Connected, OPERATOR_TOKEN, TestApp, status_and_json};
 
 async fn operator_get(app: &TestApp, path: &str) -> (u16, Value) {
     let response = app
@@ -405,8 +405,9 @@ async fn the_daily_run_happens_at_two_in_the_morning_taipei_time() {
     let accounts = connect_many(&app, owner.user_id, 3).await;
     app.clock.set(before);
     let count = async |date: &str| app.state.store.count_snapshots(date).await.unwrap();
-    // Repair passes may pick up the just-connected accounts for Nov 29; Nov 30 is not due yet.
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    // Repair passes may pick up the just-connected accounts for Nov 29; Nov 30 is not due yet:
+    // two looks at the clock, and whatever pass they started has finished.
+    app.wait_two_passes(Background::Collector).await;
     assert_eq!(count("2026-11-30").await, 0);
     app.clock.set(before + chrono::Duration::seconds(31));
     // Each account's row is claimed (`collecting`) first, then finished.

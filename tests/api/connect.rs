@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::{Dashboard, TestApp, status_and_json};
+use crate::helpers::{Background, Dashboard, TestApp, status_and_json};
 
 /// Runs the whole browser flow: connect → platform authorize → callback.
 async fn connect(
@@ -355,9 +355,9 @@ async fn threads_tokens_are_refreshed_five_days_before_they_expire() {
         .to_string();
     let (row, old_token, _) = stored(&app, &id).await;
     let expires = row.token_expires_at.unwrap();
-    // Six days before expiry: not yet.
+    // Six days before expiry: two sweeps, no refresh.
     app.clock.set(expires - chrono::Duration::days(6));
-    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    app.wait_two_passes(Background::TokenKeeper).await;
     assert_eq!(
         stored(&app, &id).await.1,
         old_token,

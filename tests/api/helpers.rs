@@ -522,6 +522,118 @@ impl TestApp {
     }
 }
 
+/// A background actor whose progress tests wait on, as `/api/admin/actors` shows it.
+#[derive(Clone, Copy, Debug)]
+#[allow(dead_code)]
+pub enum Background {
+    Scheduler,
+    Collector,
+    TokenKeeper,
+}
+
+impl Background {
+    /// Its part of the actor view.
+    fn field(self) -> &'static str {
+        match self {
+            Self::Scheduler => "scheduler",
+            Self::Collector => "collector",
+            Self::TokenKeeper => "token_keeper",
+        }
+    }
+
+    /// Its progress counter: completed passes (the collector: looks free to start one).
+    fn counter(self, status: &Value) -> u64 {
+        let field = match self {
+            Self::Collector => "looks",
+            Self::Scheduler | Self::TokenKeeper => "passes",
+        };
+        status[field]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{self:?} has no {field}: {status}"))
+    }
+
+    /// Whether work a pass started is still running, so that what it would do is not yet
+    /// visible: publishes the scheduler claimed, the collector's pass.
+    fn busy(self, status: &Value) -> bool {
+        match self {
+            Self::Scheduler => status["in_flight"] != 0,
+            Self::Collector => status["running"] == true,
+            Self::TokenKeeper => status["sweeping"] == true,
+        }
+    }
+}
+
+/// How long a background actor may take for two passes before the test fails.
+const PASSES_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl TestApp {
+    /// `actor`'s status in the operator's actor view.
+    pub async fn background_status(&self, actor: Background) -> Value {
+        let response = self
+            .http
+            .get(self.url("/api/admin/actors"))
+            .bearer_auth(OPERATOR_TOKEN)
+            .send()
+            .await
+            .unwrap();
+        let (status, body) = status_and_json(response).await;
+        assert_eq!(status, 200, "{body}");
+        let part = body[actor.field()].clone();
+        assert!(part.is_object(), "{actor:?} is not running: {body}");
+        part
+    }
+
+    /// Waits until `actor` has completed two more passes than when called, and what they
+    /// started has ended: after it, whatever a pass would have done given the state at the
+    /// call (the clock, the rows) is visible. Two, because a pass already running at the call
+    /// may have read that state before the test changed it. Fails loudly after a generous
+    /// timeout (the actor is stuck, or not running).
+    pub async fn wait_two_passes(&self, actor: Background) {
+        let first = self.background_status(actor).await;
+        let target = actor.counter(&first) + 2;
+        let started = std::time::Instant::now();
+        loop {
+            let status = self.background_status(actor).await;
+            if actor.counter(&status) >= target && !actor.busy(&status) {
+                return;
+            }
+            assert!(
+                started.elapsed() < PASSES_TIMEOUT,
+                "{actor:?} did not complete two passes in {PASSES_TIMEOUT:?}: from {first} to {status}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Waits until the account's actor shows `what` on the health board (which the actor
+    /// keeps current without being asked): e.g. a publish in flight, a queued one.
+    #[allow(dead_code)]
+    pub async fn wait_for_actor(
+        &self,
+        account: &entity::account::Model,
+        what: &str,
+        check: impl Fn(&social_service::actors::account::ActorHealth) -> bool,
+    ) {
+        let started = std::time::Instant::now();
+        loop {
+            let health = self
+                .state
+                .supervisor
+                .all_health()
+                .into_iter()
+                .find(|h| h.account_id == account.id);
+            if health.as_ref().is_some_and(&check) {
+                return;
+            }
+            assert!(
+                started.elapsed() < PASSES_TIMEOUT,
+                "the actor never showed {what}: {health:?}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+}
+
 /// A connected account: our row and the simulator's side of it.
 pub struct Connected {
     pub account: entity::account::Model,

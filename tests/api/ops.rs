@@ -79,17 +79,36 @@ async fn the_actor_view_shows_a_busy_actor_and_its_queue() {
     );
     let first = publisher.body(json!({"text": "first"}));
     let second = publisher.body(json!({"text": "second"}));
+    // The second arrives once the first is being published, and queues behind it.
     let publishes = async {
         tokio::join!(app.post(&publisher.key, &first), async {
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            app.wait_for_actor(&publisher.account, "the first publish in flight", |h| {
+                h.in_flight_submission.is_some()
+            })
+            .await;
             app.post(&publisher.key, &second).await
         })
     };
+    // Looked at until it shows the second queued behind a publish 200 ms in flight.
     let look = async {
-        tokio::time::sleep(Duration::from_millis(400)).await;
-        let response =
-            operator_get(&app, "/api/admin/actors?platform=facebook&state=publishing").await;
-        status_and_json(response).await
+        let started = std::time::Instant::now();
+        loop {
+            let response =
+                operator_get(&app, "/api/admin/actors?platform=facebook&state=publishing").await;
+            let (status, view) = status_and_json(response).await;
+            let actor = &view["actors"][0];
+            if status != 200
+                || (actor["queue_depth"] == 1
+                    && actor["in_flight_ms"].as_u64().is_some_and(|ms| ms >= 200))
+            {
+                break (status, view);
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "never busy with one queued: {view}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     };
     // The view reads the board, never the (busy) actors; its speed is the benchmark's business.
     let ((a, b), (status, view)) = tokio::join!(publishes, look);

@@ -6,7 +6,7 @@ use chrono::{FixedOffset, SecondsFormat};
 use serde_json::{Value, json};
 use service_sim::state::{FaultKind, FaultSpec};
 
-use crate::helpers::{Publisher, TestApp, status_and_json};
+use crate::helpers::{Background, Publisher, TestApp, status_and_json};
 
 /// `scheduledAt` `secs` from the test clock's now, written with a +08:00 offset.
 fn at(app: &TestApp, secs: i64) -> String {
@@ -201,11 +201,16 @@ async fn due_posts_publish_through_the_account_and_land_in_the_history() {
         120,
     )
     .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Two looks at the table while it is not due yet: nothing is claimed.
+    app.wait_two_passes(Background::Scheduler).await;
     assert_eq!(
         app.published(&publisher.sim).len(),
         0,
         "not before its time"
+    );
+    assert_eq!(
+        list(&app, &publisher.key, "").await["posts"][0]["status"],
+        "scheduled"
     );
     app.clock.advance(chrono::Duration::seconds(121));
     let post = wait_for(&app, &publisher.key, &id, &["published", "failed"]).await;
@@ -299,10 +304,21 @@ async fn only_scheduled_posts_can_be_cancelled() {
     );
     assert!(body["message"].as_str().unwrap().contains("cancelled"));
 
-    // A cancelled post is never published.
+    // A cancelled post is never published: two looks at the table well after its time, and
+    // whatever they claimed has finished.
     app.clock.advance(chrono::Duration::seconds(180));
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    app.wait_two_passes(Background::Scheduler).await;
     assert_eq!(app.published(&publisher.sim).len(), 0);
+    assert_eq!(
+        list(&app, &publisher.key, "").await["posts"][0]["status"],
+        "cancelled"
+    );
+    let scheduler = app.background_status(Background::Scheduler).await;
+    assert_eq!(
+        (&scheduler["published"], &scheduler["failed"]),
+        (&json!(0), &json!(0)),
+        "{scheduler}"
+    );
 
     // Published posts cannot be cancelled either.
     let done = schedule_ok(&app, &publisher, json!({"text": "goes out"}), 61).await;
@@ -595,9 +611,19 @@ async fn graceful_shutdown_finishes_in_flight_publishes_and_leaves_the_rest_sche
         post["status"], "published",
         "drain waited for the in-flight publish"
     );
-    // After draining nothing new is claimed, even once due.
+    // After draining nothing new is claimed, even once due and woken: a drained scheduler
+    // does not look at the table at all. (The wake is ahead of the status question in the
+    // actor's mailbox, so a look it started would show as `looking` or a further pass.)
+    let drained = app.background_status(Background::Scheduler).await;
+    assert_eq!(drained["draining"], true, "{drained}");
     app.clock.advance(chrono::Duration::seconds(3600));
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    app.state.wake_scheduler();
+    let after = app.background_status(Background::Scheduler).await;
+    assert_eq!(
+        (&after["passes"], &after["looking"], &after["in_flight"]),
+        (&drained["passes"], &json!(false), &json!(0)),
+        "no look after draining: {after}"
+    );
     let post = wait_for(
         &app,
         &publisher.key,
@@ -725,10 +751,11 @@ async fn an_immediate_publish_cut_off_by_a_crash_is_settled_in_the_history() {
 }
 
 #[actix_web::test]
-async fn a_due_post_publishes_within_two_seconds_of_its_time() {
-    // Real time, and the longest sleep well above 2 s: only the timer set for the earliest due
-    // post can make it in time.
-    let app = TestApp::spawn_on_system_clock(|c| c.scheduler.max_sleep_ms = 30_000).await;
+async fn a_due_post_publishes_on_the_timer_set_for_it() {
+    // Real time, and the longest sleep an hour: only the timer set for the earliest due post
+    // can publish it while the test waits. (How late it starts is the benchmark's business;
+    // here it is only checked not to be early.)
+    let app = TestApp::spawn_on_system_clock(|c| c.scheduler.max_sleep_ms = 3_600_000).await;
     let publisher = app.publisher("threads", "pro").await;
     let due = chrono::Utc::now() + chrono::Duration::seconds(3);
     // Inserted directly (the API requires a minute's lead) and announced as the API does.
@@ -750,13 +777,20 @@ async fn a_due_post_publishes_within_two_seconds_of_its_time() {
         .await
         .unwrap();
     app.state.wake_scheduler();
-    let post = wait_for(
-        &app,
-        &publisher.key,
-        &row.id.to_string(),
-        &["published", "failed"],
-    )
-    .await;
+    // Polled for a minute (the post is due in 3 s; the next longest sleep ends in an hour).
+    let started = std::time::Instant::now();
+    let post = loop {
+        let body = list(&app, &publisher.key, "").await;
+        let post = body["posts"][0].clone();
+        if post["status"] == "published" || post["status"] == "failed" {
+            break post;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "not published: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    };
     assert_eq!(post["status"], "published", "{post}");
     let row = app
         .state
@@ -766,15 +800,11 @@ async fn a_due_post_publishes_within_two_seconds_of_its_time() {
         .unwrap()
         .unwrap();
     let claimed_late = row.claimed_at.unwrap() - due;
-    let published_late = row.published_at.unwrap() - due;
     assert!(
         claimed_late >= chrono::Duration::zero(),
         "not before its time: {claimed_late}"
     );
-    assert!(
-        published_late < chrono::Duration::seconds(2),
-        "published {published_late} after due"
-    );
+    assert!(row.published_at.unwrap() >= row.claimed_at.unwrap());
 }
 
 #[actix_web::test]
@@ -807,12 +837,19 @@ async fn a_thread_cut_off_after_its_first_post_is_not_sent_again() {
     );
     assert_eq!(post["attempts"], 1);
     app.sim.state().clear_faults(None);
+    // Two looks at the table an hour on: a failed post is not claimed again.
     app.clock.advance(chrono::Duration::seconds(3600));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    app.wait_two_passes(Background::Scheduler).await;
     let texts: Vec<String> = app
         .published(&publisher.sim)
         .into_iter()
         .map(|p| p.text.unwrap_or_default())
         .collect();
     assert_eq!(texts, vec!["one"], "the first tweet exactly once");
+    let post = list(&app, &publisher.key, "").await["posts"][0].clone();
+    assert_eq!(
+        (&post["status"], &post["attempts"]),
+        (&json!("failed"), &json!(1)),
+        "{post}"
+    );
 }

@@ -527,9 +527,21 @@ async fn malformed_requests_to_the_real_binary_are_answered_and_never_logged_as_
     // The service still serves, and has logged what it logs.
     let health = reqwest::get(format!("http://{addr}/health")).await.unwrap();
     assert_eq!(health.status(), 200);
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let _ = child.kill();
-    let _ = child.wait();
+    // A graceful stop writes out every line logged before it (a kill could cut the log short,
+    // and a sleep would only guess how long the writer needs).
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let stopping = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if stopping.elapsed() > Duration::from_secs(40) {
+            let _ = child.kill();
+            panic!("did not exit after SIGTERM");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let logs = std::fs::read_to_string(&log_path).unwrap();
     let loud: Vec<&str> = logs
         .lines()
