@@ -839,6 +839,33 @@ mod limit_tests {
     use super::*;
 
     #[test]
+    fn actor_arbiters_default_to_the_cores_and_refuse_zero_and_absurd_counts() {
+        let with = |n| PublishingConfig {
+            actor_arbiters: n,
+            ..PublishingConfig::default()
+        };
+        let cores = std::thread::available_parallelism().unwrap();
+        assert_eq!(with(None).actor_arbiters().unwrap(), cores);
+        assert_eq!(with(Some(1)).actor_arbiters().unwrap().get(), 1);
+        assert_eq!(
+            with(Some(MAX_ACTOR_ARBITERS))
+                .actor_arbiters()
+                .unwrap()
+                .get(),
+            MAX_ACTOR_ARBITERS
+        );
+        for bad in [0, MAX_ACTOR_ARBITERS + 1, usize::MAX] {
+            assert!(
+                matches!(
+                    with(Some(bad)).actor_arbiters(),
+                    Err(ConfigError::Invalid("publishing.actor_arbiters", _))
+                ),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
     fn zero_deadlines_are_refused_and_zero_keep_alive_turns_it_off() {
         for (key, adjust) in [
             (
