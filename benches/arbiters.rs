@@ -3,12 +3,14 @@
 //! mailbox on its arbiter thread) while 50 other accounts each publish a 50 MB youtube video at
 //! once through the in-process simulator (the service streams each video from the simulator's
 //! media host into a resumable upload). Measured with 1 arbiter and with the default (one per
-//! core) in the same run, and reported as ratios (default ÷ 1).
+//! core) in the same run, alternating over `BENCH_ROUNDS` rounds (each a fresh service) whose
+//! samples are pooled, and reported as ratios (default ÷ 1).
 //!
 //! ```sh
 //! cargo bench --bench arbiters
 //! # knobs: BENCH_UPLOADERS (50), BENCH_VIDEO_MB (50), BENCH_PROBES (8 idle accounts),
-//! #        BENCH_ARBITERS (the "many" case; default: one per core), BENCH_MAX_SECONDS (180 per case)
+//! #        BENCH_ARBITERS (the "many" case; default: one per core), BENCH_ROUNDS (5),
+//! #        BENCH_MAX_SECONDS (180 per case)
 //! ```
 //!
 //! Every case is bounded: probing stops when the uploads end or at `BENCH_MAX_SECONDS`. The
@@ -247,6 +249,7 @@ async fn main() {
     let max_seconds = env_usize("BENCH_MAX_SECONDS", 180) as u64;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let many = env_usize("BENCH_ARBITERS", cores);
+    let rounds = env_usize("BENCH_ROUNDS", 5).max(1);
 
     let sim = Simulator::start(SimConfig {
         processing_delay: Duration::ZERO,
@@ -257,8 +260,8 @@ async fn main() {
         "health round trip of {probes} idle account actors while {uploaders} accounts each publish a \
          {video_mb} MB youtube video (simulator); {cores} cores\n"
     );
-    let mut cases = Vec::new();
-    for arbiters in [1, many] {
+    let mut cases: Vec<Case> = Vec::new();
+    for arbiters in std::iter::repeat_n([1, many], rounds).flatten() {
         let case = run_case(
             &sim,
             arbiters,
@@ -282,9 +285,37 @@ async fn main() {
         );
         cases.push(case);
     }
-    let (one, many) = (&cases[0], &cases[1]);
+    // All rounds of a setting pooled into one case.
+    let pooled = |arbiters: usize| {
+        let of = || cases.iter().filter(move |c| c.arbiters == arbiters);
+        let mut latencies: Vec<f64> = of().flat_map(|c| c.latencies.clone()).collect();
+        latencies.sort_by(f64::total_cmp);
+        let mut idle: Vec<f64> = of().flat_map(|c| c.idle.clone()).collect();
+        idle.sort_by(f64::total_cmp);
+        Case {
+            arbiters,
+            latencies,
+            idle,
+            uploads_ok: of().map(|c| c.uploads_ok).sum(),
+            uploads_failed: of().map(|c| c.uploads_failed).sum(),
+            upload_seconds: of().map(|c| c.upload_seconds).sum(),
+        }
+    };
+    let (one, many) = (pooled(1), pooled(many));
+    println!("\n{rounds} rounds pooled:");
+    for case in [&one, &many] {
+        println!(
+            "actor_arbiters = {:<3}  p50 {:>8.3} ms  p99 {:>8.3} ms  ({} samples; uploads {} ok, {} failed)",
+            case.arbiters,
+            case.p50(),
+            case.p99(),
+            case.latencies.len(),
+            case.uploads_ok,
+            case.uploads_failed,
+        );
+    }
     println!(
-        "\nactor_arbiters = {} vs 1: p50 {:.3} ×, p99 {:.3} × (below 1 = faster answers with more arbiters)",
+        "actor_arbiters = {} vs 1: p50 {:.3} ×, p99 {:.3} × (below 1 = faster answers with more arbiters)",
         many.arbiters,
         many.p50() / one.p50(),
         many.p99() / one.p99(),
