@@ -11,6 +11,11 @@
 //! media download and upload, insights reads, checks, token refreshes) runs on that thread too.
 //! One account's heavy upload therefore delays only the accounts hashed to the same arbiter,
 //! not all of them.
+//!
+//! Not tied to an arbiter: the HTTP connections. reqwest runs a connection's I/O (and TLS) on
+//! the runtime that opened it, and the platform and media clients' pools are shared, so a
+//! keep-alive connection opened on one arbiter (or by an HTTP worker probing media) and reused
+//! by an actor elsewhere keeps its byte work on the thread that opened it.
 
 use std::{
     hash::{DefaultHasher, Hash, Hasher},
