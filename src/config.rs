@@ -5,7 +5,7 @@
 //! (e.g. `SERVICE__SERVER__BIND=127.0.0.1:0`). Secrets are held in `SecretString`, which never
 //! prints its value.
 
-use std::{path::Path, time::Duration};
+use std::{num::NonZeroUsize, path::Path, time::Duration};
 
 use figment::{
     Figment,
@@ -314,6 +314,10 @@ pub struct PublishingConfig {
     pub queue_capacity: usize,
     /// An account actor with nothing to do stops after this long; the next request restarts it.
     pub actor_idle_secs: u64,
+    /// Threads (actix arbiters) the account actors are spread over; an account's actor always
+    /// runs on the same one (chosen by a hash of its id), so one account's heavy upload only
+    /// delays the accounts sharing its thread. Unset: one per core. See [`Self::actor_arbiters`].
+    pub actor_arbiters: Option<usize>,
     /// Time limits of `POST /v2/posts` (spec §8); past them the caller gets 504 `Timeout` and the
     /// publish goes on and lands in the history.
     pub request_timeout_secs: u64,
@@ -350,6 +354,7 @@ impl Default for PublishingConfig {
         Self {
             queue_capacity: 32,
             actor_idle_secs: 600,
+            actor_arbiters: None,
             request_timeout_secs: 60,
             video_timeout_secs: 300,
             thread_timeout_secs: 360,
@@ -367,6 +372,32 @@ impl Default for PublishingConfig {
             unconfirmed_check_interval_ms: 30_000,
             // Instagram and Threads containers expire unpublished after 24 h.
             unconfirmed_check_horizon_secs: 86_400,
+        }
+    }
+}
+
+/// Most arbiter threads `publishing.actor_arbiters` may ask for: more than this is a typo, not
+/// a deployment (each is an OS thread with its own runtime).
+pub const MAX_ACTOR_ARBITERS: usize = 256;
+
+impl PublishingConfig {
+    /// How many arbiters the account actors run on, checked: unset means one per core (1 when
+    /// the core count is unknown); 0 would leave the actors nowhere to run, and more than
+    /// [`MAX_ACTOR_ARBITERS`] is refused rather than spawning that many threads.
+    pub fn actor_arbiters(&self) -> Result<NonZeroUsize, ConfigError> {
+        const KEY: &str = "publishing.actor_arbiters";
+        match self.actor_arbiters {
+            None => Ok(std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN)),
+            Some(n) if n > MAX_ACTOR_ARBITERS => Err(ConfigError::Invalid(
+                KEY,
+                format!("{n} is more than the {MAX_ACTOR_ARBITERS} allowed (one thread each)"),
+            )),
+            Some(n) => NonZeroUsize::new(n).ok_or_else(|| {
+                ConfigError::Invalid(
+                    KEY,
+                    "must be at least 1 (leave it unset for one per core)".into(),
+                )
+            }),
         }
     }
 }
@@ -806,6 +837,33 @@ mod limit_tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn actor_arbiters_default_to_the_cores_and_refuse_zero_and_absurd_counts() {
+        let with = |n| PublishingConfig {
+            actor_arbiters: n,
+            ..PublishingConfig::default()
+        };
+        let cores = std::thread::available_parallelism().unwrap();
+        assert_eq!(with(None).actor_arbiters().unwrap(), cores);
+        assert_eq!(with(Some(1)).actor_arbiters().unwrap().get(), 1);
+        assert_eq!(
+            with(Some(MAX_ACTOR_ARBITERS))
+                .actor_arbiters()
+                .unwrap()
+                .get(),
+            MAX_ACTOR_ARBITERS
+        );
+        for bad in [0, MAX_ACTOR_ARBITERS + 1, usize::MAX] {
+            assert!(
+                matches!(
+                    with(Some(bad)).actor_arbiters(),
+                    Err(ConfigError::Invalid("publishing.actor_arbiters", _))
+                ),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn zero_deadlines_are_refused_and_zero_keep_alive_turns_it_off() {

@@ -174,6 +174,8 @@ impl Application {
     pub async fn build(config: Config, options: BuildOptions) -> Result<Self, StartupError> {
         config.check_secrets()?;
         let limits = config.server.limits()?;
+        // Refused here, naming the key, before anything starts (`Supervisor::new` reads it).
+        config.publishing.actor_arbiters()?;
         let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
         // Migrations run on a connection of their own, closed before the service's pool opens:
         // a pooled SQLite connection that prepared a statement before a migration altered its

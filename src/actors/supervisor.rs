@@ -1,11 +1,25 @@
 //! The supervisor: routes requests from HTTP handlers to account actors.
 //!
 //! It is built once per process (in `Application::build`, before the HTTP workers start) and
-//! runs every account actor on its own arbiter thread, so actors are shared by all workers. An
-//! actor starts on first use from the account row, stops itself when idle, and is started again
-//! if it died (a panic closes its mailbox; the next message finds that and replaces it).
+//! runs the account actors on arbiter threads of its own, so actors are shared by all workers.
+//! An actor starts on first use from the account row, stops itself when idle, and is started
+//! again if it died (a panic closes its mailbox; the next message finds that and replaces it).
+//!
+//! There are `publishing.actor_arbiters` arbiters (default: one per core). An account's actor
+//! always runs on arbiter `hash(account_id) % N`, also when it is restarted, so its messages
+//! stay in order on one thread; the work an actor spawns (`ctx.spawn`: publishes with their
+//! media download and upload, insights reads, checks, token refreshes) runs on that thread too.
+//! One account's heavy upload therefore delays only the accounts hashed to the same arbiter,
+//! not all of them.
+//!
+//! Not tied to an arbiter: the HTTP connections. reqwest runs a connection's I/O (and TLS) on
+//! the runtime that opened it, and the platform and media clients' pools are shared, so a
+//! keep-alive connection opened on one arbiter (or by an HTTP worker probing media) and reused
+//! by an actor elsewhere keeps its byte work on the thread that opened it.
 
 use std::{
+    hash::{DefaultHasher, Hash, Hasher},
+    num::NonZeroUsize,
     sync::{
         Arc,
         atomic::{AtomicU64, Ordering},
@@ -47,6 +61,8 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct ActorEntry {
     pub generation: u64,
     pub addr: Addr<AccountActor>,
+    /// Index of the arbiter the actor runs on.
+    pub arbiter: usize,
 }
 
 pub struct Supervisor {
@@ -54,22 +70,30 @@ pub struct Supervisor {
     actors: Arc<DashMap<Uuid, ActorEntry>>,
     board: HealthBoard,
     limiters: DashMap<Uuid, Arc<AccountLimiter>>,
-    arbiter: ArbiterHandle,
-    _arbiter: Arbiter,
+    /// Where actors are started; never empty.
+    arbiters: Vec<ArbiterHandle>,
+    /// Owned so the threads live as long as the supervisor.
+    _arbiters: Vec<Arbiter>,
     generation: AtomicU64,
 }
 
 impl Supervisor {
-    /// Starts the supervisor's arbiter thread. Needs a running actix system.
+    /// Starts the supervisor's arbiter threads, as many as `publishing.actor_arbiters` says
+    /// (one per core when unset or invalid; `Application::build` refuses an invalid value
+    /// before this). Needs a running actix system.
     pub fn new(deps: Arc<PublishDeps>) -> Self {
-        let arbiter = Arbiter::new();
+        let count = deps.publishing.actor_arbiters().unwrap_or_else(|error| {
+            tracing::warn!(%error, "using one actor arbiter per core");
+            std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN)
+        });
+        let arbiters: Vec<Arbiter> = (0..count.get()).map(|_| Arbiter::new()).collect();
         Self {
             deps,
             actors: Arc::new(DashMap::new()),
             board: Arc::new(DashMap::new()),
             limiters: DashMap::new(),
-            arbiter: arbiter.handle(),
-            _arbiter: arbiter,
+            arbiters: arbiters.iter().map(Arbiter::handle).collect(),
+            _arbiters: arbiters,
             generation: AtomicU64::new(0),
         }
     }
@@ -78,9 +102,18 @@ impl Supervisor {
         &self.deps
     }
 
-    /// Whether the actors' thread is running.
+    /// Whether every actor thread is running (one that stopped would strand its accounts).
     pub fn is_running(&self) -> bool {
-        self.arbiter.spawn(async {})
+        self.arbiters.iter().all(|arbiter| arbiter.spawn(async {}))
+    }
+
+    /// The arbiter an account's actors run on: the same for the account's whole life in this
+    /// process (restarts included), so its messages are handled in order on one thread.
+    fn arbiter_index(&self, account_id: Uuid) -> usize {
+        // `DefaultHasher::new()` has fixed keys: stable for the process, unlike `RandomState`.
+        let mut hasher = DefaultHasher::new();
+        account_id.hash(&mut hasher);
+        (hasher.finish() % self.arbiters.len() as u64) as usize
     }
 
     /// Live account actors.
@@ -132,6 +165,7 @@ impl Supervisor {
             access_token: SecretString::from(access_token),
             login_route: account.login_route,
         };
+        let arbiter = self.arbiter_index(account.id);
         let start = || {
             let generation = self.generation.fetch_add(1, Ordering::Relaxed);
             let init = AccountActorInit {
@@ -149,10 +183,15 @@ impl Supervisor {
                 limiter: limiter.clone(),
                 deps: self.deps.clone(),
             };
-            let addr =
-                AccountActor::start_in_arbiter(&self.arbiter, move |_| AccountActor::new(init));
-            tracing::debug!(account = %account.id, generation, "account actor started");
-            ActorEntry { generation, addr }
+            let addr = AccountActor::start_in_arbiter(&self.arbiters[arbiter], move |_| {
+                AccountActor::new(init)
+            });
+            tracing::debug!(account = %account.id, generation, arbiter, "account actor started");
+            ActorEntry {
+                generation,
+                addr,
+                arbiter,
+            }
         };
         // Under the map's entry lock, so two requests racing here start one actor, not two.
         let entry = match self.actors.entry(account.id) {
@@ -315,6 +354,13 @@ mod tests {
     };
 
     async fn setup(idle_secs: u64) -> (tempfile::TempDir, Supervisor, entity::account::Model) {
+        setup_with(idle_secs, None).await
+    }
+
+    async fn setup_with(
+        idle_secs: u64,
+        actor_arbiters: Option<usize>,
+    ) -> (tempfile::TempDir, Supervisor, entity::account::Model) {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}/t.db?mode=rwc", dir.path().display());
         let store = Store::connect(&url, 2, None).await.unwrap();
@@ -325,29 +371,10 @@ mod tests {
             .await
             .unwrap();
         let cipher = TokenCipher::from_config_value(&TokenCipher::generate_key()).unwrap();
-        let account = store
-            .insert_account(
-                NewAccount {
-                    user_id: user.id,
-                    platform: "threads".into(),
-                    external_id: "1".into(),
-                    display_name: "t".into(),
-                    username: None,
-                    account_type: None,
-                    profile_picture_url: None,
-                    access_token_enc: cipher.encrypt("token").unwrap(),
-                    refresh_token_enc: None,
-                    token_expires_at: None,
-                    data_access_expires_at: None,
-                    login_route: Default::default(),
-                    token_issued_at: None,
-                },
-                now,
-            )
-            .await
-            .unwrap();
+        let account = insert_account(&store, &cipher, user.id, "1").await;
         let publishing = PublishingConfig {
             actor_idle_secs: idle_secs,
+            actor_arbiters,
             ..PublishingConfig::default()
         };
         let supervisor = Supervisor::new(Arc::new(PublishDeps {
@@ -362,6 +389,116 @@ mod tests {
             metrics: Default::default(),
         }));
         (dir, supervisor, account)
+    }
+
+    async fn insert_account(
+        store: &Store,
+        cipher: &TokenCipher,
+        user_id: Uuid,
+        external_id: &str,
+    ) -> entity::account::Model {
+        store
+            .insert_account(
+                NewAccount {
+                    user_id,
+                    platform: "threads".into(),
+                    external_id: external_id.into(),
+                    display_name: "t".into(),
+                    username: None,
+                    account_type: None,
+                    profile_picture_url: None,
+                    access_token_enc: cipher.encrypt("token").unwrap(),
+                    refresh_token_enc: None,
+                    token_expires_at: None,
+                    data_access_expires_at: None,
+                    login_route: Default::default(),
+                    token_issued_at: None,
+                },
+                Utc::now(),
+            )
+            .await
+            .unwrap()
+    }
+
+    /// The arbiter the account's live actor runs on, from the supervisor's map.
+    fn arbiter_of(supervisor: &Supervisor, account_id: Uuid) -> usize {
+        supervisor.actors.get(&account_id).unwrap().arbiter
+    }
+
+    #[actix_web::test]
+    async fn accounts_spread_over_the_arbiters_and_each_keeps_its_own() {
+        let (_dir, supervisor, first) = setup_with(600, Some(3)).await;
+        assert_eq!(supervisor.arbiters.len(), 3);
+        assert!(supervisor.is_running());
+        // Three threads, none of them the caller's.
+        let mut threads = Vec::new();
+        for arbiter in &supervisor.arbiters {
+            let (tx, rx) = oneshot::channel();
+            assert!(arbiter.spawn(async move {
+                let _ = tx.send(std::thread::current().id());
+            }));
+            threads.push(rx.await.unwrap());
+        }
+        threads.push(std::thread::current().id());
+        threads.sort_by_key(|id| format!("{id:?}"));
+        threads.dedup();
+        assert_eq!(threads.len(), 4, "one thread per arbiter");
+
+        // 24 accounts: all on one of 3 arbiters would take odds of 3^-23.
+        let deps = supervisor.deps().clone();
+        let mut accounts = vec![first];
+        for i in 0..23 {
+            let id = format!("a{i}");
+            accounts
+                .push(insert_account(&deps.store, &deps.cipher, accounts[0].user_id, &id).await);
+        }
+        for account in &accounts {
+            supervisor.health(account).await.unwrap();
+        }
+        let placed: Vec<usize> = accounts
+            .iter()
+            .map(|a| arbiter_of(&supervisor, a.id))
+            .collect();
+        let mut used = placed.clone();
+        used.sort_unstable();
+        used.dedup();
+        assert!(used.len() >= 2, "accounts on arbiters {placed:?}");
+
+        // The same account stays on its arbiter: asked again, and restarted after a crash.
+        for (account, arbiter) in accounts.iter().zip(&placed) {
+            supervisor.health(account).await.unwrap();
+            assert_eq!(arbiter_of(&supervisor, account.id), *arbiter);
+        }
+        let before = supervisor.actors.get(&accounts[0].id).unwrap().clone();
+        assert!(before.addr.send(Crash).await.is_err());
+        supervisor.health(&accounts[0]).await.unwrap();
+        let after = supervisor.actors.get(&accounts[0].id).unwrap().clone();
+        assert_ne!(before.generation, after.generation);
+        assert_eq!(after.arbiter, placed[0]);
+
+        // An actor really runs on its own arbiter's thread: with another account's arbiter
+        // blocked, it still answers (`health` gives up with an error after SEND_TIMEOUT if it
+        // shared the blocked thread).
+        let busy = &accounts[0];
+        let free = accounts
+            .iter()
+            .zip(&placed)
+            .find(|(_, arbiter)| **arbiter != placed[0])
+            .map(|(account, _)| account)
+            .unwrap();
+        let (started_tx, started_rx) = oneshot::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        assert!(supervisor.arbiters[placed[0]].spawn(async move {
+            let _ = started_tx.send(());
+            // Blocks the whole thread, as a long synchronous step of an upload would.
+            let _ = release_rx.recv();
+        }));
+        started_rx.await.unwrap();
+        let health = supervisor.health(free).await.unwrap();
+        assert_eq!(health.account_id, free.id);
+        release_tx.send(()).unwrap();
+        let health = supervisor.health(busy).await.unwrap();
+        assert_eq!(health.account_id, busy.id);
     }
 
     #[actix_web::test]

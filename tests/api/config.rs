@@ -61,6 +61,32 @@ fn serve_refuses_to_start_without_each_secret_and_names_it() {
 }
 
 #[test]
+fn serve_refuses_zero_or_absurd_actor_arbiters_and_names_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/s.db?mode=rwc", dir.path().display());
+    for (value, reason) in [("0", "must be at least 1"), ("257", "more than the 256")] {
+        let output = service()
+            .current_dir(dir.path())
+            .args(["serve"])
+            .env("SERVICE__DATABASE__URL", &db)
+            .env("SERVICE__SERVER__BIND", "127.0.0.1:0")
+            .env("SERVICE__SECRETS__SESSION_KEY", "x".repeat(40))
+            .env("SERVICE__SECRETS__TOKEN_ENCRYPTION_KEY", "00".repeat(32))
+            .env("SERVICE__SECRETS__OPERATOR_TOKEN", "o".repeat(20))
+            .env("SERVICE__PUBLISHING__ACTOR_ARBITERS", value)
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "started with {value}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("invalid value for `publishing.actor_arbiters`"),
+            "{value}: {stderr}"
+        );
+        assert!(stderr.contains(reason), "{value}: {stderr}");
+    }
+}
+
+#[test]
 fn serve_binds_port_zero_from_the_environment_and_a_config_file() {
     let dir = tempfile::tempdir().unwrap();
     let config_path = dir.path().join("custom.toml");
