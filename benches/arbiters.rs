@@ -30,12 +30,12 @@ use std::{
 use chrono::Utc;
 use secrecy::SecretString;
 use serde_json::json;
+use service_sim::{SimConfig, Simulator};
 use social_service::{
     Application, BuildOptions,
     config::{Config, PlatformsConfig},
     crypto::{self, TokenCipher},
     operator::{self, ManualAccount},
-    sim::{SimConfig, Simulator},
     usage::Plan,
 };
 

@@ -25,7 +25,7 @@ const GOLDEN: &str = concat!(
 
 /// Fields of the volatile bodies whose value (even its type) depends on timing or on the
 /// process.
-const VOLATILE_KEYS: [&str; 3] = ["instance", "next_due", "last_lag_ms"];
+const VOLATILE_KEYS: [&str; 5] = ["instance", "next_due", "last_lag_ms", "looking", "sweeping"];
 
 /// How a body's numbers are treated.
 #[derive(Clone, Copy, PartialEq)]
