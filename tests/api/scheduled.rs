@@ -853,3 +853,33 @@ async fn a_thread_cut_off_after_its_first_post_is_not_sent_again() {
         "{post}"
     );
 }
+
+#[actix_web::test]
+async fn a_stored_status_that_is_no_status_is_an_error_never_a_guess() {
+    use sea_orm::ConnectionTrait;
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("threads", "pro").await;
+    schedule_ok(&app, &publisher, json!({"text": "later"}), 3600).await;
+    // The one row, damaged outside the service (a bad manual edit, a newer version's status).
+    let changed = app
+        .state
+        .store
+        .connection()
+        .execute_unprepared("UPDATE scheduled_posts SET status = 'paused'")
+        .await
+        .unwrap();
+    assert_eq!(changed.rows_affected(), 1);
+    let (status, body) = status_and_json(
+        app.http
+            .get(app.url("/api/scheduled-posts"))
+            .header("service-api-key", &publisher.key)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    // Not listed as `scheduled` (or anything else): the catalogue's internal error, no details.
+    assert_eq!(status, 500, "{body}");
+    assert_eq!(body["error"], "InternalServerError", "{body}");
+    assert!(!body.to_string().contains("paused"), "{body}");
+}
