@@ -181,7 +181,7 @@ mod tests {
             display_name: None,
             oidc_issuer: "issuer".into(),
             oidc_subject: "subject".into(),
-            plan: "free".into(),
+            plan: crate::usage::Plan::Free,
             plan_type: None,
             current_period_end: None,
             is_operator,

@@ -8,53 +8,9 @@
 
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
 
-/// A subscription plan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Plan {
-    Free,
-    Pro,
-    /// Pro plus the `x` platform.
-    Ultra,
-}
-
-impl Plan {
-    pub fn parse(value: &str) -> Option<Self> {
-        match value {
-            "free" => Some(Self::Free),
-            "pro" => Some(Self::Pro),
-            "ultra" => Some(Self::Ultra),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Free => "free",
-            Self::Pro => "pro",
-            Self::Ultra => "ultra",
-        }
-    }
-
-    /// Monthly API-call allowance; `None` means unlimited.
-    pub fn monthly_limit(self, free_limit: i64) -> Option<i64> {
-        match self {
-            Self::Free => Some(free_limit),
-            Self::Pro | Self::Ultra => None,
-        }
-    }
-
-    /// `subscription.status` of spec §2.6.
-    pub fn subscription_status(self) -> &'static str {
-        match self {
-            Self::Free => "free",
-            Self::Pro | Self::Ultra => "active",
-        }
-    }
-
-    pub fn is_paid(self) -> bool {
-        !matches!(self, Self::Free)
-    }
-}
+/// The subscription plan: stored on the user's row, so it is defined with the entity (an unknown
+/// stored plan fails to load instead of reading as Free).
+pub use entity::user::Plan;
 
 /// One usage month: `[start, end)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

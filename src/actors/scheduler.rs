@@ -35,7 +35,6 @@ use crate::{
     error::{ApiError, ErrorCode},
     platforms::ClaimFence,
     publish::{reconcile, service, validate},
-    usage::Plan,
 };
 
 /// The longest a retry waits, whatever a platform's `retry_after` says.
@@ -394,7 +393,7 @@ async fn attempt(
                 "The post's owner no longer exists",
             )
         })?;
-    let tier = Plan::parse(&user.plan).unwrap_or(Plan::Free);
+    let tier = user.plan;
     let request = validate::parse_request(&row.request).map_err(|error| AttemptFailure {
         error,
         retryable: false,

@@ -229,8 +229,8 @@ fn panels(t: T, view: &ops::ActorsView, now: chrono::DateTime<chrono::Utc>) -> V
     ]
 }
 
-fn plan_name(t: T, plan: &str) -> &'static str {
-    match Plan::parse(plan).unwrap_or(Plan::Free) {
+fn plan_name(t: T, plan: Plan) -> &'static str {
+    match plan {
         Plan::Free => t.s(Msg::PlanFree),
         Plan::Pro => t.s(Msg::PlanPro),
         Plan::Ultra => t.s(Msg::PlanUltra),
@@ -328,8 +328,8 @@ async fn page(
             id: user.id.to_string(),
             email: user.email.clone().unwrap_or_default(),
             name: user.display_name.clone().unwrap_or_default(),
-            plan: plan_name(t, &user.plan),
-            plan_value: user.plan.clone(),
+            plan: plan_name(t, user.plan),
+            plan_value: user.plan.as_str().to_string(),
             plan_type: user.plan_type.clone().unwrap_or_default(),
             usage,
             created: When::new(t, user.created_at, now),

@@ -91,7 +91,7 @@ pub async fn page(
             ],
         )
     };
-    let plan = match Plan::parse(&user.plan).unwrap_or(Plan::Free) {
+    let plan = match user.plan {
         Plan::Free => t.s(Msg::PlanFree),
         Plan::Pro => t.s(Msg::PlanPro),
         Plan::Ultra => t.s(Msg::PlanUltra),

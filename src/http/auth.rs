@@ -145,7 +145,7 @@ pub async fn meter_call(
     accept_language: Option<&str>,
 ) -> Result<(Plan, RateLimitHeaders), ApiError> {
     let now = state.clock.now();
-    let plan = Plan::parse(&user.plan).unwrap_or(Plan::Free);
+    let plan = user.plan;
     let period = usage::usage_period(user.created_at, now);
     let limit = plan.monthly_limit(state.config.usage.free_monthly_limit);
     // A limited plan is admitted by one atomic conditional write; an unlimited one has nothing

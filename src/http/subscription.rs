@@ -4,12 +4,7 @@ use actix_web::{HttpResponse, middleware::from_fn, web};
 use serde_json::json;
 
 use super::auth::{SessionUser, require_session};
-use crate::{
-    AppState,
-    error::ApiError,
-    usage::{self, Plan},
-    views,
-};
+use crate::{AppState, error::ApiError, usage, views};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -25,7 +20,7 @@ async fn subscription_status(
     session: SessionUser,
 ) -> Result<HttpResponse, ApiError> {
     let user = &session.user;
-    let plan = Plan::parse(&user.plan).unwrap_or(Plan::Free);
+    let plan = user.plan;
     let UsageNow {
         period,
         used,
@@ -68,7 +63,7 @@ pub struct UsageNow {
 
 /// Reads the current period's usage of `user`.
 pub async fn usage_now(state: &AppState, user: &entity::user::Model) -> Result<UsageNow, ApiError> {
-    let plan = Plan::parse(&user.plan).unwrap_or(Plan::Free);
+    let plan = user.plan;
     let now = state.clock.now();
     let period = usage::usage_period(user.created_at, now);
     // Written counts plus this instance's counts not yet written (unlimited plans), read

@@ -70,10 +70,22 @@ impl Store {
             .filter(api_key::Column::IsActive.eq(true))
             .all(&self.db)
             .await?;
-        Ok(candidates
+        let Some((key, user)) = candidates
             .into_iter()
-            .filter(|(key, _)| crypto::constant_time_eq(&key.key_hash, &presented_hash))
-            .find_map(|(key, user)| user.map(|user| (key, user))))
+            .find(|(key, _)| crypto::constant_time_eq(&key.key_hash, &presented_hash))
+        else {
+            return Ok(None);
+        };
+        match user {
+            Some(user) => Ok(Some((key, user))),
+            // The joined read gives no user both when there is none and when its row does not
+            // load (a stored value that is no value, such as an unknown plan): read it on its
+            // own, so the second is the error it is, not an "invalid key".
+            None => Ok(user::Entity::find_by_id(key.user_id)
+                .one(&self.db)
+                .await?
+                .map(|user| (key, user))),
+        }
     }
 
     /// Deactivates one of the user's keys; false when it is unknown, foreign or already deleted.

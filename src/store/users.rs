@@ -36,7 +36,7 @@ impl Store {
             display_name: Set(display_name.map(str::to_string)),
             oidc_issuer: Set(issuer.to_string()),
             oidc_subject: Set(subject.to_string()),
-            plan: Set(Plan::Free.as_str().to_string()),
+            plan: Set(Plan::Free),
             plan_type: Set(None),
             current_period_end: Set(None),
             is_operator: Set(false),
@@ -92,7 +92,7 @@ impl Store {
             return Ok(None);
         };
         let mut active: user::ActiveModel = existing.into();
-        active.plan = Set(plan.as_str().to_string());
+        active.plan = Set(plan);
         active.plan_type = Set(plan_type.filter(|_| plan.is_paid()));
         active.current_period_end = Set(current_period_end.filter(|_| plan.is_paid()));
         active.updated_at = Set(now);

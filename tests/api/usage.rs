@@ -263,3 +263,24 @@ async fn session_endpoints_do_not_count_towards_usage() {
         0
     );
 }
+
+#[actix_web::test]
+async fn a_stored_plan_that_is_no_plan_is_an_error_never_free() {
+    use sea_orm::ConnectionTrait;
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("threads", "pro").await;
+    // Damaged outside the service: it used to read as Free and silently meter the user.
+    let changed = app
+        .state
+        .store
+        .connection()
+        .execute_unprepared("UPDATE users SET plan = 'gold'")
+        .await
+        .unwrap();
+    assert_eq!(changed.rows_affected(), 1);
+    let response = app.key_get(&publisher.key).await;
+    let (status, body) = crate::helpers::status_and_json(response).await;
+    assert_eq!(status, 500, "{body}");
+    assert_eq!(body["error"], "InternalServerError", "{body}");
+    assert!(!body.to_string().contains("gold"), "{body}");
+}
