@@ -15,7 +15,8 @@ use crate::{
     Application, BuildOptions, StartupError,
     config::{Config, PlatformsConfig},
     crypto::{self, TokenCipher},
-    operator::{self, ManualAccount, PLATFORMS, PlanChange},
+    operator::{self, ManualAccount, PlanChange},
+    publish::plan::Platform,
 };
 use service_sim::{SimConfig, Simulator, state::SimAccount};
 
@@ -167,8 +168,8 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
         // Recorded as connected a week ago, so the days before yesterday are due and missing:
         // the Performance page has gaps to show and a backfill to offer from the first run.
         let connected = now - chrono::Duration::days(DEMO_HISTORY_DAYS);
-        for platform in PLATFORMS {
-            let manual = demo_account(user.id, platform, now);
+        for platform in Platform::ALL {
+            let manual = demo_account(user.id, platform.as_str(), now);
             accounts
                 .push(operator::add_account(&state.store, &state.cipher, connected, manual).await?);
         }

@@ -8,12 +8,10 @@ use uuid::Uuid;
 use crate::{
     crypto::TokenCipher,
     error::{ApiError, ErrorCode},
+    publish::plan::Platform,
     store::{NewAccount, Store},
     usage::Plan,
 };
-
-/// The six platforms an account can be on.
-pub const PLATFORMS: [&str; 6] = ["facebook", "instagram", "threads", "tiktok", "youtube", "x"];
 
 /// A plan change as an operator requests it.
 #[derive(Debug, Clone, Deserialize)]
@@ -108,10 +106,13 @@ pub async fn add_account(
     now: DateTime<Utc>,
     manual: ManualAccount,
 ) -> Result<entity::account::Model, ApiError> {
-    if !PLATFORMS.contains(&manual.platform.as_str()) {
+    if Platform::parse(&manual.platform).is_none() {
         return Err(ApiError::new(
             ErrorCode::InvalidPlatform,
-            format!("platform must be one of {}", PLATFORMS.join(", ")),
+            format!(
+                "platform must be one of {}",
+                Platform::ALL.map(Platform::as_str).join(", ")
+            ),
         ));
     }
     for (name, value) in [

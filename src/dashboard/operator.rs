@@ -30,7 +30,8 @@ use crate::{
         parse_uuid,
         subscription::{UsageNow, usage_now},
     },
-    operator::{self, PLATFORMS, PlanChange},
+    operator::{self, PlanChange},
+    publish::plan::Platform,
     usage::Plan,
 };
 
@@ -263,7 +264,8 @@ async fn page(
     // the page.
     let platform = query
         .platform
-        .and_then(|p| PLATFORMS.iter().copied().find(|known| *known == p));
+        .and_then(|p| Platform::parse(&p))
+        .map(Platform::as_str);
     let wanted_state = query
         .state
         .and_then(|s| STATES.iter().copied().find(|known| *known == s));
@@ -350,9 +352,10 @@ async fn page(
     };
     let page = OperatorPage {
         layout,
-        platforms: PLATFORMS
-            .iter()
-            .map(|&value| Choice {
+        platforms: Platform::ALL
+            .map(Platform::as_str)
+            .into_iter()
+            .map(|value| Choice {
                 value,
                 selected: platform == Some(value),
             })

@@ -36,14 +36,6 @@ const SCHEDULED_PATH: &str = "/dashboard/scheduled";
 const ZONE_COOKIE: &str = "service_tz";
 /// Rows shown at most: the maximum `GET /api/scheduled-posts` returns.
 pub const SHOWN: u64 = 100;
-const PLATFORMS: [Platform; 6] = [
-    Platform::Facebook,
-    Platform::Instagram,
-    Platform::Threads,
-    Platform::Tiktok,
-    Platform::Youtube,
-    Platform::X,
-];
 
 /// Routes inside the `/dashboard` scope.
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -202,7 +194,7 @@ async fn page(
             selected: status == Some(*value),
         })
         .collect();
-    let platforms = PLATFORMS
+    let platforms = Platform::ALL
         .iter()
         .map(|value| FilterOption {
             value: value.as_str().to_string(),
