@@ -92,6 +92,33 @@ impl Default for ServerConfig {
 }
 
 impl ServerConfig {
+    /// `server.public_url`, checked: the address sign-in and connect callbacks, cookie security
+    /// and the cross-site check are built from, so a value that is no http(s) origin (a typo, a
+    /// path or query left in) would break them in ways far from the cause. Empty: `None` (the
+    /// bound address is used). Returned without a trailing slash.
+    pub fn checked_public_url(&self) -> Result<Option<String>, ConfigError> {
+        const KEY: &str = "server.public_url";
+        let raw = self.public_url.trim();
+        if raw.is_empty() {
+            return Ok(None);
+        }
+        let invalid = |why: &str| ConfigError::Invalid(KEY, format!("{why}: {raw:?}"));
+        let url = url::Url::parse(raw).map_err(|e| invalid(&format!("not a URL ({e})")))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(invalid("must be an http:// or https:// URL"));
+        }
+        if url.host_str().is_none_or(str::is_empty) {
+            return Err(invalid("has no host"));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(invalid("must not carry a user name or password"));
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err(invalid("must not have a query or fragment"));
+        }
+        Ok(Some(raw.trim_end_matches('/').to_string()))
+    }
+
     /// The connection limits, checked: a zero head or body deadline would switch the deadline
     /// off (actix reads 0 as "no timeout"), and zero connections would serve nobody.
     pub fn limits(&self) -> Result<ConnectionLimits, ConfigError> {

@@ -176,6 +176,7 @@ impl Application {
         let limits = config.server.limits()?;
         // Refused here, naming the key, before anything starts (`Supervisor::new` reads it).
         config.publishing.actor_arbiters()?;
+        let configured_public_url = config.server.checked_public_url()?;
         let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
         // Migrations run on a connection of their own, closed before the service's pool opens:
         // a pooled SQLite connection that prepared a statement before a migration altered its
@@ -197,11 +198,7 @@ impl Application {
         let address = listener
             .local_addr()
             .map_err(|e| StartupError::Bind(config.server.bind.clone(), e))?;
-        let public_url = if config.server.public_url.is_empty() {
-            format!("http://{address}")
-        } else {
-            config.server.public_url.trim_end_matches('/').to_string()
-        };
+        let public_url = configured_public_url.unwrap_or_else(|| format!("http://{address}"));
         tracing::info!(%address, %public_url, "listening");
 
         let secret = |s: &Option<SecretString>| {

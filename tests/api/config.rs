@@ -240,3 +240,34 @@ async fn the_operator_command_sets_a_users_plan() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("no user with e-mail"));
 }
+
+#[test]
+fn serve_refuses_a_public_url_that_is_no_http_origin_and_names_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/p.db?mode=rwc", dir.path().display());
+    for (value, reason) in [
+        ("service.example.com", "not a URL"),
+        ("javascript:alert(1)", "http:// or https://"),
+        ("https://user:pw@service.example", "user name or password"),
+        ("https://service.example/?next=x", "query or fragment"),
+    ] {
+        let output = service()
+            .current_dir(dir.path())
+            .args(["serve"])
+            .env("SERVICE__DATABASE__URL", &db)
+            .env("SERVICE__SERVER__BIND", "127.0.0.1:0")
+            .env("SERVICE__SERVER__PUBLIC_URL", value)
+            .env("SERVICE__SECRETS__SESSION_KEY", "x".repeat(40))
+            .env("SERVICE__SECRETS__TOKEN_ENCRYPTION_KEY", "00".repeat(32))
+            .env("SERVICE__SECRETS__OPERATOR_TOKEN", "o".repeat(20))
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "started with {value}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("invalid value for `server.public_url`"),
+            "{value}: {stderr}"
+        );
+        assert!(stderr.contains(reason), "{value}: {stderr}");
+    }
+}
