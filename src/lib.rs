@@ -6,7 +6,8 @@
 //! - [`store`]: every SQL query (SeaORM over the `entity` and `migration` crates).
 //! - [`usage`]: plans and usage-period arithmetic (pure); [`crypto`]: keys, sessions, encryption.
 //! - [`oidc`]: dashboard sign-in client; [`operator`]: operator actions (CLI and `/admin`).
-//! - [`actors`]: long-lived actors; [`sim`]: the platform simulator; [`demo`]: `serve --demo`.
+//! - [`actors`]: long-lived actors; [`demo`]: `serve --demo` (with the `service-sim` crate).
+//! - [`state`]: what handlers share; request tracing is [`http::trace`].
 //!
 //! [`Application::build`] assembles everything; `main`, the tests and the benchmarks all use it.
 
@@ -29,6 +30,8 @@ pub mod oidc;
 pub mod operator;
 pub mod platforms;
 pub mod publish;
+/// What the handlers share ([`AppState`]).
+pub mod state;
 pub mod store;
 pub mod usage;
 pub mod views;
@@ -39,22 +42,23 @@ use std::{
     time::Duration,
 };
 
-use actix::{Actor, Addr};
+use actix::Actor;
 use actix_web::{
-    App, HttpMessage, HttpServer,
-    body::MessageBody,
-    dev::{Server, ServerHandle, ServiceRequest, ServiceResponse},
+    App, HttpServer,
+    dev::{Server, ServerHandle},
     http::KeepAlive,
-    middleware::{Next, from_fn},
+    middleware::from_fn,
     web,
 };
 use secrecy::{ExposeSecret, SecretString};
+
+pub use state::AppState;
 
 use crate::{
     actors::{
         collector::CollectorActor,
         last_used::{LastUsedRecorder, LastUsedWriter},
-        scheduler::{Drain, SchedulerActor, Wake},
+        scheduler::{Drain, SchedulerActor},
         supervisor::Supervisor,
         token_keeper::TokenKeeper,
     },
@@ -66,48 +70,6 @@ use crate::{
     publish::{media::MediaFetcher, run::PublishDeps},
     store::Store,
 };
-
-/// Everything handlers share. Built once, before the HTTP workers start (one copy per process,
-/// not per worker).
-pub struct AppState {
-    pub config: Arc<Config>,
-    pub store: Store,
-    pub clock: SharedClock,
-    pub signer: SessionSigner,
-    pub cipher: TokenCipher,
-    pub operator_token: SecretString,
-    pub oidc: OidcClient,
-    pub last_used: LastUsedRecorder,
-    /// Base URL users reach us at, without a trailing slash.
-    pub public_url: String,
-    /// Whether cookies carry `Secure` (public URL is https).
-    pub cookie_secure: bool,
-    /// Routes publishing (and later performance calls) to the account actors.
-    pub supervisor: Arc<Supervisor>,
-    pub metrics: Arc<metrics::Metrics>,
-    /// The scheduler actor, once started (absent when `scheduler.enabled` is false).
-    pub scheduler: Arc<OnceLock<Addr<SchedulerActor>>>,
-    /// The collector actor, once started (absent when `collector.enabled` is false).
-    pub collector: Arc<OnceLock<Addr<CollectorActor>>>,
-    /// The reconciler actor (publishes still processing at our deadline), once started.
-    pub reconciler: Arc<OnceLock<Addr<actors::reconciler::ReconcilerActor>>>,
-    /// The token keeper, once started (its status is in the operator's actor view).
-    pub token_keeper: Arc<OnceLock<Addr<TokenKeeper>>>,
-    /// When the daily collection runs (`collector.run_at` in `collector.time_zone`).
-    pub collection_schedule: DailySchedule,
-    /// This process's id as a claimant of scheduled posts: `host:pid:random`.
-    pub instance_id: String,
-}
-
-impl AppState {
-    /// Tells the scheduler to look at the table now (a post was scheduled).
-    pub fn wake_scheduler(&self) {
-        if let Some(scheduler) = self.scheduler.get() {
-            // A full mailbox means it is about to look anyway.
-            let _ = scheduler.try_send(Wake);
-        }
-    }
-}
 
 /// Options that tests and embedders set; `main` uses the defaults.
 #[derive(Clone, Default)]
@@ -292,7 +254,7 @@ impl Application {
                 .wrap(http::json_error_handlers())
                 // Inside `trace_request`, so a 408 carries the request id and is counted.
                 .wrap(from_fn(http::body_deadline::body_deadline))
-                .wrap(from_fn(trace_request))
+                .wrap(from_fn(http::trace::trace_request))
                 .wrap(from_fn(http::idle_watch::watch_requests))
         })
         .on_connect(move |io, extensions| connection_watch.on_connect(io, extensions))
@@ -411,115 +373,4 @@ async fn wait_for_signal() {
 fn instance_id() -> String {
     let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "host".into());
     format!("{host}:{}:{}", std::process::id(), crypto::random_token(6))
-}
-
-/// The request's id: the caller's `X-Request-Id` when it is sensible, else a fresh UUID.
-#[derive(Debug, Clone)]
-pub struct RequestId(pub String);
-
-fn request_id(req: &ServiceRequest) -> String {
-    req.headers()
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|id| {
-            !id.is_empty()
-                && id.len() <= 128
-                && id
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
-        })
-        .map(str::to_string)
-        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
-}
-
-/// An error reaching `trace_request` unanswered (actix turns it into the response): its own
-/// response, plus the request id.
-#[derive(Debug, thiserror::Error)]
-#[error("{error}")]
-struct WithRequestId {
-    error: actix_web::Error,
-    request_id: String,
-}
-
-impl actix_web::ResponseError for WithRequestId {
-    fn status_code(&self) -> actix_web::http::StatusCode {
-        self.error.as_response_error().status_code()
-    }
-
-    fn error_response(&self) -> actix_web::HttpResponse {
-        let mut response = self.error.error_response();
-        if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&self.request_id) {
-            response.headers_mut().insert(
-                actix_web::http::header::HeaderName::from_static("x-request-id"),
-                value,
-            );
-        }
-        response
-    }
-}
-
-/// A span per request with its request id (echoed as `X-Request-Id`), request counts and
-/// latencies by route pattern; failures are logged with their status.
-async fn trace_request(
-    req: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<actix_web::body::BoxBody>, actix_web::Error> {
-    let request_id = request_id(&req);
-    req.extensions_mut().insert(RequestId(request_id.clone()));
-    // The route pattern, not the path: ids in paths would make unbounded label sets.
-    let route = req
-        .match_pattern()
-        .unwrap_or_else(|| "unmatched".to_string());
-    let method = req.method().to_string();
-    let metrics = req
-        .app_data::<web::Data<AppState>>()
-        .map(|state| state.metrics.clone());
-    let span = tracing::info_span!("request", request_id = %request_id, method = %method, path = %req.path());
-    let started = std::time::Instant::now();
-    let outcome = tracing::Instrument::instrument(next.call(req), span.clone()).await;
-    let elapsed = started.elapsed();
-    let elapsed_ms = elapsed.as_millis() as u64;
-    let _entered = span.enter();
-    // Our middlewares answer refusals as responses, so errors reaching here are actix's own.
-    let mut response = match outcome {
-        Ok(res) => res.map_into_boxed_body(),
-        Err(err) => {
-            tracing::debug!(error = %err, elapsed_ms, "request refused");
-            // actix renders it after we are gone; it still carries the request id.
-            return Err(WithRequestId {
-                error: err,
-                request_id,
-            }
-            .into());
-        }
-    };
-    let status = response.status().as_u16();
-    if status >= 500 {
-        tracing::warn!(status, elapsed_ms, "request failed");
-    } else {
-        tracing::debug!(status, elapsed_ms, "request");
-    }
-    if let Some(metrics) = metrics {
-        metrics.inc(
-            "http_requests_total",
-            &[
-                ("route", &route),
-                ("method", &method),
-                ("status", &status.to_string()),
-            ],
-        );
-        metrics.observe(
-            "http_request_duration_seconds",
-            &[("route", &route)],
-            elapsed.as_secs_f64(),
-        );
-    }
-    if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&request_id) {
-        response.headers_mut().insert(
-            actix_web::http::header::HeaderName::from_static("x-request-id"),
-            value,
-        );
-    }
-    Ok(response)
 }

@@ -19,6 +19,7 @@ pub mod performance;
 pub mod posts;
 pub mod scheduled;
 pub mod subscription;
+pub mod trace;
 
 use actix_web::{
     HttpRequest, HttpResponse,
