@@ -23,6 +23,7 @@ pub mod error;
 pub mod http;
 pub mod insights;
 pub mod logging;
+pub mod media;
 pub mod metrics;
 pub mod oauth;
 pub mod oidc;
@@ -62,8 +63,9 @@ use crate::{
     collection::schedule::DailySchedule,
     config::{Config, ConfigError},
     crypto::{SessionSigner, TokenCipher},
+    media::MediaFetcher,
     oidc::OidcClient,
-    publish::{media::MediaFetcher, run::PublishDeps},
+    publish::run::PublishDeps,
     store::Store,
 };
 
