@@ -8,6 +8,8 @@
 //! - [`oidc`]: dashboard sign-in client; [`operator`]: operator actions (CLI and `/admin`).
 //! - [`actors`]: long-lived actors; [`demo`]: `serve --demo` (with the `service-sim` crate).
 //! - [`state`]: what handlers share; request tracing is [`http::trace`].
+//! - [`media`]: fetching media URLs (SSRF guard, streaming); [`platforms`]: the adapters, which
+//!   report their steps through [`platforms::StepSink`] and know no store.
 //!
 //! [`Application::build`] assembles everything; `main`, the tests and the benchmarks all use it.
 
@@ -24,6 +26,7 @@ pub mod error;
 pub mod http;
 pub mod insights;
 pub mod logging;
+pub mod media;
 pub mod metrics;
 pub mod oauth;
 pub mod oidc;
@@ -66,8 +69,9 @@ use crate::{
     collection::schedule::DailySchedule,
     config::{Config, ConfigError},
     crypto::{SessionSigner, TokenCipher},
+    media::MediaFetcher,
     oidc::OidcClient,
-    publish::{media::MediaFetcher, run::PublishDeps},
+    publish::run::PublishDeps,
     store::Store,
 };
 

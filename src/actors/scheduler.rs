@@ -33,8 +33,7 @@ use crate::{
     AppState,
     config::SchedulerConfig,
     error::{ApiError, ErrorCode},
-    platforms::ClaimFence,
-    publish::{reconcile, service, validate},
+    publish::{reconcile, service, steps::ClaimFence, validate},
 };
 
 /// The longest a retry waits, whatever a platform's `retry_after` says.

@@ -349,7 +349,7 @@ mod tests {
         clock::SystemClock,
         config::{PlatformsConfig, PublishingConfig},
         crypto::TokenCipher,
-        publish::media::MediaFetcher,
+        media::MediaFetcher,
         store::{NewAccount, Store},
     };
 

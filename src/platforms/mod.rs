@@ -2,10 +2,13 @@
 //! `../shared/design/platform-apis.md`) against a configurable base URL.
 //!
 //! An adapter is a plain async function `publish(ctx, plan)`: it makes the platform calls in
-//! order, records every remote id it gets with [`StepRecorder`] before making the next call, and
-//! marks the irreversible final call with [`StepRecorder::before_final`]. It never retries a
-//! final call. Errors are classified into [`PlatformError`], which maps to the catalogue in
-//! exactly one place ([`PlatformError::into_api_error`]).
+//! order, records every remote id it gets with [`StepSink::record`] before making the next call,
+//! and marks the irreversible final call with [`StepSink::before_final`]. It never retries a
+//! final call. Adapters know neither the database nor the scheduler's claims: the sink they are
+//! given (`publish::steps::StepRecorder`) does. Media reads go through [`crate::media`], whose
+//! errors become [`PlatformError::MediaFetch`] here. Errors are classified into
+//! [`PlatformError`], which maps to the catalogue in exactly one place
+//! ([`PlatformError::into_api_error`]).
 
 pub mod facebook;
 pub mod ids;
@@ -16,17 +19,14 @@ pub mod tiktok;
 pub mod x;
 pub mod youtube;
 
-use std::sync::Mutex;
-
+use futures_util::future::BoxFuture;
 use secrecy::SecretString;
-use serde_json::{Value, json};
-use uuid::Uuid;
 
 use crate::{
     config::PlatformsConfig,
     error::{ApiError, ErrorCode},
-    publish::{media::MediaFetcher, plan::PublishPlan},
-    store::Store,
+    media::{MediaError, MediaFetcher},
+    publish::plan::PublishPlan,
 };
 
 /// What an adapter needs to make calls for one account.
@@ -37,7 +37,7 @@ pub struct PlatformContext<'a> {
     pub media: &'a MediaFetcher,
     pub config: &'a PlatformsConfig,
     pub account: &'a AccountCredentials,
-    pub steps: &'a StepRecorder,
+    pub steps: &'a dyn StepSink,
 }
 
 /// The account's identity on the platform and its current access token.
@@ -276,235 +276,75 @@ impl PlatformError {
     }
 }
 
-/// Records the remote ids of a publish as they are made, in `post_submissions.steps`, so that
-/// an interrupted publish can be settled from what was done. The JSON shape is
-/// `{"steps":[{"name":..,"id":..},..],"final_started":bool}`.
-pub struct StepRecorder {
-    store: Option<(Store, Uuid)>,
-    state: Mutex<Value>,
-    fence: Option<ClaimFence>,
-    check_fence: Option<CheckFence>,
-    /// Stamps each step with the time it was recorded (`at`), for the delivery timeline of the
-    /// dashboard's history. Without one (adapter tests) steps carry no time.
-    clock: Option<crate::clock::SharedClock>,
+/// How the platform's processing of an object ended, as a step records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessingOutcome {
+    Finished,
+    Failed,
+    /// At our deadline (a later check goes on).
+    StillProcessing,
 }
 
-/// The claim a scheduled publish runs under. Before the irreversible call the claim is renewed
-/// conditionally: if another instance has meanwhile settled the post (this one was presumed
-/// dead), the renewal fails and the final call is not made. This keeps at-most-once even across
-/// a pause longer than the lease.
-#[derive(Clone)]
-pub struct ClaimFence {
-    pub scheduled_post_id: Uuid,
-    pub claimant: String,
-    pub lease: chrono::Duration,
-    pub clock: crate::clock::SharedClock,
+impl ProcessingOutcome {
+    /// The step's `outcome`, as the history shows it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProcessingOutcome::Finished => "finished",
+            ProcessingOutcome::Failed => "failed",
+            ProcessingOutcome::StillProcessing => "still_processing",
+        }
+    }
 }
 
-/// The check claim an instance holds on an unconfirmed submission while it carries its publish
-/// on (`post_submissions.check_claimed_by`). Renewed conditionally before a final call made by
-/// the continuation, like [`ClaimFence`]: an instance whose claim was taken over (it was presumed
-/// dead) does not make the call.
-#[derive(Clone)]
-pub struct CheckFence {
-    pub claimant: String,
-    pub lease: chrono::Duration,
-    pub clock: crate::clock::SharedClock,
+/// Where an adapter reports its steps: every remote id before its next call, how a wait for
+/// processing ended, and the irreversible call about to be made. Adapters see only this; the
+/// implementation that writes the history and renews claims is `publish::steps::StepRecorder`
+/// (the history and the claims are publishing's, not the adapters').
+///
+/// Boxed futures rather than `async fn`: adapters hold it as `&dyn StepSink`, and an `async fn`
+/// in a trait is not dyn-compatible.
+pub trait StepSink: Send + Sync {
+    /// Records a remote id (container, upload session, media id, published segment id…). An
+    /// error stops the adapter before its next call (the step could not be kept, or the claim
+    /// it runs under was lost).
+    fn record<'a>(&'a self, name: &'a str, id: &'a str)
+    -> BoxFuture<'a, Result<(), PlatformError>>;
+
+    /// Records how the processing of `id` ended. Best effort: the wait's own result decides the
+    /// publish, so a step that cannot be written is only logged by the implementation.
+    fn processing<'a>(&'a self, id: &'a str, outcome: ProcessingOutcome) -> BoxFuture<'a, ()>;
+
+    /// Marks that the irreversible call is about to be made; an error means it must not be.
+    fn before_final(&self) -> BoxFuture<'_, Result<(), PlatformError>>;
 }
 
-impl StepRecorder {
-    /// A recorder that writes to the submission row `submission_id`.
-    pub fn for_submission(store: Store, submission_id: Uuid) -> Self {
-        Self {
-            store: Some((store, submission_id)),
-            state: Mutex::new(json!({"steps": [], "final_started": false})),
-            fence: None,
-            check_fence: None,
-            clock: None,
-        }
-    }
-
-    /// A recorder that carries on the steps already recorded on `submission_id` (a publish
-    /// continued after its processing finished), under the instance's check claim.
-    pub fn resume(
-        store: Store,
-        submission_id: Uuid,
-        recorded: Option<Value>,
-        fence: CheckFence,
-    ) -> Self {
-        let state = recorded
-            .filter(|steps| steps["steps"].is_array())
-            .unwrap_or_else(|| json!({"steps": [], "final_started": false}));
-        Self {
-            store: Some((store, submission_id)),
-            state: Mutex::new(state),
-            fence: None,
-            check_fence: Some(fence),
-            clock: None,
-        }
-    }
-
-    /// A recorder that keeps steps in memory only (adapter tests).
-    pub fn in_memory() -> Self {
-        Self {
-            store: None,
-            state: Mutex::new(json!({"steps": [], "final_started": false})),
-            fence: None,
-            check_fence: None,
-            clock: None,
-        }
-    }
-
-    /// Whether the irreversible call has started (now or in an earlier run of this publish).
-    pub fn final_started(&self) -> bool {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())["final_started"] == json!(true)
-    }
-
-    /// Runs the recorder under a scheduled post's claim (see [`ClaimFence`]).
-    pub fn with_fence(mut self, fence: Option<ClaimFence>) -> Self {
-        self.fence = fence;
-        self
-    }
-
-    /// Stamps the steps recorded from now on with `clock`'s time.
-    pub fn with_clock(mut self, clock: crate::clock::SharedClock) -> Self {
-        self.clock = Some(clock);
-        self
-    }
-
-    /// The time to stamp a step with, as the history shows it (`None` without a clock).
-    fn stamp(&self) -> Option<String> {
-        self.clock
-            .as_ref()
-            .map(|clock| crate::views::iso(clock.now()))
-    }
-
-    /// Records a remote id (container, upload session, media id, published segment id…).
-    ///
-    /// Under a check claim the claim is renewed too, so a long continuation (the tweets of an x
-    /// thread, one call each) keeps it while it makes progress; a claim lost meanwhile (this
-    /// instance was presumed dead) stops it before its next call.
-    pub async fn record(&self, name: &str, id: &str) -> Result<(), PlatformError> {
-        let snapshot = {
-            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(steps) = state["steps"].as_array_mut() {
-                let mut step = json!({"name": name, "id": id});
-                if let Some(at) = self.stamp() {
-                    step["at"] = json!(at);
-                }
-                steps.push(step);
-            }
-            state.clone()
-        };
-        self.persist(snapshot).await?;
-        self.renew_check_claim().await
-    }
-
-    /// Records how the platform's processing of `id` ended (a container, an uploaded video, a
-    /// TikTok publish): one step for the whole wait, not one per poll. `finished`, `failed` or
-    /// `still_processing` (at our deadline; a later check goes on); any other error ended the
-    /// wait without an answer about processing and records nothing. Best effort: the wait's own
-    /// result decides the publish, so a step that cannot be written is only logged.
-    pub async fn processed<T>(&self, id: &str, result: &Result<T, PlatformError>) {
+impl dyn StepSink + '_ {
+    /// Records how a wait for the processing of `id` ended, from the wait's result: one step for
+    /// the whole wait, not one per poll. Any error other than processing failed (or media the
+    /// platform could not fetch) or still processing ended the wait without an answer about
+    /// processing and records nothing.
+    pub fn processed<'a, T>(
+        &'a self,
+        id: &'a str,
+        result: &Result<T, PlatformError>,
+    ) -> BoxFuture<'a, ()> {
         let outcome = match result {
-            Ok(_) => "finished",
-            Err(PlatformError::StillProcessing(_)) => "still_processing",
-            Err(PlatformError::ProcessingFailed(_) | PlatformError::MediaFetch(_)) => "failed",
-            Err(_) => return,
+            Ok(_) => ProcessingOutcome::Finished,
+            Err(PlatformError::StillProcessing(_)) => ProcessingOutcome::StillProcessing,
+            Err(PlatformError::ProcessingFailed(_) | PlatformError::MediaFetch(_)) => {
+                ProcessingOutcome::Failed
+            }
+            Err(_) => return Box::pin(std::future::ready(())),
         };
-        let snapshot = {
-            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(steps) = state["steps"].as_array_mut() {
-                let mut step = json!({"name": "processing", "id": id, "outcome": outcome});
-                if let Some(at) = self.stamp() {
-                    step["at"] = json!(at);
-                }
-                steps.push(step);
-            }
-            state.clone()
-        };
-        if let Err(error) = self.persist(snapshot).await {
-            tracing::warn!(%error, "the processing step was not recorded");
-        }
+        self.processing(id, outcome)
     }
+}
 
-    /// Renews the check claim, if this recorder runs under one; an error when it is lost.
-    async fn renew_check_claim(&self) -> Result<(), PlatformError> {
-        if let (Some((store, submission_id)), Some(fence)) = (&self.store, &self.check_fence) {
-            let until = fence.clock.now() + fence.lease;
-            let held = store
-                .renew_check_claim(*submission_id, &fence.claimant, until)
-                .await
-                .map_err(|e| PlatformError::Transient(format!("cannot renew the claim: {e}")))?;
-            if !held {
-                return Err(PlatformError::Rejected(
-                    "this instance no longer holds the submission's check claim; it stopped before its next platform call".into(),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// Marks that the irreversible call is about to be made. After this, an interrupted publish
-    /// is never resumed automatically: its outcome must be checked on the platform.
-    pub async fn before_final(&self) -> Result<(), PlatformError> {
-        if let (Some((store, submission_id)), Some(fence)) = (&self.store, &self.fence) {
-            let until = fence.clock.now() + fence.lease;
-            let held = store
-                .renew_claim(
-                    fence.scheduled_post_id,
-                    &fence.claimant,
-                    *submission_id,
-                    until,
-                )
-                .await
-                .map_err(|e| PlatformError::Transient(format!("cannot renew the claim: {e}")))?;
-            if !held {
-                return Err(PlatformError::Rejected(
-                    "this instance no longer holds the scheduled post's claim; the final publish call was not made".into(),
-                ));
-            }
-        }
-        self.renew_check_claim().await?;
-        let snapshot = {
-            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            state["final_started"] = json!(true);
-            if let Some(at) = self.stamp() {
-                state["final_started_at"] = json!(at);
-            }
-            state.clone()
-        };
-        self.persist(snapshot).await
-    }
-
-    /// The steps recorded so far.
-    pub fn snapshot(&self) -> Value {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// Ids recorded under `name`, in order.
-    pub fn ids(&self, name: &str) -> Vec<String> {
-        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        state["steps"]
-            .as_array()
-            .map(|steps| {
-                steps
-                    .iter()
-                    .filter(|s| s["name"] == name)
-                    .filter_map(|s| s["id"].as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    async fn persist(&self, snapshot: Value) -> Result<(), PlatformError> {
-        if let Some((store, id)) = &self.store {
-            store
-                .record_submission_steps(*id, snapshot)
-                .await
-                .map_err(|e| PlatformError::Transient(format!("cannot record step: {e}")))?;
-        }
-        Ok(())
+/// A media URL that could not be read for an upload is media the platform side of the publish
+/// could not fetch; the message is the media module's, unchanged.
+impl From<MediaError> for PlatformError {
+    fn from(error: MediaError) -> Self {
+        PlatformError::MediaFetch(error.to_string())
     }
 }
 

@@ -20,9 +20,9 @@ use super::{
     Pending, PlatformContext, PlatformError, Published, SendTraced, ids::ApiPath, poll_pause,
     processing_deadline,
 };
-use crate::publish::{
+use crate::{
     media::ChunkReader,
-    plan::{MediaRef, TiktokContent, TiktokPost},
+    publish::plan::{MediaRef, TiktokContent, TiktokPost},
 };
 
 /// Chunk bounds of the media transfer guide. The guide says "5 MB" and "64 MB" without saying

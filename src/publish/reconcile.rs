@@ -28,10 +28,8 @@ use uuid::Uuid;
 use super::run::PublishDeps;
 use crate::{
     error::ErrorCode,
-    platforms::{
-        self, AccountCredentials, CheckFence, Pending, PlatformContext, PlatformError, Published,
-        StepRecorder,
-    },
+    platforms::{self, AccountCredentials, Pending, PlatformContext, PlatformError, Published},
+    publish::steps::{CheckFence, StepRecorder},
     store::Store,
 };
 

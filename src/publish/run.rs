@@ -16,11 +16,9 @@ use crate::{
     config::{PlatformsConfig, PublishingConfig},
     crypto::TokenCipher,
     error::{ApiError, ErrorCode, PUBLISH_UNCONFIRMED_MESSAGE},
-    platforms::{
-        self, AccountCredentials, ClaimFence, Pending, PlatformContext, PlatformError, Published,
-        StepRecorder,
-    },
-    publish::media::MediaFetcher,
+    media::MediaFetcher,
+    platforms::{self, AccountCredentials, Pending, PlatformContext, PlatformError, Published},
+    publish::steps::{ClaimFence, StepRecorder},
     store::{NewSubmission, Store},
     views,
 };

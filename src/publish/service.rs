@@ -13,6 +13,7 @@ use uuid::Uuid;
 use super::{
     plan::{MediaRef, Platform, PublishPlan},
     run::JobSpec,
+    steps::ClaimFence,
     validate::{self, AccountFacts, PostRequest},
 };
 use crate::{
@@ -20,7 +21,6 @@ use crate::{
     actors::account::JobOutcome,
     error::{ApiError, ErrorCode},
     http::auth::ApiCaller,
-    platforms::ClaimFence,
     store::NewScheduledPost,
     usage::{self, Plan},
     views,
@@ -252,7 +252,7 @@ pub async fn enqueue(
 async fn probe_media(
     state: &AppState,
     request: &PostRequest,
-    slots: &[super::media::Accept],
+    slots: &[crate::media::Accept],
 ) -> Result<(Vec<MediaRef>, Option<MediaRef>), ApiError> {
     let fetcher = &state.supervisor.deps().media;
     let probes = request

@@ -15,14 +15,14 @@ use serde_json::{Value, json};
 use unicode_segmentation::UnicodeSegmentation;
 use uuid::Uuid;
 
-use super::{
-    media::Accept,
-    plan::{
-        FacebookPost, InstagramPost, MediaKind, MediaRef, Platform, PublishPlan, ThreadsPost,
-        TiktokContent, TiktokPost, XMedia, XPost, YoutubePost,
-    },
+use super::plan::{
+    FacebookPost, InstagramPost, MediaKind, MediaRef, Platform, PublishPlan, ThreadsPost,
+    TiktokContent, TiktokPost, XMedia, XPost, YoutubePost,
 };
-use crate::error::{ApiError, ErrorCode};
+use crate::{
+    error::{ApiError, ErrorCode},
+    media::Accept,
+};
 
 /// Characters per tweet (spec §8); longer tweets are truncated.
 pub const X_TWEET_MAX_CHARS: usize = 280;

@@ -6,10 +6,11 @@ use secrecy::SecretString;
 use service_sim::{SimConfig, Simulator, state::SimAccount};
 use social_service::{
     config::PlatformsConfig,
-    platforms::{AccountCredentials, PlatformContext, PlatformError, Published, StepRecorder},
+    media::{Accept, MediaFetcher},
+    platforms::{AccountCredentials, PlatformContext, PlatformError, Published},
     publish::{
-        media::{Accept, MediaFetcher},
         plan::{MediaRef, PublishPlan},
+        steps::StepRecorder,
     },
 };
 

@@ -1,9 +1,6 @@
 //! The media probe and SSRF guard against the simulator's media host.
 
-use social_service::publish::{
-    media::{Accept, MediaError, MediaFetcher},
-    plan::MediaKind,
-};
+use social_service::media::{Accept, MediaError, MediaFetcher, MediaKind};
 
 use crate::adapters::Harness;
 

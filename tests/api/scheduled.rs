@@ -637,7 +637,7 @@ async fn graceful_shutdown_finishes_in_flight_publishes_and_leaves_the_rest_sche
 
 #[actix_web::test]
 async fn the_final_call_is_fenced_by_the_claim() {
-    use social_service::platforms::{ClaimFence, StepRecorder};
+    use social_service::publish::steps::{ClaimFence, StepRecorder};
     let app = TestApp::spawn().await;
     let publisher = app.publisher("threads", "pro").await;
     app.state

@@ -1,4 +1,8 @@
-//! Media URLs: normalisation, the SSRF guard and the probe.
+//! Media URLs: normalisation, the SSRF guard, the probe and the download for uploads.
+//!
+//! A module of its own, below both `publish` (the probe at validation) and `platforms` (the
+//! uploads): it reports [`MediaError`], which the adapters convert at their boundary
+//! (`impl From<MediaError> for PlatformError` in `platforms`), so it depends on neither.
 //!
 //! Every fetch of a user-supplied URL goes through [`MediaFetcher`]. It refuses URLs whose host
 //! resolves to a loopback, private, link-local, unique-local, unspecified (or otherwise
@@ -23,18 +27,37 @@ use reqwest::{
 };
 use url::Url;
 
-use crate::{
-    error::{ApiError, ErrorCode},
-    platforms::PlatformError,
-    publish::plan::{MediaKind, MediaRef},
-};
+use serde::Serialize;
+
+use crate::error::{ApiError, ErrorCode};
 
 /// How many redirects a media URL may take.
 const MAX_REDIRECTS: usize = 5;
 /// How long a probe may take in all.
 const PROBE_DEADLINE: Duration = Duration::from_secs(30);
 
-/// Why a media URL was refused.
+/// A media file that passed the probe (status 200, accepted type, size within the limit).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MediaRef {
+    /// The URL to hand to the platform (http upgraded to https unless the host is allow-listed).
+    pub url: String,
+    pub kind: MediaKind,
+    /// The content type the probe saw, e.g. `image/jpeg`, `video/mp4`.
+    pub content_type: String,
+    /// `Content-Length` as the probe saw it, when the server sent one.
+    pub size: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MediaKind {
+    Image,
+    Video,
+}
+
+/// Why a media URL was refused, or a download for an upload failed. Every variant displays its
+/// message alone: the probe maps it to the catalogue ([`MediaError::into_api_error`]), an
+/// upload to the platform error for media that could not be fetched (in `platforms`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MediaError {
     #[error("{0}")]
@@ -212,12 +235,12 @@ pub struct ChunkReader {
 
 impl ChunkReader {
     /// The next piece, or `None` at the end.
-    pub async fn next_chunk(&mut self) -> Result<Option<Bytes>, PlatformError> {
+    pub async fn next_chunk(&mut self) -> Result<Option<Bytes>, MediaError> {
         while !self.done && self.pending.len() < self.chunk_bytes {
             match self.stream.next().await {
                 Some(Ok(bytes)) => self.pending.extend_from_slice(&bytes),
                 Some(Err(e)) => {
-                    return Err(PlatformError::MediaFetch(format!(
+                    return Err(MediaError::DownloadFailed(format!(
                         "media download broke off: {e}"
                     )));
                 }
@@ -398,12 +421,12 @@ impl MediaFetcher {
         )))
     }
 
-    /// Opens a media URL for an upload, mapping refusals to platform errors.
-    pub async fn open_for_upload(&self, url: &str) -> Result<MediaDownload, PlatformError> {
-        let parsed = Url::parse(url).map_err(|e| PlatformError::MediaFetch(e.to_string()))?;
-        self.open(&parsed)
-            .await
-            .map_err(|e| PlatformError::MediaFetch(e.to_string()))
+    /// Opens a media URL (one that passed the probe) for an upload. The URL is taken as stored,
+    /// not normalised again; one that does not parse is an [`MediaError::InvalidUrl`] with the
+    /// parser's message alone.
+    pub async fn open_for_upload(&self, url: &str) -> Result<MediaDownload, MediaError> {
+        let parsed = Url::parse(url).map_err(|e| MediaError::InvalidUrl(e.to_string()))?;
+        self.open(&parsed).await
     }
 
     /// The probe: the URL answers 200 with an accepted content type and a size within the
