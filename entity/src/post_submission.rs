@@ -13,8 +13,7 @@ pub struct Model {
     pub post_type: Option<String>,
     /// The platform's id of the published post.
     pub post_id: Option<String>,
-    /// `publishing`, `published`, `failed` or `unconfirmed`.
-    pub status: String,
+    pub status: SubmissionStatus,
     pub page_name: String,
     /// `{text, media_urls}` as submitted.
     pub content: Json,
@@ -39,6 +38,42 @@ pub struct Model {
     /// The instance checking it now, and until when its claim holds.
     pub check_claimed_by: Option<String>,
     pub check_lease_until: Option<DateTimeUtc>,
+}
+
+/// Where one publish attempt stands (the history's `status`). Stored as its text; a stored
+/// value that is none of these fails to load (an error, never a guess).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, EnumIter, DeriveActiveEnum, serde::Serialize)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
+#[serde(rename_all = "snake_case")]
+pub enum SubmissionStatus {
+    /// The publish is running (or its process died: the reconciler looks at it).
+    #[sea_orm(string_value = "publishing")]
+    Publishing,
+    #[sea_orm(string_value = "published")]
+    Published,
+    #[sea_orm(string_value = "failed")]
+    Failed,
+    /// The outcome is not known (the final call may or may not have happened); it is checked.
+    #[sea_orm(string_value = "unconfirmed")]
+    Unconfirmed,
+}
+
+impl SubmissionStatus {
+    /// The status as the API writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Publishing => "publishing",
+            Self::Published => "published",
+            Self::Failed => "failed",
+            Self::Unconfirmed => "unconfirmed",
+        }
+    }
+}
+
+impl std::fmt::Display for SubmissionStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -29,6 +29,8 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::in_runtime::in_runtime;
+use entity::post_submission::SubmissionStatus;
+
 use crate::{
     AppState,
     config::SchedulerConfig,
@@ -546,8 +548,8 @@ pub async fn settle_expired_claims(state: &AppState) -> Result<u64, sea_orm::DbE
             // Its attempt is being checked by the reconciler, which ends the post too.
             Some(s) if reconcile::is_being_checked(s) => continue,
             // The reconciler resolved the attempt but did not get to the post.
-            Some(s) if s.reconcile.is_some() && s.status != "published" => {
-                let (code, error) = if s.status == "failed" {
+            Some(s) if s.reconcile.is_some() && s.status != SubmissionStatus::Published => {
+                let (code, error) = if s.status == SubmissionStatus::Failed {
                     (
                         s.error_code.clone().unwrap_or_default(),
                         s.error_message.clone().unwrap_or_default(),
@@ -564,7 +566,7 @@ pub async fn settle_expired_claims(state: &AppState) -> Result<u64, sea_orm::DbE
                     .finish_scheduled_failed(row.id, &claimant, &code, &error, now, Some(now))
                     .await?
             }
-            Some(s) if s.status == "published" => {
+            Some(s) if s.status == SubmissionStatus::Published => {
                 let post_id = s.post_id.clone().unwrap_or_default();
                 store
                     .finish_scheduled_published(row.id, &claimant, &post_id, now, Some(now))
@@ -574,7 +576,7 @@ pub async fn settle_expired_claims(state: &AppState) -> Result<u64, sea_orm::DbE
                 store
                     .finish_submission_failed(
                         s.id,
-                        "unconfirmed",
+                        SubmissionStatus::Unconfirmed,
                         ErrorCode::PublishingFailed.as_str(),
                         UNCONFIRMED_MESSAGE,
                         now,
@@ -593,11 +595,11 @@ pub async fn settle_expired_claims(state: &AppState) -> Result<u64, sea_orm::DbE
             }
             other => {
                 if let Some(s) = other
-                    && s.status == "publishing"
+                    && s.status == SubmissionStatus::Publishing
                     && !store
                         .finish_submission_failed(
                             s.id,
-                            "failed",
+                            SubmissionStatus::Failed,
                             ErrorCode::ServiceUnavailable.as_str(),
                             "Interrupted before the final publish call; the post is retried",
                             now,
@@ -637,13 +639,13 @@ pub async fn settle_expired_claims(state: &AppState) -> Result<u64, sea_orm::DbE
             .is_some_and(|steps| steps["final_started"] == Value::Bool(true));
         let (status, code, message) = if final_started {
             (
-                "unconfirmed",
+                SubmissionStatus::Unconfirmed,
                 ErrorCode::PublishingFailed.as_str(),
                 UNCONFIRMED_MESSAGE,
             )
         } else {
             (
-                "failed",
+                SubmissionStatus::Failed,
                 ErrorCode::ServiceUnavailable.as_str(),
                 "The service stopped before the final publish call; nothing was published",
             )
@@ -651,7 +653,7 @@ pub async fn settle_expired_claims(state: &AppState) -> Result<u64, sea_orm::DbE
         store
             .finish_submission_failed(submission.id, status, code, message, now)
             .await?;
-        tracing::warn!(submission = %submission.id, status, "settled an immediate publish left by a stopped instance");
+        tracing::warn!(submission = %submission.id, %status, "settled an immediate publish left by a stopped instance");
         settled += 1;
     }
     Ok(settled)

@@ -12,6 +12,7 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use chrono::{DateTime, Utc};
+use entity::post_submission::SubmissionStatus;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -116,8 +117,8 @@ async fn page(
             platform: platform_name(&row.platform).to_string(),
             account: row.page_name,
             text: snippet(&row.content),
-            status_text: t.status(&row.status),
-            status: row.status,
+            status_text: t.status(row.status.as_str()),
+            status: row.status.as_str().to_string(),
             detail: row.error_code.or(row.post_id).unwrap_or_default(),
         })
         .collect();
@@ -243,16 +244,19 @@ fn timeline_steps(t: T, row: &entity::post_submission::Model, now: DateTime<Utc>
         };
         steps.insert(place, final_step);
     }
-    let (label, kind, at) = match row.status.as_str() {
-        "published" => (
+    let (label, kind, at) = match row.status {
+        SubmissionStatus::Published => (
             t.s(Msg::StepPublished).to_string(),
             "ok",
             row.published_at.unwrap_or(row.updated_at),
         ),
-        "failed" => (t.s(Msg::StepFailed).to_string(), "bad", row.updated_at),
-        "unconfirmed" => (t.s(Msg::StepUnconfirmed).to_string(), "bad", row.updated_at),
-        "publishing" => (t.s(Msg::StepPublishing).to_string(), "wait", row.updated_at),
-        other => (t.status(other), "step", row.updated_at),
+        SubmissionStatus::Failed => (t.s(Msg::StepFailed).to_string(), "bad", row.updated_at),
+        SubmissionStatus::Unconfirmed => {
+            (t.s(Msg::StepUnconfirmed).to_string(), "bad", row.updated_at)
+        }
+        SubmissionStatus::Publishing => {
+            (t.s(Msg::StepPublishing).to_string(), "wait", row.updated_at)
+        }
     };
     steps.push(Step {
         label,
@@ -289,7 +293,7 @@ async fn timeline(
             Msg::TimelineTitle,
             &[("account", &row.page_name), ("platform", &platform)],
         ),
-        checking: row.status == "unconfirmed" && row.next_check_at.is_some(),
+        checking: row.status == SubmissionStatus::Unconfirmed && row.next_check_at.is_some(),
         error: row
             .error_code
             .clone()
@@ -301,8 +305,8 @@ async fn timeline(
             .unwrap_or("")
             .to_string(),
         post_type: row.post_type.clone().unwrap_or_default(),
-        status_text: t.status(&row.status),
-        status: row.status,
+        status_text: t.status(row.status.as_str()),
+        status: row.status.as_str().to_string(),
         account: row.page_name,
         platform,
         steps,

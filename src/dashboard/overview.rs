@@ -134,8 +134,8 @@ pub async fn page(
                 platform: platform_name(&row.platform).to_string(),
                 account: row.page_name,
                 text: snippet(&row.content),
-                status_text: t.status(&row.status),
-                status: row.status,
+                status_text: t.status(row.status.as_str()),
+                status: row.status.as_str().to_string(),
                 detail,
             }
         })

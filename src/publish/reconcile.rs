@@ -17,6 +17,7 @@
 //!
 //! A scheduled post whose attempt is being checked stays `publishing` and ends with it.
 
+use entity::post_submission::SubmissionStatus;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -302,7 +303,14 @@ async fn resolve(
         }
         Resolution::Failed { code, message } => {
             store
-                .resolve_check(row.id, claimant, "failed", code, message, now)
+                .resolve_check(
+                    row.id,
+                    claimant,
+                    SubmissionStatus::Failed,
+                    code,
+                    message,
+                    now,
+                )
                 .await
         }
         Resolution::Unconfirmed { message } => {
@@ -310,7 +318,7 @@ async fn resolve(
                 .resolve_check(
                     row.id,
                     claimant,
-                    "unconfirmed",
+                    SubmissionStatus::Unconfirmed,
                     ErrorCode::PublishUnconfirmed.as_str(),
                     message,
                     now,
@@ -394,7 +402,7 @@ fn published_fields(known: Option<&Value>, published: &Published) -> Value {
 /// Whether a history row is being carried on by the reconciler (the scheduler's settlement
 /// leaves its scheduled post alone meanwhile).
 pub fn is_being_checked(row: &post_submission::Model) -> bool {
-    row.status == "unconfirmed" && row.next_check_at.is_some()
+    row.status == SubmissionStatus::Unconfirmed && row.next_check_at.is_some()
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! the account actor from a spawned future (never inside a message handler), so the actor keeps
 //! answering while a long video upload runs.
 
+use entity::post_submission::SubmissionStatus;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -111,7 +112,7 @@ pub async fn run_job(
                 platform: platform.to_string(),
                 post_type: Some(job.plan.post_type().as_str().to_string()),
                 post_id: None,
-                status: "publishing".into(),
+                status: SubmissionStatus::Publishing,
                 page_name: job.page_name.clone(),
                 content: job.content.clone(),
                 result: None,
@@ -224,9 +225,9 @@ pub async fn run_job(
                 .finish_submission_failed(
                     job.submission_id,
                     if maybe_published {
-                        "unconfirmed"
+                        SubmissionStatus::Unconfirmed
                     } else {
-                        "failed"
+                        SubmissionStatus::Failed
                     },
                     api_error.code.as_str(),
                     &message,

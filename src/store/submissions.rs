@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use entity::post_submission;
+use entity::post_submission::SubmissionStatus;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, Condition, DbErr, EntityTrait, PaginatorTrait, QueryFilter,
     QueryOrder, QuerySelect, Set, sea_query::Expr,
@@ -18,7 +19,7 @@ pub struct NewSubmission {
     pub platform: String,
     pub post_type: Option<String>,
     pub post_id: Option<String>,
-    pub status: String,
+    pub status: SubmissionStatus,
     pub page_name: String,
     pub content: serde_json::Value,
     pub result: Option<serde_json::Value>,
@@ -118,7 +119,7 @@ impl Store {
             platform: Set(new.platform),
             post_type: Set(new.post_type),
             post_id: Set(None),
-            status: Set("publishing".into()),
+            status: Set(SubmissionStatus::Publishing),
             page_name: Set(new.page_name),
             content: Set(new.content),
             result: Set(None),
@@ -144,7 +145,10 @@ impl Store {
         now: DateTime<Utc>,
     ) -> Result<(), DbErr> {
         post_submission::Entity::update_many()
-            .col_expr(post_submission::Column::Status, Expr::value("published"))
+            .col_expr(
+                post_submission::Column::Status,
+                Expr::value(SubmissionStatus::Published.as_str()),
+            )
             .col_expr(post_submission::Column::PostId, Expr::value(post_id))
             .col_expr(post_submission::Column::Result, Expr::value(result))
             .col_expr(post_submission::Column::PublishedAt, Expr::value(now))
@@ -159,13 +163,16 @@ impl Store {
     pub async fn finish_submission_failed(
         &self,
         id: Uuid,
-        status: &str,
+        status: SubmissionStatus,
         error_code: &str,
         error_message: &str,
         now: DateTime<Utc>,
     ) -> Result<bool, DbErr> {
         let result = post_submission::Entity::update_many()
-            .col_expr(post_submission::Column::Status, Expr::value(status))
+            .col_expr(
+                post_submission::Column::Status,
+                Expr::value(status.as_str()),
+            )
             .col_expr(post_submission::Column::ErrorCode, Expr::value(error_code))
             .col_expr(
                 post_submission::Column::ErrorMessage,
@@ -174,7 +181,7 @@ impl Store {
             .col_expr(post_submission::Column::UpdatedAt, Expr::value(now))
             .filter(post_submission::Column::Id.eq(id))
             // Never overwrite an outcome already recorded (a settlement racing a late finish).
-            .filter(post_submission::Column::Status.eq("publishing"))
+            .filter(post_submission::Column::Status.eq(SubmissionStatus::Publishing))
             .exec(&self.db)
             .await?;
         // False: the attempt ended (or became a pending check) meanwhile.
@@ -192,7 +199,7 @@ impl Store {
         before: DateTime<Utc>,
     ) -> Result<Vec<post_submission::Model>, DbErr> {
         post_submission::Entity::find()
-            .filter(post_submission::Column::Status.eq("publishing"))
+            .filter(post_submission::Column::Status.eq(SubmissionStatus::Publishing))
             .filter(post_submission::Column::ScheduledPostId.is_null())
             .filter(post_submission::Column::CreatedAt.lt(before))
             .all(&self.db)
@@ -214,7 +221,10 @@ impl Store {
         now: DateTime<Utc>,
     ) -> Result<bool, DbErr> {
         let result = post_submission::Entity::update_many()
-            .col_expr(post_submission::Column::Status, Expr::value("unconfirmed"))
+            .col_expr(
+                post_submission::Column::Status,
+                Expr::value(SubmissionStatus::Unconfirmed.as_str()),
+            )
             .col_expr(post_submission::Column::ErrorCode, Expr::value(error_code))
             .col_expr(post_submission::Column::ErrorMessage, Expr::value(message))
             .col_expr(post_submission::Column::Reconcile, Expr::value(reconcile))
@@ -228,7 +238,7 @@ impl Store {
             )
             .col_expr(post_submission::Column::UpdatedAt, Expr::value(now))
             .filter(post_submission::Column::Id.eq(id))
-            .filter(post_submission::Column::Status.eq("publishing"))
+            .filter(post_submission::Column::Status.eq(SubmissionStatus::Publishing))
             .exec(&self.db)
             .await?;
         Ok(result.rows_affected == 1)
@@ -237,7 +247,7 @@ impl Store {
     /// The condition of a submission whose check is due at `now` and not held by a live claim.
     fn check_due(now: DateTime<Utc>) -> Condition {
         Condition::all()
-            .add(post_submission::Column::Status.eq("unconfirmed"))
+            .add(post_submission::Column::Status.eq(SubmissionStatus::Unconfirmed))
             .add(post_submission::Column::NextCheckAt.lte(now))
             .add(
                 Condition::any()
@@ -290,7 +300,7 @@ impl Store {
     fn check_held(id: Uuid, claimant: &str) -> Condition {
         Condition::all()
             .add(post_submission::Column::Id.eq(id))
-            .add(post_submission::Column::Status.eq("unconfirmed"))
+            .add(post_submission::Column::Status.eq(SubmissionStatus::Unconfirmed))
             .add(post_submission::Column::NextCheckAt.is_not_null())
             .add(post_submission::Column::CheckClaimedBy.eq(claimant))
     }
@@ -349,7 +359,10 @@ impl Store {
         now: DateTime<Utc>,
     ) -> Result<bool, DbErr> {
         let update = post_submission::Entity::update_many()
-            .col_expr(post_submission::Column::Status, Expr::value("published"))
+            .col_expr(
+                post_submission::Column::Status,
+                Expr::value(SubmissionStatus::Published.as_str()),
+            )
             .col_expr(post_submission::Column::PostId, Expr::value(post_id))
             .col_expr(post_submission::Column::Result, Expr::value(result))
             .col_expr(post_submission::Column::PublishedAt, Expr::value(now))
@@ -374,13 +387,16 @@ impl Store {
         &self,
         id: Uuid,
         claimant: &str,
-        status: &str,
+        status: SubmissionStatus,
         error_code: &str,
         message: &str,
         now: DateTime<Utc>,
     ) -> Result<bool, DbErr> {
         let update = post_submission::Entity::update_many()
-            .col_expr(post_submission::Column::Status, Expr::value(status))
+            .col_expr(
+                post_submission::Column::Status,
+                Expr::value(status.as_str()),
+            )
             .col_expr(post_submission::Column::ErrorCode, Expr::value(error_code))
             .col_expr(post_submission::Column::ErrorMessage, Expr::value(message));
         let result = Self::end_check(update, now)

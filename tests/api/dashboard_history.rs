@@ -252,7 +252,7 @@ async fn history_is_paginated() {
             platform: "facebook".into(),
             post_type: Some("text".into()),
             post_id: Some(format!("page_{i}")),
-            status: "published".into(),
+            status: entity::post_submission::SubmissionStatus::Published,
             page_name: "Paged Page".into(),
             content: json!({"text": format!("post number {i}.")}),
             result: None,

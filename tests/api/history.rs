@@ -16,7 +16,7 @@ async fn record(app: &TestApp, user_id: Uuid, account_id: Uuid, n: usize) {
             platform: "facebook".into(),
             post_type: Some(if i % 2 == 0 { "text" } else { "album" }.into()),
             post_id: Some(format!("page_{i}")),
-            status: "published".into(),
+            status: entity::post_submission::SubmissionStatus::Published,
             page_name: "History Page".into(),
             content: json!({"text": format!("post {i}"), "media_urls": []}),
             result: (i % 2 == 1).then(|| json!({"photo_count": 3})),

@@ -516,7 +516,7 @@ async fn a_dead_claimants_posts_are_settled_from_their_steps() {
                     platform: "threads".into(),
                     post_type: Some("text".into()),
                     post_id: None,
-                    status: "publishing".into(),
+                    status: entity::post_submission::SubmissionStatus::Publishing,
                     page_name: row.page_name.clone(),
                     content: row.content.clone(),
                     result: None,
@@ -720,7 +720,7 @@ async fn an_immediate_publish_cut_off_by_a_crash_is_settled_in_the_history() {
                     platform: "threads".into(),
                     post_type: Some("text".into()),
                     post_id: None,
-                    status: "publishing".into(),
+                    status: entity::post_submission::SubmissionStatus::Publishing,
                     page_name: publisher.account.display_name.clone(),
                     content: json!({"text": "cut off", "media_urls": []}),
                     result: None,
@@ -744,9 +744,9 @@ async fn an_immediate_publish_cut_off_by_a_crash_is_settled_in_the_history() {
         .await
         .unwrap();
     let interrupted = store.find_submission(ids[0]).await.unwrap().unwrap();
-    assert_eq!(interrupted.status, "failed");
+    assert_eq!(interrupted.status.as_str(), "failed");
     let unconfirmed = store.find_submission(ids[1]).await.unwrap().unwrap();
-    assert_eq!(unconfirmed.status, "unconfirmed");
+    assert_eq!(unconfirmed.status.as_str(), "unconfirmed");
     assert!(unconfirmed.error_message.unwrap().contains("unconfirmed"));
 }
 
