@@ -9,8 +9,7 @@ pub struct Model {
     pub user_id: Uuid,
     pub account_id: Uuid,
     pub platform: String,
-    /// `text`, `photo`, `album`, `carousel`, `video`, `reels` or `thread`.
-    pub post_type: Option<String>,
+    pub post_type: Option<PostType>,
     /// The platform's id of the published post.
     pub post_id: Option<String>,
     pub status: SubmissionStatus,
@@ -38,6 +37,41 @@ pub struct Model {
     /// The instance checking it now, and until when its claim holds.
     pub check_claimed_by: Option<String>,
     pub check_lease_until: Option<DateTimeUtc>,
+}
+
+/// `post_type` of spec §2.3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, EnumIter, DeriveActiveEnum, serde::Serialize)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
+#[serde(rename_all = "lowercase")]
+pub enum PostType {
+    #[sea_orm(string_value = "text")]
+    Text,
+    #[sea_orm(string_value = "photo")]
+    Photo,
+    #[sea_orm(string_value = "album")]
+    Album,
+    #[sea_orm(string_value = "carousel")]
+    Carousel,
+    #[sea_orm(string_value = "video")]
+    Video,
+    #[sea_orm(string_value = "reels")]
+    Reels,
+    #[sea_orm(string_value = "thread")]
+    Thread,
+}
+
+impl PostType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PostType::Text => "text",
+            PostType::Photo => "photo",
+            PostType::Album => "album",
+            PostType::Carousel => "carousel",
+            PostType::Video => "video",
+            PostType::Reels => "reels",
+            PostType::Thread => "thread",
+        }
+    }
 }
 
 /// Where one publish attempt stands (the history's `status`). Stored as its text; a stored

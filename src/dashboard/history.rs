@@ -304,7 +304,10 @@ async fn timeline(
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string(),
-        post_type: row.post_type.clone().unwrap_or_default(),
+        post_type: row
+            .post_type
+            .map(|p| p.as_str().to_string())
+            .unwrap_or_default(),
         status_text: t.status(row.status.as_str()),
         status: row.status.as_str().to_string(),
         account: row.page_name,

@@ -8,32 +8,8 @@ use serde::Serialize;
 // here as they always did.
 pub use crate::media::{MediaKind, MediaRef};
 
-/// `post_type` of spec §2.3.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PostType {
-    Text,
-    Photo,
-    Album,
-    Carousel,
-    Video,
-    Reels,
-    Thread,
-}
-
-impl PostType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PostType::Text => "text",
-            PostType::Photo => "photo",
-            PostType::Album => "album",
-            PostType::Carousel => "carousel",
-            PostType::Video => "video",
-            PostType::Reels => "reels",
-            PostType::Thread => "thread",
-        }
-    }
-}
+/// `post_type` of spec §2.3: stored on the history row, so defined with the entity.
+pub use entity::post_submission::PostType;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FacebookPost {

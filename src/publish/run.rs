@@ -110,7 +110,7 @@ pub async fn run_job(
                 user_id: job.user_id,
                 account_id: job.account_id,
                 platform: platform.to_string(),
-                post_type: Some(job.plan.post_type().as_str().to_string()),
+                post_type: Some(job.plan.post_type()),
                 post_id: None,
                 status: SubmissionStatus::Publishing,
                 page_name: job.page_name.clone(),

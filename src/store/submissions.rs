@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use entity::post_submission;
-use entity::post_submission::SubmissionStatus;
+use entity::post_submission::{PostType, SubmissionStatus};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, Condition, DbErr, EntityTrait, PaginatorTrait, QueryFilter,
     QueryOrder, QuerySelect, Set, sea_query::Expr,
@@ -17,7 +17,7 @@ pub struct NewSubmission {
     pub user_id: Uuid,
     pub account_id: Uuid,
     pub platform: String,
-    pub post_type: Option<String>,
+    pub post_type: Option<PostType>,
     pub post_id: Option<String>,
     pub status: SubmissionStatus,
     pub page_name: String,

@@ -250,7 +250,7 @@ async fn history_is_paginated() {
             user_id: dashboard.user_id,
             account_id: account.id,
             platform: "facebook".into(),
-            post_type: Some("text".into()),
+            post_type: Some(entity::post_submission::PostType::Text),
             post_id: Some(format!("page_{i}")),
             status: entity::post_submission::SubmissionStatus::Published,
             page_name: "Paged Page".into(),

@@ -14,7 +14,11 @@ async fn record(app: &TestApp, user_id: Uuid, account_id: Uuid, n: usize) {
             user_id,
             account_id,
             platform: "facebook".into(),
-            post_type: Some(if i % 2 == 0 { "text" } else { "album" }.into()),
+            post_type: Some(if i % 2 == 0 {
+                entity::post_submission::PostType::Text
+            } else {
+                entity::post_submission::PostType::Album
+            }),
             post_id: Some(format!("page_{i}")),
             status: entity::post_submission::SubmissionStatus::Published,
             page_name: "History Page".into(),
