@@ -3,79 +3,15 @@
 //! key, disconnect an account) with their confirmations, the cross-site refusal, the security
 //! headers every page carries, and the two languages.
 
-use reqwest::{Client, Response, header, redirect::Policy};
+use reqwest::{Client, header, redirect::Policy};
 use serde_json::Value;
 
 use crate::helpers::{Dashboard, TestApp, assert_nothing_inline, status_and_json};
-
-const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'self'; frame-ancestors 'none'; form-action 'self'";
-/// What a browser sends when navigating.
-const BROWSER_ACCEPT: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+use crate::pages::{BROWSER_ACCEPT, get_page, page, post_form, see_other};
 
 /// A client without a session (and without following redirects).
 fn anonymous() -> Client {
     Client::builder().redirect(Policy::none()).build().unwrap()
-}
-
-/// Where a 303 points.
-fn see_other(response: &Response) -> String {
-    assert_eq!(response.status(), 303, "expected a 303: {response:?}");
-    response.headers()[header::LOCATION]
-        .to_str()
-        .unwrap()
-        .to_string()
-}
-
-/// Checks what every page must be (HTML with the security headers, nothing inline that the
-/// CSP would block) and returns its body.
-async fn page(response: Response) -> String {
-    assert_eq!(response.status(), 200, "{:?}", response.url());
-    let headers = response.headers().clone();
-    let content_type = headers[header::CONTENT_TYPE].to_str().unwrap();
-    assert!(content_type.starts_with("text/html"), "{content_type}");
-    assert_eq!(headers[header::CONTENT_SECURITY_POLICY], CSP);
-    assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
-    assert_eq!(headers["referrer-policy"], "same-origin");
-    let body = response.text().await.unwrap();
-    assert_nothing_inline(&body);
-    body
-}
-
-/// The origin a browser on our pages sends.
-fn origin(app: &TestApp) -> String {
-    app.state.public_url.clone()
-}
-
-async fn get_page(app: &TestApp, dashboard: &Dashboard, path: &str) -> String {
-    page(
-        dashboard
-            .no_redirect
-            .get(app.url(path))
-            .header(header::ACCEPT, BROWSER_ACCEPT)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await
-}
-
-/// A same-origin form post, as a browser sends it from our pages.
-async fn post_form(
-    app: &TestApp,
-    dashboard: &Dashboard,
-    path: &str,
-    form: &[(&str, &str)],
-) -> Response {
-    dashboard
-        .no_redirect
-        .post(app.url(path))
-        .header(header::ORIGIN, origin(app))
-        .header("sec-fetch-site", "same-origin")
-        .header(header::ACCEPT, BROWSER_ACCEPT)
-        .form(form)
-        .send()
-        .await
-        .unwrap()
 }
 
 async fn api_keys(app: &TestApp, dashboard: &Dashboard) -> Vec<Value> {

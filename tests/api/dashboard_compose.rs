@@ -5,65 +5,11 @@
 
 use chrono::{Duration, Utc};
 use chrono_tz::Tz;
-use reqwest::{Response, header};
+use reqwest::header;
 use serde_json::Value;
 
-use crate::helpers::{Dashboard, Publisher, TestApp, assert_nothing_inline, status_and_json};
-
-const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'self'; frame-ancestors 'none'; form-action 'self'";
-const BROWSER_ACCEPT: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
-
-/// What every page must be: HTML with the security headers and nothing inline.
-async fn page(response: Response) -> String {
-    assert_eq!(response.status(), 200, "{:?}", response.url());
-    let headers = response.headers().clone();
-    let content_type = headers[header::CONTENT_TYPE].to_str().unwrap();
-    assert!(content_type.starts_with("text/html"), "{content_type}");
-    assert_eq!(headers[header::CONTENT_SECURITY_POLICY], CSP);
-    assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
-    let body = response.text().await.unwrap();
-    assert_nothing_inline(&body);
-    body
-}
-
-async fn get_page(app: &TestApp, dashboard: &Dashboard, path: &str) -> String {
-    page(
-        dashboard
-            .no_redirect
-            .get(app.url(path))
-            .header(header::ACCEPT, BROWSER_ACCEPT)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await
-}
-
-async fn post_form(
-    app: &TestApp,
-    dashboard: &Dashboard,
-    path: &str,
-    form: &[(&str, &str)],
-) -> Response {
-    dashboard
-        .no_redirect
-        .post(app.url(path))
-        .header(header::ORIGIN, app.state.public_url.clone())
-        .header("sec-fetch-site", "same-origin")
-        .header(header::ACCEPT, BROWSER_ACCEPT)
-        .form(form)
-        .send()
-        .await
-        .unwrap()
-}
-
-fn see_other(response: &Response) -> String {
-    assert_eq!(response.status(), 303, "expected a 303: {response:?}");
-    response.headers()[header::LOCATION]
-        .to_str()
-        .unwrap()
-        .to_string()
-}
+use crate::helpers::{Dashboard, Publisher, TestApp, status_and_json};
+use crate::pages::{BROWSER_ACCEPT, get_page, page, post_form, see_other};
 
 /// The part of `body` from the element with `id` to the end of its line (a field's refusal is
 /// rendered on the line of its field).

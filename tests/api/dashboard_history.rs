@@ -4,70 +4,14 @@
 //! days without a snapshot, backfill through the button, the cross-site refusal, and the
 //! security headers (CSP, nothing inline) of every page.
 
-use reqwest::{Response, header};
+use reqwest::header;
 use serde_json::json;
 use service_sim::state::{FaultKind, FaultSpec, Processing};
 use social_service::store::NewSubmission;
 use uuid::Uuid;
 
-use crate::helpers::{Dashboard, TestApp, assert_no_violations, assert_nothing_inline};
-
-const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'self'; frame-ancestors 'none'; form-action 'self'";
-/// What a browser sends when navigating.
-const BROWSER_ACCEPT: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
-
-/// Checks what every page must be (HTML with the security headers, nothing inline that the
-/// CSP would block) and returns its status and body.
-async fn any_page(response: Response) -> (u16, String) {
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let content_type = headers[header::CONTENT_TYPE].to_str().unwrap();
-    assert!(content_type.starts_with("text/html"), "{content_type}");
-    assert_eq!(headers[header::CONTENT_SECURITY_POLICY], CSP);
-    assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
-    let body = response.text().await.unwrap();
-    assert_nothing_inline(&body);
-    (status, body)
-}
-
-async fn get(app: &TestApp, dashboard: &Dashboard, path: &str) -> (u16, String) {
-    any_page(
-        dashboard
-            .no_redirect
-            .get(app.url(path))
-            .header(header::ACCEPT, BROWSER_ACCEPT)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await
-}
-
-/// A page that must answer 200.
-async fn page(app: &TestApp, dashboard: &Dashboard, path: &str) -> String {
-    let (status, body) = get(app, dashboard, path).await;
-    assert_eq!(status, 200, "{path}:\n{body}");
-    body
-}
-
-/// A same-origin form post, as a browser sends it from our pages.
-async fn post_form(
-    app: &TestApp,
-    dashboard: &Dashboard,
-    path: &str,
-    form: &[(&str, &str)],
-) -> Response {
-    dashboard
-        .no_redirect
-        .post(app.url(path))
-        .header(header::ORIGIN, app.state.public_url.clone())
-        .header("sec-fetch-site", "same-origin")
-        .header(header::ACCEPT, BROWSER_ACCEPT)
-        .form(form)
-        .send()
-        .await
-        .unwrap()
-}
+use crate::helpers::{TestApp, assert_no_violations};
+use crate::pages::{BROWSER_ACCEPT, get_page, post_form};
 
 /// Text as askama escapes it into HTML.
 fn escape(text: &str) -> String {
@@ -139,7 +83,7 @@ async fn history_lists_published_and_failed_posts_with_their_badges_and_timeline
         .await;
     assert_eq!(status, 200, "{body}");
 
-    let html = page(&app, &publisher.dashboard, "/dashboard/history").await;
+    let html = get_page(&app, &publisher.dashboard, "/dashboard/history").await;
     assert!(html.contains("aria-current=\"page\">History</a>"), "{html}");
     assert!(
         html.contains("<span class=\"badge status-published\">published</span>"),
@@ -168,7 +112,7 @@ async fn the_timeline_of_a_failed_publish_shows_each_step_and_the_platforms_word
     let message = row.error_message.clone().unwrap();
     let code = row.error_code.clone().unwrap();
 
-    let html = page(
+    let html = get_page(
         &app,
         &publisher.dashboard,
         &format!("/dashboard/history/{id}"),
@@ -229,10 +173,10 @@ async fn another_users_submission_is_not_shown() {
         assert_eq!(response.status(), 303, "{path}");
         assert_eq!(response.headers()[header::LOCATION], missing, "{path}");
     }
-    let body = page(&app, &stranger, missing).await;
+    let body = get_page(&app, &stranger, missing).await;
     assert!(body.contains("does not exist in your history"), "{body}");
     // Nor in the stranger's list.
-    let list = page(&app, &stranger, "/dashboard/history").await;
+    let list = get_page(&app, &stranger, "/dashboard/history").await;
     assert!(timeline_links(&list).is_empty(), "{list}");
     assert!(list.contains("Nothing has been published yet"), "{list}");
 }
@@ -267,17 +211,17 @@ async fn history_is_paginated() {
             .unwrap();
         app.clock.advance(chrono::Duration::seconds(1));
     }
-    let first = page(&app, &dashboard, "/dashboard/history").await;
+    let first = get_page(&app, &dashboard, "/dashboard/history").await;
     assert_eq!(timeline_links(&first).len(), 20);
     assert!(first.contains("Page 1 of 2 (23 posts)"), "{first}");
     assert!(first.contains("post number 22.") && !first.contains("post number 2."));
     assert!(first.contains("href=\"/dashboard/history?page=2\""));
-    let second = page(&app, &dashboard, "/dashboard/history?page=2").await;
+    let second = get_page(&app, &dashboard, "/dashboard/history?page=2").await;
     assert_eq!(timeline_links(&second).len(), 3);
     assert!(second.contains("post number 0.") && !second.contains("post number 3."));
     assert!(second.contains("href=\"/dashboard/history?page=1\""));
     // Past the end: the last page.
-    let past = page(&app, &dashboard, "/dashboard/history?page=9").await;
+    let past = get_page(&app, &dashboard, "/dashboard/history?page=9").await;
     assert!(past.contains("Page 2 of 2 (23 posts)"), "{past}");
     assert_eq!(timeline_links(&past).len(), 3);
 }
@@ -357,7 +301,7 @@ async fn the_chart_of_a_day_without_a_snapshot_has_a_gap_not_a_zero() {
         "/dashboard/performance?account_id={}&days=7",
         publisher.account.id
     );
-    let html = page(&app, &publisher.dashboard, &path).await;
+    let html = get_page(&app, &publisher.dashboard, &path).await;
     assert!(html.contains("aria-current=\"page\">Performance</a>"));
     for title in ["Posts", "page_media_view"] {
         let svg = chart_svg(&html, title);
@@ -403,7 +347,7 @@ async fn the_backfill_button_creates_the_missing_snapshot_and_closes_the_gap() {
         "{location}"
     );
     assert_eq!(app.state.store.count_snapshots(&hole).await.unwrap(), 1);
-    let html = page(&app, &publisher.dashboard, &location).await;
+    let html = get_page(&app, &publisher.dashboard, &location).await;
     assert!(html.contains("Backfilled 1 of 1 day(s)."), "{html}");
     assert!(html.contains("Every day in this range has its snapshot."));
     let d = path_of(chart_svg(&html, "Posts"));
@@ -462,7 +406,7 @@ async fn recent_posts_show_their_metrics_or_the_platforms_error() {
         .await;
     assert_eq!(status, 200, "{body}");
     let path = format!("/dashboard/performance?account_id={}", publisher.account.id);
-    let html = page(&app, &publisher.dashboard, &path).await;
+    let html = get_page(&app, &publisher.dashboard, &path).await;
     let posts = &html[html.find("id=\"posts-title\"").unwrap()..];
     assert!(posts.contains("measured post"), "{posts}");
     assert!(
@@ -483,7 +427,7 @@ async fn recent_posts_show_their_metrics_or_the_platforms_error() {
             ..FaultSpec::default()
         },
     );
-    let html = page(&app, &publisher.dashboard, &path).await;
+    let html = get_page(&app, &publisher.dashboard, &path).await;
     let posts = &html[html.find("id=\"posts-title\"").unwrap()..];
     assert!(
         posts.contains("The platform did not give the recent posts:"),
@@ -497,10 +441,10 @@ async fn recent_posts_show_their_metrics_or_the_platforms_error() {
 async fn performance_without_an_account_says_what_to_do() {
     let app = TestApp::spawn().await;
     let dashboard = app.sign_in("empty@example.com").await;
-    let html = page(&app, &dashboard, "/dashboard/performance").await;
+    let html = get_page(&app, &dashboard, "/dashboard/performance").await;
     assert!(html.contains("No account is connected yet"), "{html}");
     assert!(html.contains("href=\"/dashboard/accounts\""));
-    let html = page(&app, &dashboard, "/dashboard/performance?lang=zh-TW").await;
+    let html = get_page(&app, &dashboard, "/dashboard/performance?lang=zh-TW").await;
     assert!(html.contains("成效"), "{html}");
 }
 
@@ -510,7 +454,7 @@ async fn an_account_without_metrics_says_so_and_offers_no_backfill() {
     let publisher = app.publisher("x", "ultra").await;
     app.clock.set(app.clock_now() + chrono::Duration::days(3));
     let path = format!("/dashboard/performance?account_id={}", publisher.account.id);
-    let html = page(&app, &publisher.dashboard, &path).await;
+    let html = get_page(&app, &publisher.dashboard, &path).await;
     assert!(html.contains("X gives no performance metrics"), "{html}");
     assert!(!html.contains("/dashboard/performance/backfill"), "{html}");
     assert!(!html.contains("<svg"), "{html}");
@@ -564,7 +508,7 @@ async fn the_timeline_shows_how_the_platforms_processing_ended() {
             .find(|p| p.to_string().contains(text))
             .unwrap_or_else(|| panic!("{text} in {history}"));
         let id = item["post_submission_id"].as_str().unwrap();
-        let html = page(
+        let html = get_page(
             &app,
             &publisher.dashboard,
             &format!("/dashboard/history/{id}"),

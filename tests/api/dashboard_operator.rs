@@ -4,14 +4,13 @@
 //! anyone else is sent to the overview, told why, and sees no data; cross-site posts are refused; the old token page
 //! redirects here.
 
-use reqwest::{Response, header};
+use reqwest::header;
 use serde_json::{Value, json};
 use social_service::operator;
 
-use crate::helpers::{Dashboard, TestApp, assert_nothing_inline, status_and_json};
+use crate::helpers::{Dashboard, TestApp, status_and_json};
+use crate::pages::{BROWSER_ACCEPT, get, post_form};
 
-const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'self'; frame-ancestors 'none'; form-action 'self'";
-const BROWSER_ACCEPT: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
 const OPERATOR_EMAIL: &str = "ops@example.com";
 
 /// A service whose configuration names `OPERATOR_EMAIL` an operator (in another case, as people
@@ -23,51 +22,6 @@ async fn spawn() -> TestApp {
         config.collector.enabled = true;
     })
     .await
-}
-
-/// Status and body of a page, after checking the security headers and that nothing is inline.
-async fn page(response: Response) -> (u16, String) {
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let content_type = headers[header::CONTENT_TYPE].to_str().unwrap();
-    assert!(content_type.starts_with("text/html"), "{content_type}");
-    assert_eq!(headers[header::CONTENT_SECURITY_POLICY], CSP);
-    assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
-    let body = response.text().await.unwrap();
-    assert_nothing_inline(&body);
-    (status, body)
-}
-
-async fn get(app: &TestApp, dashboard: &Dashboard, path: &str) -> (u16, String) {
-    page(
-        dashboard
-            .no_redirect
-            .get(app.url(path))
-            .header(header::ACCEPT, BROWSER_ACCEPT)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await
-}
-
-/// A same-origin form post, as a browser sends it from our pages.
-async fn post_form(
-    app: &TestApp,
-    dashboard: &Dashboard,
-    path: &str,
-    form: &[(&str, &str)],
-) -> Response {
-    dashboard
-        .no_redirect
-        .post(app.url(path))
-        .header(header::ORIGIN, app.state.public_url.clone())
-        .header("sec-fetch-site", "same-origin")
-        .header(header::ACCEPT, BROWSER_ACCEPT)
-        .form(form)
-        .send()
-        .await
-        .unwrap()
 }
 
 /// The operator page's status for this user (200 shown, 303 sent away).

@@ -38,6 +38,8 @@ mod media;
 mod meta_unknown_views;
 mod operator_signin;
 mod ops;
+// The dashboard page tests' shared checks.
+mod pages;
 mod performance;
 mod publish;
 mod read_check;
