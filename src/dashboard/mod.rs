@@ -434,6 +434,32 @@ impl When {
     }
 }
 
+/// A usage line in words: "n calls, no limit" or "n of m calls, r left".
+pub fn usage_text(t: T, usage: &crate::http::subscription::UsageNow) -> String {
+    if usage.limit < 0 {
+        t.fill(Msg::UsageUnlimited, &[("used", &usage.used.to_string())])
+    } else {
+        t.fill(
+            Msg::UsageLimited,
+            &[
+                ("used", &usage.used.to_string()),
+                ("limit", &usage.limit.to_string()),
+                ("remaining", &usage.remaining.to_string()),
+            ],
+        )
+    }
+}
+
+/// A plan's name in words.
+pub fn plan_name(t: T, plan: crate::usage::Plan) -> &'static str {
+    use crate::usage::Plan;
+    match plan {
+        Plan::Free => t.s(Msg::PlanFree),
+        Plan::Pro => t.s(Msg::PlanPro),
+        Plan::Ultra => t.s(Msg::PlanUltra),
+    }
+}
+
 /// Renders a page as an HTML response (askama_web; a template that fails to render is a bug,
 /// answered 500).
 pub fn render(req: &HttpRequest, page: impl Template) -> HttpResponse {

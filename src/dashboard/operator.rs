@@ -6,7 +6,8 @@
 //!
 //! - The data is that of the JSON views, from the same functions: [`crate::http::ops::view`]
 //!   (`GET /api/admin/actors`), the store's users and [`crate::operator::set_user_plan`]
-//!   (`PUT /admin/users/{id}/plan`), [`usage_now`] (`GET /api/subscription/status`).
+//!   (`PUT /admin/users/{id}/plan`), [`usage_of_users`] (`GET /api/subscription/status`'s
+//!   reading, for every listed user in one query).
 //! - The role is checked from the session's user on every request ([`crate::operator::is_operator`]:
 //!   `auth.operator_emails` or the CLI's `is_operator`). Anyone else is sent (303) to the
 //!   overview, which says the pages are for operators; no data is read for them.
@@ -19,7 +20,7 @@ use uuid::Uuid;
 use super::{
     Layout, Nav, When,
     i18n::{Msg, T},
-    render, see_other,
+    plan_name, render, see_other, usage_text,
 };
 use crate::{
     AppState,
@@ -28,11 +29,10 @@ use crate::{
         auth::SessionUser,
         ops::{self, ActorsQuery, STATES},
         parse_uuid,
-        subscription::{UsageNow, usage_now},
+        subscription::usage_of_users,
     },
     operator::{self, PlanChange},
     publish::plan::Platform,
-    usage::Plan,
 };
 
 const OPERATOR_PATH: &str = "/dashboard/operator";
@@ -230,14 +230,6 @@ fn panels(t: T, view: &ops::ActorsView, now: chrono::DateTime<chrono::Utc>) -> V
     ]
 }
 
-fn plan_name(t: T, plan: Plan) -> &'static str {
-    match plan {
-        Plan::Free => t.s(Msg::PlanFree),
-        Plan::Pro => t.s(Msg::PlanPro),
-        Plan::Ultra => t.s(Msg::PlanUltra),
-    }
-}
-
 #[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
 async fn page(
     req: HttpRequest,
@@ -306,26 +298,11 @@ async fn page(
         })
         .collect();
     let panels = panels(t, &view, now);
+    let listed = state.store.list_users(USERS_SHOWN).await?;
+    let usages = usage_of_users(&state, &listed).await?;
     let mut users = Vec::new();
-    for user in state.store.list_users(USERS_SHOWN).await? {
-        let UsageNow {
-            used,
-            limit,
-            remaining,
-            ..
-        } = usage_now(&state, &user).await?;
-        let usage = if limit < 0 {
-            t.fill(Msg::UsageUnlimited, &[("used", &used.to_string())])
-        } else {
-            t.fill(
-                Msg::UsageLimited,
-                &[
-                    ("used", &used.to_string()),
-                    ("limit", &limit.to_string()),
-                    ("remaining", &remaining.to_string()),
-                ],
-            )
-        };
+    for (user, usage) in listed.into_iter().zip(usages) {
+        let usage = usage_text(t, &usage);
         users.push(UserRow {
             id: user.id.to_string(),
             email: user.email.clone().unwrap_or_default(),

@@ -9,16 +9,12 @@ use super::{
     Layout, Nav, When,
     accounts::{AccountRow, platform_name},
     i18n::Msg,
-    render,
+    plan_name, render, usage_text,
 };
 use crate::{
     AppState,
     error::ApiError,
-    http::{
-        auth::SessionUser,
-        subscription::{UsageNow, usage_now},
-    },
-    usage::Plan,
+    http::{auth::SessionUser, subscription::usage_now},
 };
 
 /// How many scheduled posts and results the overview shows.
@@ -73,29 +69,10 @@ pub async fn page(
     let t = layout.t;
     let user = &session.user;
     let now = state.clock.now();
-    let UsageNow {
-        period,
-        used,
-        limit,
-        remaining,
-    } = usage_now(&state, user).await?;
-    let usage = if limit < 0 {
-        t.fill(Msg::UsageUnlimited, &[("used", &used.to_string())])
-    } else {
-        t.fill(
-            Msg::UsageLimited,
-            &[
-                ("used", &used.to_string()),
-                ("limit", &limit.to_string()),
-                ("remaining", &remaining.to_string()),
-            ],
-        )
-    };
-    let plan = match user.plan {
-        Plan::Free => t.s(Msg::PlanFree),
-        Plan::Pro => t.s(Msg::PlanPro),
-        Plan::Ultra => t.s(Msg::PlanUltra),
-    };
+    let usage_now = usage_now(&state, user).await?;
+    let usage = usage_text(t, &usage_now);
+    let period = usage_now.period;
+    let plan = plan_name(t, user.plan);
     let accounts = state
         .store
         .list_connected_accounts(user.id)

@@ -73,6 +73,27 @@ impl Store {
     }
 
     /// Calls counted in a period (0 when none).
+    /// The written counts of several users' periods, in one query: `(user, period key)` →
+    /// count; a period without a row is absent (0 calls).
+    pub async fn periods_usage(
+        &self,
+        periods: &[(Uuid, String)],
+    ) -> Result<std::collections::HashMap<(Uuid, String), i64>, DbErr> {
+        if periods.is_empty() {
+            return Ok(Default::default());
+        }
+        let wanted: std::collections::HashSet<&(Uuid, String)> = periods.iter().collect();
+        let rows = usage_counter::Entity::find()
+            .filter(usage_counter::Column::UserId.is_in(periods.iter().map(|(user, _)| *user)))
+            .all(&self.db)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|row| ((row.user_id, row.period_start), row.call_count))
+            .filter(|(key, _)| wanted.contains(key))
+            .collect())
+    }
+
     pub async fn period_usage(&self, user_id: Uuid, period_key: &str) -> Result<i64, DbErr> {
         let row = usage_counter::Entity::find()
             .filter(usage_counter::Column::UserId.eq(user_id))

@@ -59,6 +59,9 @@ async fn an_operator_by_configured_email_sees_actors_panels_and_usage() {
         .await;
     assert_eq!(status, 200);
     let other = app.publisher("facebook", "free").await;
+    for _ in 0..2 {
+        assert_eq!(app.key_get(&other.key).await.status(), 200);
+    }
     let ops = app.sign_in(OPERATOR_EMAIL).await;
 
     let (status, html) = get(&app, &ops, "/dashboard/operator").await;
@@ -89,6 +92,32 @@ async fn an_operator_by_configured_email_sees_actors_panels_and_usage() {
         )),
         "{html}"
     );
+    // Each user's row shows that user's usage, as their own subscription status counts it
+    // (the table reads every user's counter in one query).
+    for (who, expected) in [(&publisher, None), (&other, Some((2, 10)))] {
+        let (status, body) = status_and_json(
+            who.dashboard
+                .client
+                .get(app.url("/api/subscription/status"))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        let used = body["api_usage"]["current_usage"].as_i64().unwrap();
+        let text = match expected {
+            Some((calls, limit)) => {
+                assert_eq!(used, calls, "the two calls with the key: {body}");
+                format!("{used} of {limit} calls used, {} left", limit - used)
+            }
+            None => format!("{used} calls, no limit"),
+        };
+        let id = format!("action=\"/dashboard/operator/users/{}/plan\"", who.user_id);
+        let row_end = html.find(&id).unwrap_or_else(|| panic!("{id}: {html}"));
+        let row = &html[html[..row_end].rfind("<tr").unwrap()..row_end];
+        assert!(row.contains(&format!("<td>{text}</td>")), "{text} in {row}");
+    }
     // It refreshes with the script (never inline); without it, a link does.
     assert!(
         html.contains("data-refresh=\"/dashboard/operator\""),
