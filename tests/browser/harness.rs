@@ -107,16 +107,21 @@ pub fn screenshot_dir() -> PathBuf {
     )
 }
 
-/// Runs one journey. Whatever happens inside, the browser is closed and the demo stopped; a
-/// failure first saves a screenshot and the page's HTML beside the journey's other pictures.
+/// Runs one journey, then checks that the simulator recorded no protocol violation. Whatever
+/// happens inside, the browser is closed and the demo stopped; a failure first saves a
+/// screenshot and the page's HTML beside the journey's other pictures.
 pub async fn journey<F>(name: &str, js: Js, body: F)
 where
     F: for<'a> AsyncFnOnce(&'a Browser),
 {
     let browser = Browser::open(name, js).await;
-    let outcome = std::panic::AssertUnwindSafe(body(&browser))
-        .catch_unwind()
-        .await;
+    // Every journey ends by asserting that the simulator saw nothing the platforms refuse.
+    let outcome = std::panic::AssertUnwindSafe(async {
+        body(&browser).await;
+        browser.assert_no_violations().await;
+    })
+    .catch_unwind()
+    .await;
     if outcome.is_err() {
         browser.save_failure().await;
         eprintln!(
@@ -532,7 +537,7 @@ impl Browser {
     }
 
     /// The simulator saw nothing the real platforms would refuse.
-    pub async fn assert_no_violations(&self) {
+    async fn assert_no_violations(&self) {
         let body: Value = reqwest::get(format!("{}/_sim/violations", self.sim))
             .await
             .unwrap()
