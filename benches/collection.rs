@@ -164,8 +164,7 @@ async fn main() {
         let date = (now - chrono::Duration::days(index as i64 + 1)).date_naive();
         let calls_before = total_requests();
         let started = Instant::now();
-        let run = collection::collect_with(
-            &state,
+        let run = state.collection.collect_with(
             CollectionRun {
                 date,
                 accounts: collection::collectable(models.clone()),

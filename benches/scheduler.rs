@@ -165,11 +165,11 @@ async fn main() {
     );
 
     // Start the scheduler and wait for the due instant to pass and every post to end.
-    let scheduler = social_service::actors::scheduler::SchedulerActor::new(
-        state.clone(),
-        state.instance_id.clone(),
-    );
-    let _ = state.scheduler.set(actix::Actor::start(scheduler));
+    // Its service is built whatever `scheduler.enabled` says; only the actor was left out. The
+    // address is held to the end: an actor whose addresses are all gone stops.
+    let scheduler =
+        social_service::actors::scheduler::SchedulerActor::new(state.scheduling.clone());
+    let _scheduler = actix::Actor::start(scheduler);
     let started = Instant::now();
     loop {
         tokio::time::sleep(Duration::from_millis(250)).await;

@@ -7,13 +7,21 @@
 //! - [`usage`]: plans and usage-period arithmetic (pure); [`crypto`]: keys, sessions, encryption.
 //! - [`oidc`]: dashboard sign-in client; [`operator`]: operator actions (CLI and `/admin`).
 //! - [`actors`]: long-lived actors; [`demo`]: `serve --demo` (with the `service-sim` crate).
-//! - [`state`]: what handlers share; request tracing is [`http::trace`].
+//! - Services, each holding only what it uses: [`publish::service::PublishingService`],
+//!   [`actors::scheduler::SchedulingService`], [`collection::CollectionService`],
+//!   [`oauth::ConnectionService`], [`publish::reconcile::ReconcileService`]. The actors get
+//!   these, never the HTTP state; [`background`] runs them.
+//! - [`state`]: what handlers share; [`http::middleware`]: the middleware stack; request
+//!   tracing is [`http::trace`]; [`shutdown`]: draining on a signal.
 //! - [`media`]: fetching media URLs (SSRF guard, streaming); [`platforms`]: the adapters, which
 //!   report their steps through [`platforms::StepSink`] and know no store.
 //!
-//! [`Application::build`] assembles everything; `main`, the tests and the benchmarks all use it.
+//! [`Application::build`] assembles everything, in this order: the store and clients, the
+//! services, the background actors (their mailboxes first, so the services can hold their
+//! addresses), then the HTTP state. `main`, the tests and the benchmarks all use it.
 
 pub mod actors;
+pub mod background;
 pub mod clock;
 pub mod collection;
 pub mod config;
@@ -33,45 +41,45 @@ pub mod oidc;
 pub mod operator;
 pub mod platforms;
 pub mod publish;
+pub mod shutdown;
 /// What the handlers share ([`AppState`]).
 pub mod state;
 pub mod store;
 pub mod usage;
 pub mod views;
 
-use std::{
-    net::TcpListener,
-    sync::{Arc, OnceLock},
-    time::Duration,
-};
+use std::{cell::RefCell, net::TcpListener, sync::Arc, time::Duration};
 
 use actix::Actor;
 use actix_web::{
-    App, HttpServer,
+    HttpServer,
     dev::{Server, ServerHandle},
     http::KeepAlive,
-    middleware::from_fn,
     web,
 };
 use secrecy::{ExposeSecret, SecretString};
 
+pub use shutdown::stop_on_signal;
 pub use state::AppState;
 
 use crate::{
     actors::{
         collector::CollectorActor,
         last_used::{LastUsedRecorder, LastUsedWriter},
-        scheduler::{Drain, SchedulerActor},
+        reconciler::ReconcilerActor,
+        scheduler::{SchedulerActor, SchedulerWaker, SchedulingService},
         supervisor::Supervisor,
         token_keeper::TokenKeeper,
     },
+    background::{Mailbox, PendingBackground},
     clock::{SharedClock, SystemClock},
-    collection::schedule::DailySchedule,
+    collection::{CollectionService, schedule::DailySchedule},
     config::{Config, ConfigError},
     crypto::{SessionSigner, TokenCipher},
     media::MediaFetcher,
+    oauth::ConnectionService,
     oidc::OidcClient,
-    publish::run::PublishDeps,
+    publish::{reconcile::ReconcileService, run::PublishDeps, service::PublishingService},
     store::Store,
 };
 
@@ -105,33 +113,11 @@ pub struct Application {
     port: u16,
     server: Server,
     state: web::Data<AppState>,
-    /// Whether the background actors were started (they start once).
-    background_started: Arc<std::sync::Once>,
+    /// The background actors until they start (they start once; see
+    /// [`BuildOptions::defer_background`]).
+    background: RefCell<Option<PendingBackground>>,
     /// Closes connections idle between requests (kept alive with the server).
     _idle_watch: Arc<http::idle_watch::IdleWatch>,
-}
-
-/// Starts the actors that work on their own and call platforms: the scheduler (due posts), the
-/// reconciler (publishes still processing), the token keeper (refreshes) and the collector
-/// (daily snapshots, with a catch-up at start).
-fn start_background(state: &web::Data<AppState>, once: &std::sync::Once) {
-    once.call_once(|| {
-        let config = &state.config;
-        if config.scheduler.enabled {
-            let scheduler = SchedulerActor::new(state.clone(), state.instance_id.clone()).start();
-            let _ = state.scheduler.set(scheduler);
-        }
-        // Publishes the platform was still processing at our deadline are checked until they
-        // end, on every instance (immediate ones too, so not tied to `scheduler.enabled`).
-        let reconciler = actors::reconciler::ReconcilerActor::new(state.clone()).start();
-        let _ = state.reconciler.set(reconciler);
-        let token_keeper = TokenKeeper::new(state.clone()).start();
-        let _ = state.token_keeper.set(token_keeper);
-        if config.collector.enabled {
-            let collector = CollectorActor::new(state.clone(), state.collection_schedule).start();
-            let _ = state.collector.set(collector);
-        }
-    });
 }
 
 impl Application {
@@ -195,20 +181,84 @@ impl Application {
         )
         .map_err(|e| ConfigError::Invalid("media client", e.to_string()))?;
         let metrics = Arc::new(metrics::Metrics::default());
-        let supervisor = Arc::new(Supervisor::new(Arc::new(PublishDeps {
+        let deps = Arc::new(PublishDeps {
             store: store.clone(),
             clock: clock.clone(),
             cipher: cipher.clone(),
-            http: platform_client,
-            media,
+            http: platform_client.clone(),
+            media: media.clone(),
             platforms: config.platforms.clone(),
             publishing: config.publishing.clone(),
             oauth: config.oauth.clone(),
             metrics: metrics.clone(),
-        })));
+        });
+        let supervisor = Arc::new(Supervisor::new(deps.clone()));
         let collection_schedule =
             DailySchedule::parse(&config.collector.time_zone, &config.collector.run_at)
                 .map_err(|e| ConfigError::Invalid("collector.time_zone / collector.run_at", e))?;
+        let instance_id = instance_id();
+
+        // The services. The scheduler's mailbox comes first: publishing wakes it.
+        let scheduler_mailbox = config
+            .scheduler
+            .enabled
+            .then(Mailbox::<SchedulerActor>::new);
+        let publishing = Arc::new(PublishingService::new(
+            store.clone(),
+            clock.clone(),
+            supervisor.clone(),
+            media,
+            config.publishing.clone(),
+            SchedulerWaker::new(scheduler_mailbox.as_ref().map(Mailbox::address)),
+        ));
+        let scheduling = Arc::new(SchedulingService::new(
+            store.clone(),
+            clock.clone(),
+            publishing.clone(),
+            config.scheduler.clone(),
+            metrics.clone(),
+            instance_id.clone(),
+        ));
+        let collection = Arc::new(CollectionService::new(
+            store.clone(),
+            clock.clone(),
+            supervisor.clone(),
+            config.collector.clone(),
+            collection_schedule,
+            metrics.clone(),
+            instance_id.clone(),
+        ));
+        let connection = Arc::new(ConnectionService::new(
+            store.clone(),
+            cipher.clone(),
+            clock.clone(),
+            platform_client,
+            config.platforms.clone(),
+            config.oauth.clone(),
+            public_url.clone(),
+            supervisor.clone(),
+        ));
+        // A check's claim must outlive one check; the scheduler's lease is the service's
+        // measure of "this instance died".
+        let reconciling = Arc::new(ReconcileService::new(
+            deps,
+            supervisor.clone(),
+            instance_id,
+            chrono::Duration::seconds(config.scheduler.lease_secs.max(1) as i64),
+        ));
+
+        // The background actors, each with the services it uses; they run below, or later.
+        let (pending, background) = background::prepare(
+            scheduler_mailbox.map(|mailbox| (mailbox, SchedulerActor::new(scheduling.clone()))),
+            config
+                .collector
+                .enabled
+                .then(|| CollectorActor::new(collection.clone())),
+            ReconcilerActor::new(reconciling),
+            TokenKeeper::new(connection.clone()),
+        );
+
+        // The HTTP state, last.
         let last_used = LastUsedRecorder::default();
         let state = web::Data::new(AppState {
             signer: SessionSigner::new(&secret(&config.secrets.session_key)),
@@ -219,12 +269,11 @@ impl Application {
             cookie_secure: public_url.starts_with("https://"),
             supervisor,
             metrics,
-            scheduler: Arc::new(OnceLock::new()),
-            collector: Arc::new(OnceLock::new()),
-            reconciler: Arc::new(OnceLock::new()),
-            token_keeper: Arc::new(OnceLock::new()),
-            collection_schedule,
-            instance_id: instance_id(),
+            publishing,
+            scheduling,
+            collection,
+            connection,
+            background,
             public_url,
             store: store.clone(),
             clock,
@@ -237,10 +286,12 @@ impl Application {
         )
         .start();
 
-        let background_started = Arc::new(std::sync::Once::new());
-        if !options.defer_background {
-            start_background(&state, &background_started);
-        }
+        let background = if options.defer_background {
+            Some(pending)
+        } else {
+            pending.start();
+            None
+        };
 
         // Between requests a client may idle for keep-alive, then has the head deadline to send
         // a whole head; actix-http times only the first request's head (see `idle_watch`).
@@ -250,30 +301,20 @@ impl Application {
         idle_watch.spawn_sweeper();
         let connection_watch = idle_watch.clone();
         let server_state = state.clone();
-        let mut server = HttpServer::new(move || {
-            App::new()
-                .app_data(server_state.clone())
-                .configure(http::configure)
-                .default_service(web::to(http::not_found))
-                .wrap(http::json_error_handlers())
-                // Inside `trace_request`, so a 408 carries the request id and is counted.
-                .wrap(from_fn(http::body_deadline::body_deadline))
-                .wrap(from_fn(http::trace::trace_request))
-                .wrap(from_fn(http::idle_watch::watch_requests))
-        })
-        .on_connect(move |io, extensions| connection_watch.on_connect(io, extensions))
-        // What a slow or idle client may hold (the body deadline is `body_deadline`'s).
-        .client_request_timeout(limits.request_head)
-        .client_disconnect_timeout(limits.client_disconnect)
-        .keep_alive(
-            limits
-                .keep_alive
-                .map_or(KeepAlive::Disabled, KeepAlive::Timeout),
-        )
-        .max_connections(limits.max_connections)
-        .listen(listener)
-        .map_err(|e| StartupError::Bind(config.server.bind.clone(), e))?
-        .disable_signals();
+        let mut server = HttpServer::new(move || http::middleware::app(server_state.clone()))
+            .on_connect(move |io, extensions| connection_watch.on_connect(io, extensions))
+            // What a slow or idle client may hold (the body deadline is `body_deadline`'s).
+            .client_request_timeout(limits.request_head)
+            .client_disconnect_timeout(limits.client_disconnect)
+            .keep_alive(
+                limits
+                    .keep_alive
+                    .map_or(KeepAlive::Disabled, KeepAlive::Timeout),
+            )
+            .max_connections(limits.max_connections)
+            .listen(listener)
+            .map_err(|e| StartupError::Bind(config.server.bind.clone(), e))?
+            .disable_signals();
         if config.server.workers > 0 {
             server = server.workers(config.server.workers);
         }
@@ -281,7 +322,7 @@ impl Application {
             port: address.port(),
             server: server.run(),
             state,
-            background_started,
+            background: RefCell::new(background),
             _idle_watch: idle_watch,
         })
     }
@@ -289,7 +330,9 @@ impl Application {
     /// Starts the background actors that call platforms (scheduler, token keeper, collector)
     /// when the build deferred them ([`BuildOptions::defer_background`]). Idempotent.
     pub fn start_background(&self) {
-        start_background(&self.state, &self.background_started);
+        if let Some(pending) = self.background.borrow_mut().take() {
+            pending.start();
+        }
     }
 
     pub fn port(&self) -> u16 {
@@ -306,29 +349,10 @@ impl Application {
         self.server.handle()
     }
 
-    /// Graceful shutdown, first half: the scheduler stops claiming posts, and in-flight
-    /// scheduled publishes get up to `scheduler.shutdown_grace_secs` to finish. Posts not yet
-    /// claimed stay `scheduled`; one still running when the grace ends is settled by the next
-    /// start from its recorded steps. Then stop the HTTP server with [`Application::handle`].
+    /// Graceful shutdown, first half (see [`shutdown::drain`]); then stop the HTTP server with
+    /// [`Application::handle`].
     pub async fn drain(state: &AppState) {
-        let Some(scheduler) = state.scheduler.get() else {
-            return;
-        };
-        let deadline = tokio::time::Instant::now()
-            + Duration::from_secs(state.config.scheduler.shutdown_grace_secs);
-        loop {
-            match scheduler.send(Drain).await {
-                Ok(0) | Err(_) => return,
-                Ok(in_flight) if tokio::time::Instant::now() >= deadline => {
-                    tracing::warn!(
-                        in_flight,
-                        "shutdown: grace period over with publishes in flight"
-                    );
-                    return;
-                }
-                Ok(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-            }
-        }
+        shutdown::drain(state).await;
     }
 
     /// Serves until stopped, then writes what is still buffered.
@@ -336,40 +360,6 @@ impl Application {
         let result = self.server.await;
         self.state.last_used.flush(&self.state.store).await;
         result
-    }
-}
-
-/// On SIGTERM or Ctrl-C: drain the scheduler (bounded), then stop the HTTP server gracefully.
-pub fn stop_on_signal(app: &Application) {
-    let handle = app.handle();
-    let state = app.state();
-    actix_rt::spawn(async move {
-        wait_for_signal().await;
-        tracing::info!("shutting down");
-        Application::drain(&state).await;
-        handle.stop(true).await;
-    });
-}
-
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut terminate) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = terminate.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
     }
 }
 

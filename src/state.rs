@@ -1,26 +1,23 @@
-//! What the HTTP handlers share: one [`AppState`] per process, built by
-//! [`crate::Application::build`] before the workers start.
+//! The HTTP state: one [`AppState`] per process, built by [`crate::Application::build`] after
+//! the services and the background actors, before the workers start. It holds the services the
+//! handlers call and what only handlers use (session signing, sign-in, cookies, the public URL).
+//! Nothing below HTTP sees it: the actors and use cases get their services instead.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use actix::Addr;
 use secrecy::SecretString;
 
 use crate::{
-    actors::{
-        self,
-        collector::CollectorActor,
-        last_used::LastUsedRecorder,
-        scheduler::{SchedulerActor, Wake},
-        supervisor::Supervisor,
-        token_keeper::TokenKeeper,
-    },
+    actors::{last_used::LastUsedRecorder, scheduler::SchedulingService, supervisor::Supervisor},
+    background::BackgroundActors,
     clock::SharedClock,
-    collection::schedule::DailySchedule,
+    collection::CollectionService,
     config::Config,
     crypto::{SessionSigner, TokenCipher},
     metrics,
+    oauth::ConnectionService,
     oidc::OidcClient,
+    publish::service::PublishingService,
     store::Store,
 };
 
@@ -28,6 +25,7 @@ use crate::{
 /// not per worker).
 pub struct AppState {
     pub config: Arc<Config>,
+    /// Reads the pages and handlers make directly (lists, history, keys, usage).
     pub store: Store,
     pub clock: SharedClock,
     pub signer: SessionSigner,
@@ -39,29 +37,24 @@ pub struct AppState {
     pub public_url: String,
     /// Whether cookies carry `Secure` (public URL is https).
     pub cookie_secure: bool,
-    /// Routes publishing (and later performance calls) to the account actors.
+    /// The account actors (their health view, and what the operator pages ask of them).
     pub supervisor: Arc<Supervisor>,
     pub metrics: Arc<metrics::Metrics>,
-    /// The scheduler actor, once started (absent when `scheduler.enabled` is false).
-    pub scheduler: Arc<OnceLock<Addr<SchedulerActor>>>,
-    /// The collector actor, once started (absent when `collector.enabled` is false).
-    pub collector: Arc<OnceLock<Addr<CollectorActor>>>,
-    /// The reconciler actor (publishes still processing at our deadline), once started.
-    pub reconciler: Arc<OnceLock<Addr<actors::reconciler::ReconcilerActor>>>,
-    /// The token keeper, once started (its status is in the operator's actor view).
-    pub token_keeper: Arc<OnceLock<Addr<TokenKeeper>>>,
-    /// When the daily collection runs (`collector.run_at` in `collector.time_zone`).
-    pub collection_schedule: DailySchedule,
-    /// This process's id as a claimant of scheduled posts: `host:pid:random`.
-    pub instance_id: String,
+    /// Publishing now and scheduling (`POST /v2/posts`, the compose form).
+    pub publishing: Arc<PublishingService>,
+    /// What the scheduler works with (settling expired claims, its claimant id).
+    pub scheduling: Arc<SchedulingService>,
+    /// Performance collection (the manual `/api/cron/*` runs, the daily schedule).
+    pub collection: Arc<CollectionService>,
+    /// Connecting accounts over OAuth.
+    pub connection: Arc<ConnectionService>,
+    /// The background actors, once running (operator view, readiness, draining).
+    pub background: BackgroundActors,
 }
 
 impl AppState {
     /// Tells the scheduler to look at the table now (a post was scheduled).
     pub fn wake_scheduler(&self) {
-        if let Some(scheduler) = self.scheduler.get() {
-            // A full mailbox means it is about to look anyway.
-            let _ = scheduler.try_send(Wake);
-        }
+        self.publishing.wake_scheduler();
     }
 }

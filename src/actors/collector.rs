@@ -10,18 +10,17 @@
 //! The clock is read at every look and the actor never sleeps longer than
 //! `collector.max_sleep_ms`, so a test moving a manual clock past 02:00 sees the run within it.
 
-use std::time::{Duration, Instant};
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use actix::prelude::*;
-use actix_web::web;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
 
 use super::in_runtime::in_runtime;
-use crate::{
-    AppState,
-    collection::{self, CollectionReport, CollectionRun, Trigger, schedule::DailySchedule},
-};
+use crate::collection::{CollectionReport, CollectionRun, CollectionService, Trigger};
 
 /// A finished run, as the operator view shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -67,8 +66,7 @@ pub struct CollectorStatus {
 }
 
 pub struct CollectorActor {
-    state: web::Data<AppState>,
-    schedule: DailySchedule,
+    service: Arc<CollectionService>,
     /// The latest date a pass finished for.
     done_for: Option<NaiveDate>,
     last_pass: Option<Instant>,
@@ -79,10 +77,9 @@ pub struct CollectorActor {
 }
 
 impl CollectorActor {
-    pub fn new(state: web::Data<AppState>, schedule: DailySchedule) -> Self {
+    pub fn new(service: Arc<CollectionService>) -> Self {
         Self {
-            state,
-            schedule,
+            service,
             done_for: None,
             last_pass: None,
             running: false,
@@ -93,11 +90,11 @@ impl CollectorActor {
     }
 
     fn look(&mut self, ctx: &mut Context<Self>) {
-        let now = self.state.clock.now();
+        let now = self.service.clock().now();
+        let schedule = self.service.schedule();
         if !self.running {
-            let target = self.schedule.latest_target(now);
-            let repair_every =
-                Duration::from_secs(self.state.config.collector.repair_interval_secs);
+            let target = schedule.latest_target(now);
+            let repair_every = Duration::from_secs(self.service.config().repair_interval_secs);
             let trigger = match (self.done_for, self.last_pass) {
                 (None, _) => Some(Trigger::CatchUp),
                 (Some(done), _) if done != target => Some(Trigger::Schedule),
@@ -109,12 +106,12 @@ impl CollectorActor {
             }
             self.looks += 1;
         }
-        let until_next = (self.schedule.next_run_after(now) - now)
+        let until_next = (self.service.schedule().next_run_after(now) - now)
             .to_std()
             .unwrap_or_default();
         let wait = until_next
             .min(Duration::from_millis(
-                self.state.config.collector.max_sleep_ms.max(10),
+                self.service.config().max_sleep_ms.max(10),
             ))
             .max(Duration::from_millis(10));
         ctx.run_later(wait, |actor, ctx| actor.look(ctx));
@@ -123,21 +120,15 @@ impl CollectorActor {
     /// Collects `target` for the accounts still missing it.
     fn pass(&mut self, ctx: &mut Context<Self>, target: NaiveDate, trigger: Trigger) {
         self.running = true;
-        let state = self.state.clone();
+        let service = self.service.clone();
         let work = async move {
-            let config = &state.config.collector;
-            let date = target.format("%Y-%m-%d").to_string();
-            let accounts = state
-                .store
-                .accounts_needing_collection(&date, config.max_attempts, state.clock.now())
-                .await?;
             let run = CollectionRun {
                 date: target,
-                accounts: collection::collectable(accounts),
+                accounts: service.accounts_missing(target).await?,
                 recollect: false,
                 trigger,
             };
-            Ok::<_, sea_orm::DbErr>(collection::collect(&state, run).await)
+            Ok::<_, sea_orm::DbErr>(service.collect(run).await)
         };
         ctx.spawn(
             in_runtime(work)
@@ -145,7 +136,7 @@ impl CollectorActor {
                 .map(move |result, actor, _ctx| {
                     actor.running = false;
                     actor.last_pass = Some(Instant::now());
-                    let metrics = &actor.state.metrics;
+                    let metrics = actor.service.metrics();
                     match result {
                         Ok(report) => {
                             actor.done_for = Some(target);
@@ -171,11 +162,12 @@ impl CollectorActor {
     }
 
     fn status(&self) -> CollectorStatus {
-        let now = self.state.clock.now();
+        let now = self.service.clock().now();
+        let schedule = self.service.schedule();
         CollectorStatus {
             running: self.running,
-            next_run: self.schedule.next_run_after(now),
-            current_target: self.schedule.latest_target(now),
+            next_run: schedule.next_run_after(now),
+            current_target: schedule.latest_target(now),
             last_run: self.last_run.clone(),
             last_error: self.last_error.clone(),
             looks: self.looks,
@@ -188,7 +180,7 @@ impl Actor for CollectorActor {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         tracing::info!(
-            next_run = %self.schedule.next_run_after(self.state.clock.now()),
+            next_run = %self.service.schedule().next_run_after(self.service.clock().now()),
             "collector started"
         );
         self.look(ctx);

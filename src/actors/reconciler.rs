@@ -12,23 +12,13 @@
 //!
 //! All database and platform work runs in futures spawned on the actor's context.
 
-use std::time::Duration;
+use std::sync::Arc;
 
 use actix::prelude::*;
-use actix_web::web;
-use futures_util::StreamExt;
 use serde::Serialize;
 
 use super::in_runtime::in_runtime;
-use crate::{
-    AppState,
-    publish::reconcile::{self, CheckOutcome, CheckSpec},
-};
-
-/// Checks claimed in one pass.
-const BATCH: u64 = 64;
-/// Checks running at once (each on its account's actor).
-const CONCURRENCY: usize = 8;
+use crate::publish::reconcile::{CheckOutcome, ReconcileService};
 
 /// What the reconciler has done (its health).
 #[derive(Debug, Clone, Default, Serialize)]
@@ -42,16 +32,16 @@ pub struct ReconcilerStatus {
 }
 
 pub struct ReconcilerActor {
-    state: web::Data<AppState>,
+    service: Arc<ReconcileService>,
     status: ReconcilerStatus,
     /// A pass is running: the next tick waits for it.
     busy: bool,
 }
 
 impl ReconcilerActor {
-    pub fn new(state: web::Data<AppState>) -> Self {
+    pub fn new(service: Arc<ReconcileService>) -> Self {
         Self {
-            state,
+            service,
             status: ReconcilerStatus::default(),
             busy: false,
         }
@@ -62,9 +52,9 @@ impl ReconcilerActor {
             return;
         }
         self.busy = true;
-        let state = self.state.clone();
+        let service = self.service.clone();
         ctx.spawn(
-            in_runtime(pass(state))
+            in_runtime(async move { service.pass().await })
                 .into_actor(self)
                 .map(|result, actor, _ctx| {
                     actor.busy = false;
@@ -98,13 +88,7 @@ impl Actor for ReconcilerActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        let interval = Duration::from_millis(
-            self.state
-                .config
-                .publishing
-                .unconfirmed_check_interval_ms
-                .max(10),
-        );
+        let interval = self.service.check_interval();
         tracing::info!(
             interval_ms = interval.as_millis() as u64,
             "reconciler started"
@@ -127,87 +111,5 @@ impl Handler<GetStatus> for ReconcilerActor {
 
     fn handle(&mut self, _msg: GetStatus, _ctx: &mut Self::Context) -> Self::Result {
         MessageResult(self.status.clone())
-    }
-}
-
-/// One look at the table: claims the due checks and runs them (a few at a time).
-async fn pass(state: web::Data<AppState>) -> Result<Vec<CheckOutcome>, sea_orm::DbErr> {
-    let now = state.clock.now();
-    let due = state.store.due_checks(now, BATCH).await?;
-    if due.is_empty() {
-        return Ok(Vec::new());
-    }
-    let outcomes = futures_util::stream::iter(due)
-        .map(|row| check_one(&state, row))
-        .buffer_unordered(CONCURRENCY)
-        .collect::<Vec<_>>()
-        .await;
-    Ok(outcomes)
-}
-
-/// Claims one due check and runs it on the account's actor.
-async fn check_one(state: &AppState, row: entity::post_submission::Model) -> CheckOutcome {
-    let store = &state.store;
-    let now = state.clock.now();
-    // The claim must outlive one check (a status read, or a continuation's final call); the
-    // scheduler's lease is the service's measure of "this instance died".
-    let lease = chrono::Duration::seconds(state.config.scheduler.lease_secs.max(1) as i64);
-    let claimant = state.instance_id.as_str();
-    match store.claim_check(row.id, claimant, now, now + lease).await {
-        Ok(true) => {}
-        // Another instance has it.
-        Ok(false) => return CheckOutcome::Lost,
-        Err(e) => {
-            tracing::warn!(error = %e, submission = %row.id, "reconciler: cannot claim a check");
-            return CheckOutcome::Lost;
-        }
-    }
-    // The row as it is now, claimed: the copy from the due list may predate another
-    // instance's final call (its recorded steps and `final_started`).
-    let row = match store.find_submission(row.id).await {
-        Ok(Some(fresh)) => fresh,
-        other => {
-            if let Err(e) = other {
-                tracing::warn!(error = %e, submission = %row.id, "reconciler: cannot re-read a claimed check");
-            }
-            let _ = store.release_check(row.id, claimant, now).await;
-            return CheckOutcome::Lost;
-        }
-    };
-    let deps = state.supervisor.deps();
-    if row.check_until.is_some_and(|until| now >= until) {
-        return reconcile::give_up(deps, &row, claimant).await;
-    }
-    let retry_in = |secs: u64| {
-        let interval = state.config.publishing.unconfirmed_check_interval_ms;
-        now + chrono::Duration::milliseconds(interval.max(secs.saturating_mul(1000)) as i64)
-    };
-    let account = match store.find_account(row.account_id).await {
-        Ok(Some(account)) => account,
-        other => {
-            if let Err(e) = other {
-                tracing::warn!(error = %e, submission = %row.id, "reconciler: cannot read the account");
-            }
-            let _ = store.release_check(row.id, claimant, retry_in(0)).await;
-            return CheckOutcome::StillProcessing;
-        }
-    };
-    let spec = CheckSpec {
-        submission: row.clone(),
-        claimant: claimant.to_string(),
-        lease,
-    };
-    match state.supervisor.check_unconfirmed(&account, spec).await {
-        Ok(report) => report.outcome,
-        Err(refused) => {
-            // Not now (limiter empty, token dead, actor busy): the next check is later, at
-            // least when the limiter allows.
-            tracing::debug!(submission = %row.id, error = %refused, "reconciler: check refused; later");
-            let next = retry_in(refused.retry_after.unwrap_or(0));
-            if let Err(e) = store.release_check(row.id, claimant, next).await {
-                tracing::warn!(error = %e, submission = %row.id, "reconciler: cannot release a check; its lease lapses");
-            }
-            CheckOutcome::StillProcessing
-        }
     }
 }

@@ -21,8 +21,9 @@ use std::{
     time::{Duration, Instant},
 };
 
+use std::sync::Arc;
+
 use actix::prelude::*;
-use actix_web::web;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
@@ -32,10 +33,12 @@ use super::in_runtime::in_runtime;
 use entity::post_submission::SubmissionStatus;
 
 use crate::{
-    AppState,
+    clock::SharedClock,
     config::SchedulerConfig,
     error::{ApiError, ErrorCode},
-    publish::{reconcile, service, steps::ClaimFence, validate},
+    metrics::Metrics,
+    publish::{reconcile, service::PublishingService, steps::ClaimFence, validate},
+    store::Store,
 };
 
 /// The longest a retry waits, whatever a platform's `retry_after` says.
@@ -66,8 +69,77 @@ pub struct SchedulerStatus {
     pub looking: bool,
 }
 
+/// What the scheduler works with: the table of scheduled posts, the publishing use cases (a
+/// due post is checked and queued exactly as an immediate one), and its own settings. Built
+/// before the actor, so tests can settle expired claims without one.
+pub struct SchedulingService {
+    store: Store,
+    clock: SharedClock,
+    publishing: Arc<PublishingService>,
+    config: SchedulerConfig,
+    metrics: Arc<Metrics>,
+    /// This process's id as a claimant of scheduled posts: `host:pid:random`.
+    instance: String,
+}
+
+impl SchedulingService {
+    pub fn new(
+        store: Store,
+        clock: SharedClock,
+        publishing: Arc<PublishingService>,
+        config: SchedulerConfig,
+        metrics: Arc<Metrics>,
+        instance: String,
+    ) -> Self {
+        Self {
+            store,
+            clock,
+            publishing,
+            config,
+            metrics,
+            instance,
+        }
+    }
+
+    /// The scheduler's settings.
+    pub fn config(&self) -> &SchedulerConfig {
+        &self.config
+    }
+
+    /// This process's claimant id.
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    fn lease(&self) -> chrono::Duration {
+        chrono::Duration::seconds(self.config.lease_secs.max(1) as i64)
+    }
+}
+
+/// Wakes the scheduler (a post was scheduled) without knowing the actor: the publishing use
+/// cases hold one. Its address is known before the actor runs (the builder makes the context
+/// first), so nothing needs filling in later; without a scheduler (`scheduler.enabled =
+/// false`) waking does nothing.
+#[derive(Clone, Default)]
+pub struct SchedulerWaker(Option<Addr<SchedulerActor>>);
+
+impl SchedulerWaker {
+    pub fn new(scheduler: Option<Addr<SchedulerActor>>) -> Self {
+        Self(scheduler)
+    }
+
+    /// Tells the scheduler to look at the table now.
+    pub fn wake(&self) {
+        if let Some(scheduler) = &self.0 {
+            // A full mailbox means it is about to look anyway (or has not started yet, and
+            // looks when it does).
+            let _ = scheduler.try_send(Wake);
+        }
+    }
+}
+
 pub struct SchedulerActor {
-    state: web::Data<AppState>,
+    service: Arc<SchedulingService>,
     config: SchedulerConfig,
     status: SchedulerStatus,
     in_flight: HashMap<Uuid, Instant>,
@@ -89,10 +161,11 @@ enum Ended {
 }
 
 impl SchedulerActor {
-    pub fn new(state: web::Data<AppState>, instance: String) -> Self {
-        let config = state.config.scheduler.clone();
+    pub fn new(service: Arc<SchedulingService>) -> Self {
+        let config = service.config.clone();
+        let instance = service.instance.clone();
         Self {
-            state,
+            service,
             config,
             status: SchedulerStatus {
                 instance,
@@ -124,20 +197,20 @@ impl SchedulerActor {
             .config
             .max_in_flight
             .saturating_sub(self.in_flight.len());
-        let state = self.state.clone();
+        let service = self.service.clone();
         let instance = self.status.instance.clone();
         let lease = self.lease();
         let work = async move {
-            let now = state.clock.now();
+            let now = service.clock.now();
             let claimed = if room > 0 {
-                state
+                service
                     .store
                     .claim_due_posts(&instance, now, now + lease, room as u64)
                     .await?
             } else {
                 Vec::new()
             };
-            let next_due = state.store.next_due_at().await?;
+            let next_due = service.store.next_due_at().await?;
             Ok::<_, sea_orm::DbErr>((claimed, next_due, now))
         };
         ctx.spawn(in_runtime(work).into_actor(self).map(|result, actor, ctx| {
@@ -172,7 +245,7 @@ impl SchedulerActor {
         }
         let max = Duration::from_millis(self.config.max_sleep_ms.max(10));
         let wait = match next_due {
-            Some(at) => (at - self.state.clock.now())
+            Some(at) => (at - self.service.clock.now())
                 .to_std()
                 .unwrap_or(Duration::ZERO)
                 .clamp(Duration::from_millis(5), max),
@@ -192,21 +265,19 @@ impl SchedulerActor {
     ) {
         let lag = (now - row.next_attempt_at).num_milliseconds();
         self.status.last_lag_ms = Some(lag);
-        self.state
+        self.service
             .metrics
             .observe("scheduler_lag_seconds", &[], lag.max(0) as f64 / 1000.0);
         self.in_flight.insert(row.id, Instant::now());
         tracing::info!(scheduled_post = %row.id, attempt = row.attempts, lag_ms = lag, "publishing a scheduled post");
         let id = row.id;
-        let state = self.state.clone();
-        let instance = self.status.instance.clone();
-        let config = self.config.clone();
+        let service = self.service.clone();
         ctx.spawn(
-            in_runtime(dispatch_post(state, instance, config, row))
+            in_runtime(async move { service.dispatch_post(row).await })
                 .into_actor(self)
                 .map(move |ended, actor, ctx| {
                     actor.in_flight.remove(&id);
-                    let metrics = &actor.state.metrics;
+                    let metrics = &actor.service.metrics;
                     let count = |result: &str| {
                         metrics.inc("scheduler_dispatches_total", &[("result", result)])
                     };
@@ -241,32 +312,36 @@ impl SchedulerActor {
         if self.in_flight.is_empty() {
             return;
         }
-        let state = self.state.clone();
-        let instance = self.status.instance.clone();
-        let until = state.clock.now() + self.lease();
+        let service = self.service.clone();
+        let until = service.clock.now() + self.lease();
         let ids: Vec<Uuid> = self.in_flight.keys().copied().collect();
         ctx.spawn(
-            in_runtime(async move { state.store.extend_leases(&instance, ids, until).await })
-                .into_actor(self)
-                .map(|result, actor, _| {
-                    if let Err(e) = result {
-                        actor.status.last_error = Some(format!("database: {e}"));
-                    }
-                }),
+            in_runtime(async move {
+                service
+                    .store
+                    .extend_leases(&service.instance, ids, until)
+                    .await
+            })
+            .into_actor(self)
+            .map(|result, actor, _| {
+                if let Err(e) = result {
+                    actor.status.last_error = Some(format!("database: {e}"));
+                }
+            }),
         );
     }
 
     fn settle(&mut self, ctx: &mut Context<Self>) {
-        let state = self.state.clone();
+        let service = self.service.clone();
         ctx.spawn(
-            in_runtime(async move { settle_expired_claims(&state).await })
+            in_runtime(async move { settle_expired_claims(&service).await })
                 .into_actor(self)
                 .map(|result, actor, ctx| match result {
                     Ok(0) => {}
                     Ok(n) => {
                         actor.status.settled += n;
                         for _ in 0..n {
-                            actor.state.metrics.inc("scheduler_settled_total", &[]);
+                            actor.service.metrics.inc("scheduler_settled_total", &[]);
                         }
                         actor.tick(ctx);
                     }
@@ -377,143 +452,147 @@ impl From<ApiError> for AttemptFailure {
     }
 }
 
-/// One attempt: the same checks as an immediate publish, then the account actor.
-async fn attempt(
-    state: &AppState,
-    instance: &str,
-    row: &entity::scheduled_post::Model,
-) -> Result<Value, AttemptFailure> {
-    let user = state
-        .store
-        .find_user(row.user_id)
-        .await
-        .map_err(ApiError::from)?
-        .ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::InvalidAccountId,
-                "The post's owner no longer exists",
-            )
-        })?;
-    let tier = user.plan;
-    let request = validate::parse_request(&row.request).map_err(|error| AttemptFailure {
-        error,
-        retryable: false,
-        abandon: false,
-    })?;
-    let prepared = service::prepare(state, &user, tier, request)
-        .await
-        .map_err(|error| AttemptFailure {
-            retryable: matches!(error.code, ErrorCode::InternalServerError),
+impl SchedulingService {
+    /// One attempt: the same checks as an immediate publish, then the account actor.
+    async fn attempt(&self, row: &entity::scheduled_post::Model) -> Result<Value, AttemptFailure> {
+        let instance = self.instance.as_str();
+        let user = self
+            .store
+            .find_user(row.user_id)
+            .await
+            .map_err(ApiError::from)?
+            .ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::InvalidAccountId,
+                    "The post's owner no longer exists",
+                )
+            })?;
+        let tier = user.plan;
+        let request = validate::parse_request(&row.request).map_err(|error| AttemptFailure {
             error,
+            retryable: false,
             abandon: false,
         })?;
-    let submission_id = Uuid::new_v4();
-    let still_ours = state
-        .store
-        .set_scheduled_submission(row.id, instance, submission_id)
-        .await
-        .map_err(ApiError::from)?;
-    if !still_ours {
-        return Err(AttemptFailure {
-            error: ApiError::service_unavailable("the claim on this post was lost"),
-            retryable: false,
-            abandon: true,
-        });
+        let prepared = self
+            .publishing
+            .prepare(&user, tier, request)
+            .await
+            .map_err(|error| AttemptFailure {
+                retryable: matches!(error.code, ErrorCode::InternalServerError),
+                error,
+                abandon: false,
+            })?;
+        let submission_id = Uuid::new_v4();
+        let still_ours = self
+            .store
+            .set_scheduled_submission(row.id, instance, submission_id)
+            .await
+            .map_err(ApiError::from)?;
+        if !still_ours {
+            return Err(AttemptFailure {
+                error: ApiError::service_unavailable("the claim on this post was lost"),
+                retryable: false,
+                abandon: true,
+            });
+        }
+        let claim = ClaimFence {
+            scheduled_post_id: row.id,
+            claimant: instance.to_string(),
+            lease: self.lease(),
+            clock: self.clock.clone(),
+        };
+        let receiver = self
+            .publishing
+            .enqueue(&user, prepared, submission_id, Some(claim))
+            .await?;
+        match receiver.await {
+            Ok(Ok(data)) => Ok(data),
+            Ok(Err(failure)) => Err(AttemptFailure {
+                error: failure.error,
+                retryable: failure.retryable,
+                abandon: false,
+            }),
+            // The actor died during the publish: the steps tell what happened; let the lease run
+            // out and settlement decide rather than guessing here.
+            Err(_) => Err(AttemptFailure {
+                error: ApiError::internal("the account worker stopped during the publish"),
+                retryable: false,
+                abandon: true,
+            }),
+        }
     }
-    let claim = ClaimFence {
-        scheduled_post_id: row.id,
-        claimant: instance.to_string(),
-        lease: chrono::Duration::seconds(state.config.scheduler.lease_secs.max(1) as i64),
-        clock: state.clock.clone(),
-    };
-    let receiver = service::enqueue(state, &user, prepared, submission_id, Some(claim)).await?;
-    match receiver.await {
-        Ok(Ok(data)) => Ok(data),
-        Ok(Err(failure)) => Err(AttemptFailure {
-            error: failure.error,
-            retryable: failure.retryable,
-            abandon: false,
-        }),
-        // The actor died during the publish: the steps tell what happened; let the lease run
-        // out and settlement decide rather than guessing here.
-        Err(_) => Err(AttemptFailure {
-            error: ApiError::internal("the account worker stopped during the publish"),
-            retryable: false,
-            abandon: true,
-        }),
-    }
-}
 
-/// Runs one claimed post to its next state.
-async fn dispatch_post(
-    state: web::Data<AppState>,
-    instance: String,
-    config: SchedulerConfig,
-    row: entity::scheduled_post::Model,
-) -> Result<Ended, sea_orm::DbErr> {
-    let result = attempt(&state, &instance, &row).await;
-    let now = state.clock.now();
-    let store = &state.store;
-    let changed = match result {
-        Ok(data) => {
-            let post_id = data["post_id"].as_str().unwrap_or_default().to_string();
-            return Ok(
+    /// Runs one claimed post to its next state.
+    async fn dispatch_post(
+        &self,
+        row: entity::scheduled_post::Model,
+    ) -> Result<Ended, sea_orm::DbErr> {
+        let result = self.attempt(&row).await;
+        let now = self.clock.now();
+        let store = &self.store;
+        let instance = self.instance.as_str();
+        let config = &self.config;
+        let changed = match result {
+            Ok(data) => {
+                let post_id = data["post_id"].as_str().unwrap_or_default().to_string();
+                return Ok(
+                    if store
+                        .finish_scheduled_published(row.id, instance, &post_id, now, None)
+                        .await?
+                    {
+                        Ended::Published
+                    } else {
+                        Ended::Lost
+                    },
+                );
+            }
+            // Neither retried nor failed: it may yet be published. Its lease lapses, and settlement
+            // leaves it to the reconciler while the attempt is being checked.
+            Err(failure) if failure.error.code == ErrorCode::PublishUnconfirmed => {
+                tracing::info!(scheduled_post = %row.id, "scheduled post still processing on the platform; checked in the background");
+                return Ok(Ended::Checking);
+            }
+            Err(failure) if failure.abandon => {
+                tracing::warn!(scheduled_post = %row.id, error = %describe(&failure.error), "scheduled post left for settlement");
+                false
+            }
+            Err(failure) if failure.retryable && row.attempts < config.max_attempts => {
+                let backoff = config
+                    .retry_base_secs
+                    .max(1)
+                    .saturating_mul(1 << (row.attempts.clamp(1, 10) - 1))
+                    .min(3_600);
+                let wait = backoff
+                    .max(failure.error.retry_after.unwrap_or(0))
+                    .min(MAX_RETRY_WAIT_SECS);
+                let next = now + chrono::Duration::seconds(wait as i64);
+                let reason = describe(&failure.error);
+                tracing::warn!(scheduled_post = %row.id, attempt = row.attempts, retry_in_s = wait, error = %reason, "scheduled post will be retried");
                 if store
-                    .finish_scheduled_published(row.id, &instance, &post_id, now, None)
+                    .reschedule_post(row.id, instance, next, &reason, now, None)
                     .await?
                 {
-                    Ended::Published
-                } else {
-                    Ended::Lost
-                },
-            );
-        }
-        // Neither retried nor failed: it may yet be published. Its lease lapses, and settlement
-        // leaves it to the reconciler while the attempt is being checked.
-        Err(failure) if failure.error.code == ErrorCode::PublishUnconfirmed => {
-            tracing::info!(scheduled_post = %row.id, "scheduled post still processing on the platform; checked in the background");
-            return Ok(Ended::Checking);
-        }
-        Err(failure) if failure.abandon => {
-            tracing::warn!(scheduled_post = %row.id, error = %describe(&failure.error), "scheduled post left for settlement");
-            false
-        }
-        Err(failure) if failure.retryable && row.attempts < config.max_attempts => {
-            let backoff = config
-                .retry_base_secs
-                .max(1)
-                .saturating_mul(1 << (row.attempts.clamp(1, 10) - 1))
-                .min(3_600);
-            let wait = backoff
-                .max(failure.error.retry_after.unwrap_or(0))
-                .min(MAX_RETRY_WAIT_SECS);
-            let next = now + chrono::Duration::seconds(wait as i64);
-            let reason = describe(&failure.error);
-            tracing::warn!(scheduled_post = %row.id, attempt = row.attempts, retry_in_s = wait, error = %reason, "scheduled post will be retried");
-            if store
-                .reschedule_post(row.id, &instance, next, &reason, now, None)
-                .await?
-            {
-                return Ok(Ended::Retried);
+                    return Ok(Ended::Retried);
+                }
+                false
             }
-            false
-        }
-        Err(failure) => {
-            let reason = describe(&failure.error);
-            tracing::warn!(scheduled_post = %row.id, error = %reason, "scheduled post failed");
-            store
-                .finish_scheduled_failed(
-                    row.id,
-                    &instance,
-                    failure.error.code.as_str(),
-                    &reason,
-                    now,
-                    None,
-                )
-                .await?
-        }
-    };
-    Ok(if changed { Ended::Failed } else { Ended::Lost })
+            Err(failure) => {
+                let reason = describe(&failure.error);
+                tracing::warn!(scheduled_post = %row.id, error = %reason, "scheduled post failed");
+                store
+                    .finish_scheduled_failed(
+                        row.id,
+                        instance,
+                        failure.error.code.as_str(),
+                        &reason,
+                        now,
+                        None,
+                    )
+                    .await?
+            }
+        };
+        Ok(if changed { Ended::Failed } else { Ended::Lost })
+    }
 }
 
 fn describe(error: &ApiError) -> String {
@@ -525,9 +604,9 @@ fn describe(error: &ApiError) -> String {
 
 /// Settles posts whose claim outlived its lease (the claimant died), from the steps of their
 /// last attempt. Returns how many were settled.
-pub async fn settle_expired_claims(state: &AppState) -> Result<u64, sea_orm::DbErr> {
-    let now = state.clock.now();
-    let store = &state.store;
+pub async fn settle_expired_claims(service: &SchedulingService) -> Result<u64, sea_orm::DbErr> {
+    let now = service.clock.now();
+    let store = &service.store;
     let mut settled = 0;
     for row in store.expired_claims(now).await? {
         let claimant = row.claimed_by.clone().unwrap_or_default();
@@ -631,7 +710,7 @@ pub async fn settle_expired_claims(state: &AppState) -> Result<u64, sea_orm::DbE
     }
     // Immediate publishes cut off by a stopped process: their callers are long gone; say in
     // the history what happened.
-    let before = now - chrono::Duration::seconds(state.config.scheduler.stale_publish_secs as i64);
+    let before = now - chrono::Duration::seconds(service.config.stale_publish_secs as i64);
     for submission in store.stale_publishing_submissions(before).await? {
         let final_started = submission
             .steps

@@ -11,14 +11,13 @@
 //!   Facebook Login have no refresh grant: the user reconnects; an Instagram Login token that
 //!   could not be refreshed in time ends the same way).
 
-use std::time::Duration;
+use std::sync::Arc;
 
 use actix::prelude::*;
-use actix_web::web;
 use serde::Serialize;
 
 use super::in_runtime::in_runtime;
-use crate::AppState;
+use crate::oauth::ConnectionService;
 
 /// What the operator view shows of the token keeper.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -33,14 +32,14 @@ pub struct TokenKeeperStatus {
 }
 
 pub struct TokenKeeper {
-    state: web::Data<AppState>,
+    service: Arc<ConnectionService>,
     status: TokenKeeperStatus,
 }
 
 impl TokenKeeper {
-    pub fn new(state: web::Data<AppState>) -> Self {
+    pub fn new(service: Arc<ConnectionService>) -> Self {
         Self {
-            state,
+            service,
             status: TokenKeeperStatus::default(),
         }
     }
@@ -50,9 +49,9 @@ impl TokenKeeper {
             return;
         }
         self.status.sweeping = true;
-        let state = self.state.clone();
+        let service = self.service.clone();
         ctx.spawn(
-            in_runtime(async move { sweep(&state).await })
+            in_runtime(async move { service.sweep_tokens().await })
                 .into_actor(self)
                 .map(|result, actor, _| {
                     actor.status.sweeping = false;
@@ -66,70 +65,12 @@ impl TokenKeeper {
     }
 }
 
-async fn sweep(state: &AppState) -> Result<(), sea_orm::DbErr> {
-    let config = &state.config.oauth;
-    let now = state.clock.now();
-    let threads = state
-        .store
-        .accounts_expiring(
-            &["threads"],
-            now + chrono::Duration::days(config.threads_refresh_days_before),
-        )
-        .await?;
-    let short_lived = state
-        .store
-        .accounts_expiring(
-            &["tiktok", "youtube", "x"],
-            now + chrono::Duration::seconds(config.refresh_margin_secs),
-        )
-        .await?;
-    // Facebook Login instagram tokens have no refresh grant: only Instagram Login ones.
-    let instagram_login: Vec<_> = state
-        .store
-        .accounts_expiring(
-            &["instagram"],
-            now + chrono::Duration::days(config.instagram_login_refresh_days_before),
-        )
-        .await?
-        .into_iter()
-        .filter(|a| a.login_route == entity::account::LoginRoute::InstagramLogin)
-        .filter(|a| {
-            // Not before it is 24 h old, which the actor would only put off anyway.
-            crate::oauth::refresh_due(
-                config,
-                crate::publish::plan::Platform::Instagram,
-                a.login_route,
-                a.token_expires_at,
-                a.token_issued_at,
-            )
-            .is_some_and(|due| due <= now)
-        })
-        .collect();
-    for account in threads.iter().chain(&short_lived).chain(&instagram_login) {
-        if let Err(error) = state.supervisor.refresh_token(account).await {
-            tracing::warn!(account = %account.id, %error, "could not ask for a token refresh");
-        }
-    }
-    for account in state.store.accounts_expiring(&["instagram"], now).await? {
-        state
-            .store
-            .mark_account_invalid(
-                account.id,
-                "TokenExpired: the 60-day instagram token has expired; reconnect the account",
-                now,
-            )
-            .await?;
-        state.supervisor.reload(account.id);
-    }
-    Ok(())
-}
-
 impl Actor for TokenKeeper {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
         self.sweep(ctx);
-        let every = Duration::from_secs(self.state.config.oauth.refresh_sweep_secs.max(1));
+        let every = self.service.sweep_every();
         ctx.run_interval(every, |actor, ctx| actor.sweep(ctx));
     }
 }

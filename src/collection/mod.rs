@@ -9,7 +9,7 @@
 
 pub mod schedule;
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use chrono::{DateTime, NaiveDate, Utc};
 use futures_util::{StreamExt, stream};
@@ -17,12 +17,33 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::{
-    AppState,
-    actors::account::{InsightsOutput, InsightsWork},
+    actors::{
+        account::{InsightsOutput, InsightsWork},
+        supervisor::Supervisor,
+    },
+    clock::SharedClock,
+    config::CollectorConfig,
     error::{ApiError, ErrorCode},
     insights::{self, AccountSummary, DailyMetrics},
-    store::SnapshotClaim,
+    metrics::Metrics,
+    store::{SnapshotClaim, Store},
 };
+use schedule::DailySchedule;
+
+/// What a collection uses: the snapshot table, the account actors (each account's numbers are
+/// read through its own actor and limiter), the collector's settings and daily schedule, and
+/// this instance's claimant id. The collector actor and the manual `/api/cron/*` runs share it.
+pub struct CollectionService {
+    store: Store,
+    clock: SharedClock,
+    supervisor: Arc<Supervisor>,
+    config: CollectorConfig,
+    /// When the daily collection runs (`collector.run_at` in `collector.time_zone`).
+    schedule: DailySchedule,
+    metrics: Arc<Metrics>,
+    /// This process's id as a claimant of snapshots.
+    instance: String,
+}
 
 /// Why a run started (the operator view shows it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -85,173 +106,224 @@ pub fn collectable(accounts: Vec<entity::account::Model>) -> Vec<entity::account
         .collect()
 }
 
-/// Collects `run.date` for every account of the run, `collector.concurrency` at a time.
-pub async fn collect(state: &AppState, run: CollectionRun) -> CollectionReport {
-    collect_with(state, run, state.config.collector.concurrency).await
-}
-
-/// [`collect`] with `concurrency` accounts at a time (the benchmark compares settings).
-pub async fn collect_with(
-    state: &AppState,
-    run: CollectionRun,
-    concurrency: usize,
-) -> CollectionReport {
-    let started_at = state.clock.now();
-    let concurrency = concurrency.max(1);
-    let date = run.date;
-    let recollect = run.recollect;
-    let total_accounts = run.accounts.len();
-    let mut accounts: Vec<AccountOutcome> = stream::iter(run.accounts)
-        .map(|account| async move { collect_account(state, &account, date, recollect).await })
-        .buffer_unordered(concurrency)
-        .collect()
-        .await;
-    accounts.sort_by(|a, b| {
-        a.page_name
-            .cmp(&b.page_name)
-            .then(a.account_id.cmp(&b.account_id))
-    });
-    let count = |statuses: &[&str]| {
-        accounts
-            .iter()
-            .filter(|outcome| statuses.contains(&outcome.status))
-            .count()
-    };
-    let report = CollectionReport {
-        target_date: date,
-        trigger: run.trigger,
-        total_accounts,
-        success_count: count(&["success", "partial"]),
-        failed_count: count(&["failed"]),
-        skipped_count: count(&["skipped"]),
-        started_at,
-        finished_at: state.clock.now(),
-        accounts,
-    };
-    tracing::info!(
-        date = %report.target_date,
-        trigger = ?report.trigger,
-        total = report.total_accounts,
-        success = report.success_count,
-        failed = report.failed_count,
-        skipped = report.skipped_count,
-        "performance collection finished"
-    );
-    report
-}
-
-async fn collect_account(
-    state: &AppState,
-    account: &entity::account::Model,
-    date: NaiveDate,
-    recollect: bool,
-) -> AccountOutcome {
-    let date_text = date.format("%Y-%m-%d").to_string();
-    let mut outcome = AccountOutcome {
-        account_id: account.id,
-        page_name: account.display_name.clone(),
-        platform: account.platform.clone(),
-        status: "failed",
-        data: None,
-        error: None,
-    };
-    let config = &state.config.collector;
-    let now = state.clock.now();
-    let claim = SnapshotClaim {
-        account,
-        date: &date_text,
-        claimant: &state.instance_id,
-        now,
-        lease_until: now + chrono::Duration::seconds(config.lease_secs.max(1) as i64),
-        recollect,
-        max_attempts: (!recollect).then_some(config.max_attempts),
-    };
-    match state.store.claim_snapshot(claim).await {
-        Ok(true) => {}
-        Ok(false) => {
-            outcome.status = "skipped";
-            outcome.error = Some("already collected, or being collected by another run".into());
-            return outcome;
-        }
-        Err(error) => {
-            tracing::error!(%error, account = %account.id, "cannot claim a snapshot");
-            outcome.error = Some("database error".into());
-            return outcome;
+impl CollectionService {
+    pub fn new(
+        store: Store,
+        clock: SharedClock,
+        supervisor: Arc<Supervisor>,
+        config: CollectorConfig,
+        schedule: DailySchedule,
+        metrics: Arc<Metrics>,
+        instance: String,
+    ) -> Self {
+        Self {
+            store,
+            clock,
+            supervisor,
+            config,
+            schedule,
+            metrics,
+            instance,
         }
     }
-    let result = read_daily(state, account, date).await.map_err(describe);
-    let stored = state
-        .store
-        .finish_snapshot(
-            account.id,
-            &date_text,
-            &state.instance_id,
-            &account.display_name,
-            &result,
-            state.clock.now(),
-        )
-        .await;
-    if let Err(error) = &stored {
-        tracing::error!(%error, account = %account.id, "cannot store a snapshot");
-    }
-    match (result, stored) {
-        (Ok(metrics), Ok(true)) => {
-            outcome.status = if metrics.failed_metrics.is_empty() {
-                "success"
-            } else {
-                "partial"
-            };
-            outcome.data = Some(metrics);
-        }
-        (Ok(_), _) => {
-            outcome.error = Some("the snapshot could not be stored (claim lost)".into());
-        }
-        (Err(reason), _) => outcome.error = Some(reason),
-    }
-    state.metrics.inc(
-        "collector_accounts_total",
-        &[
-            ("platform", platform_label(&account.platform)),
-            ("status", outcome.status),
-        ],
-    );
-    outcome
-}
 
-/// The account's numbers, through its actor. A limiter refusal that asks for a short wait is
-/// waited out; a busy actor is asked again a few times.
-async fn read_daily(
-    state: &AppState,
-    account: &entity::account::Model,
-    date: NaiveDate,
-) -> Result<DailyMetrics, ApiError> {
-    let summary = AccountSummary::of(account)
-        .ok_or_else(|| ApiError::internal(format!("unknown platform {}", account.platform)))?;
-    let max_wait = state.config.collector.max_limiter_wait_secs;
-    let mut attempts = 0;
-    loop {
-        attempts += 1;
-        let error = match state
-            .supervisor
-            .read_insights(account, &summary, InsightsWork::Daily(date))
-            .await
-        {
-            Ok(InsightsOutput::Daily(metrics)) => return Ok(metrics),
-            Ok(InsightsOutput::Body(_)) => {
-                return Err(ApiError::internal(
-                    "the actor answered a daily read with a body",
-                ));
+    /// When the daily collection runs.
+    pub fn schedule(&self) -> &DailySchedule {
+        &self.schedule
+    }
+
+    /// The collector's settings.
+    pub fn config(&self) -> &CollectorConfig {
+        &self.config
+    }
+
+    /// Where runs are counted.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// The time source the collection reads.
+    pub fn clock(&self) -> &SharedClock {
+        &self.clock
+    }
+
+    /// The accounts still missing `date` that an automatic pass may collect (not given up on).
+    pub async fn accounts_missing(
+        &self,
+        date: NaiveDate,
+    ) -> Result<Vec<entity::account::Model>, sea_orm::DbErr> {
+        let date = date.format("%Y-%m-%d").to_string();
+        let accounts = self
+            .store
+            .accounts_needing_collection(&date, self.config.max_attempts, self.clock.now())
+            .await?;
+        Ok(collectable(accounts))
+    }
+
+    /// Collects `run.date` for every account of the run, `collector.concurrency` at a time.
+    pub async fn collect(&self, run: CollectionRun) -> CollectionReport {
+        self.collect_with(run, self.config.concurrency).await
+    }
+
+    /// [`Self::collect`] with `concurrency` accounts at a time (the benchmark compares settings).
+    pub async fn collect_with(&self, run: CollectionRun, concurrency: usize) -> CollectionReport {
+        let started_at = self.clock.now();
+        let concurrency = concurrency.max(1);
+        let date = run.date;
+        let recollect = run.recollect;
+        let total_accounts = run.accounts.len();
+        let mut accounts: Vec<AccountOutcome> = stream::iter(run.accounts)
+            .map(|account| async move { self.collect_account(&account, date, recollect).await })
+            .buffer_unordered(concurrency)
+            .collect()
+            .await;
+        accounts.sort_by(|a, b| {
+            a.page_name
+                .cmp(&b.page_name)
+                .then(a.account_id.cmp(&b.account_id))
+        });
+        let count = |statuses: &[&str]| {
+            accounts
+                .iter()
+                .filter(|outcome| statuses.contains(&outcome.status))
+                .count()
+        };
+        let report = CollectionReport {
+            target_date: date,
+            trigger: run.trigger,
+            total_accounts,
+            success_count: count(&["success", "partial"]),
+            failed_count: count(&["failed"]),
+            skipped_count: count(&["skipped"]),
+            started_at,
+            finished_at: self.clock.now(),
+            accounts,
+        };
+        tracing::info!(
+            date = %report.target_date,
+            trigger = ?report.trigger,
+            total = report.total_accounts,
+            success = report.success_count,
+            failed = report.failed_count,
+            skipped = report.skipped_count,
+            "performance collection finished"
+        );
+        report
+    }
+
+    async fn collect_account(
+        &self,
+        account: &entity::account::Model,
+        date: NaiveDate,
+        recollect: bool,
+    ) -> AccountOutcome {
+        let date_text = date.format("%Y-%m-%d").to_string();
+        let mut outcome = AccountOutcome {
+            account_id: account.id,
+            page_name: account.display_name.clone(),
+            platform: account.platform.clone(),
+            status: "failed",
+            data: None,
+            error: None,
+        };
+        let config = &self.config;
+        let now = self.clock.now();
+        let claim = SnapshotClaim {
+            account,
+            date: &date_text,
+            claimant: &self.instance,
+            now,
+            lease_until: now + chrono::Duration::seconds(config.lease_secs.max(1) as i64),
+            recollect,
+            max_attempts: (!recollect).then_some(config.max_attempts),
+        };
+        match self.store.claim_snapshot(claim).await {
+            Ok(true) => {}
+            Ok(false) => {
+                outcome.status = "skipped";
+                outcome.error = Some("already collected, or being collected by another run".into());
+                return outcome;
             }
-            Err(error) => error,
-        };
-        let wait = match error.code {
-            ErrorCode::RateLimitExceeded => error.retry_after.filter(|secs| *secs <= max_wait),
-            ErrorCode::ServiceUnavailable => Some(1),
-            _ => None,
-        };
-        match wait {
-            Some(secs) if attempts < 4 => tokio::time::sleep(Duration::from_secs(secs)).await,
-            _ => return Err(error),
+            Err(error) => {
+                tracing::error!(%error, account = %account.id, "cannot claim a snapshot");
+                outcome.error = Some("database error".into());
+                return outcome;
+            }
+        }
+        let result = self.read_daily(account, date).await.map_err(describe);
+        let stored = self
+            .store
+            .finish_snapshot(
+                account.id,
+                &date_text,
+                &self.instance,
+                &account.display_name,
+                &result,
+                self.clock.now(),
+            )
+            .await;
+        if let Err(error) = &stored {
+            tracing::error!(%error, account = %account.id, "cannot store a snapshot");
+        }
+        match (result, stored) {
+            (Ok(metrics), Ok(true)) => {
+                outcome.status = if metrics.failed_metrics.is_empty() {
+                    "success"
+                } else {
+                    "partial"
+                };
+                outcome.data = Some(metrics);
+            }
+            (Ok(_), _) => {
+                outcome.error = Some("the snapshot could not be stored (claim lost)".into());
+            }
+            (Err(reason), _) => outcome.error = Some(reason),
+        }
+        self.metrics.inc(
+            "collector_accounts_total",
+            &[
+                ("platform", platform_label(&account.platform)),
+                ("status", outcome.status),
+            ],
+        );
+        outcome
+    }
+
+    /// The account's numbers, through its actor. A limiter refusal that asks for a short wait is
+    /// waited out; a busy actor is asked again a few times.
+    async fn read_daily(
+        &self,
+        account: &entity::account::Model,
+        date: NaiveDate,
+    ) -> Result<DailyMetrics, ApiError> {
+        let summary = AccountSummary::of(account)
+            .ok_or_else(|| ApiError::internal(format!("unknown platform {}", account.platform)))?;
+        let max_wait = self.config.max_limiter_wait_secs;
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let error = match self
+                .supervisor
+                .read_insights(account, &summary, InsightsWork::Daily(date))
+                .await
+            {
+                Ok(InsightsOutput::Daily(metrics)) => return Ok(metrics),
+                Ok(InsightsOutput::Body(_)) => {
+                    return Err(ApiError::internal(
+                        "the actor answered a daily read with a body",
+                    ));
+                }
+                Err(error) => error,
+            };
+            let wait = match error.code {
+                ErrorCode::RateLimitExceeded => error.retry_after.filter(|secs| *secs <= max_wait),
+                ErrorCode::ServiceUnavailable => Some(1),
+                _ => None,
+            };
+            match wait {
+                Some(secs) if attempts < 4 => tokio::time::sleep(Duration::from_secs(secs)).await,
+                _ => return Err(error),
+            }
         }
     }
 }

@@ -1,7 +1,7 @@
 //! `GET /dashboard/compose` (the form) and `POST /dashboard/compose` (publish now or schedule).
 //!
 //! The POST builds the very body `POST /v2/posts` takes (spec §4.1) and hands it to
-//! [`service::handle_post_for`], after counting the call with [`meter_call`], as the API key's
+//! [`PublishingService::handle_post`](crate::publish::service::PublishingService::handle_post), after counting the call with [`meter_call`], as the API key's
 //! middleware does: a post from this page is checked, published, scheduled and metered exactly as
 //! one sent with a key.
 //!
@@ -37,7 +37,7 @@ use crate::{
     AppState,
     error::{ApiError, ErrorCode},
     http::auth::{SessionUser, meter_call},
-    publish::{plan::Platform, service},
+    publish::{plan::Platform, service::Publisher},
 };
 
 /// Routes inside the `/dashboard` scope.
@@ -429,7 +429,13 @@ async fn submit(
         .get(header::ACCEPT_LANGUAGE)
         .and_then(|v| v.to_str().ok());
     let result = match meter_call(&state, &session.user, accept_language).await {
-        Ok((plan, _)) => service::handle_post_for(&state, &session.user, plan, &body).await,
+        Ok((plan, _)) => {
+            let publisher = Publisher {
+                user: &session.user,
+                plan,
+            };
+            state.publishing.handle_post(publisher, &body).await
+        }
         Err(error) => Err(error),
     };
     let (outcome, refused) = match result {

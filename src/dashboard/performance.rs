@@ -339,7 +339,7 @@ async fn page(
             selected: chosen.is_some_and(|c| c.id == a.id),
         })
         .collect();
-    let yesterday = state.collection_schedule.yesterday(state.clock.now());
+    let yesterday = state.collection.schedule().yesterday(state.clock.now());
     let from = yesterday - Duration::days(days - 1);
     let dates: Vec<NaiveDate> = from.iter_days().take(days as usize).collect();
     let range_text = t.fill(

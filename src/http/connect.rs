@@ -14,18 +14,16 @@
 //! flow that was started.
 
 use actix_web::{HttpRequest, HttpResponse, http::header, middleware::from_fn, web};
-use chrono::Duration;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::auth::{SessionUser, require_session};
 use crate::{
     AppState,
-    crypto::{self, Pkce},
     error::{ApiError, ErrorCode},
-    oauth::{self, LoginRoute, OAuthContext, OAuthError},
+    oauth::{LoginRoute, connection::Callback},
     publish::plan::Platform,
-    store::{NewAccount, StateOwner},
+    store::StateOwner,
     views,
 };
 
@@ -54,31 +52,6 @@ fn platform_of(raw: &str) -> Result<Platform, ApiError> {
     })
 }
 
-fn redirect_uri(state: &AppState, platform: Platform) -> String {
-    format!(
-        "{}/api/connect/{}/callback",
-        state.public_url,
-        platform.as_str()
-    )
-}
-
-impl From<OAuthError> for ApiError {
-    fn from(error: OAuthError) -> Self {
-        match error {
-            OAuthError::NotConfigured(_) => ApiError::service_unavailable(error.to_string()),
-            OAuthError::Unavailable(_) => {
-                tracing::warn!(%error, "platform unreachable during a connection");
-                ApiError::service_unavailable("The platform is unreachable; try connecting again")
-            }
-            OAuthError::Refused(reason) => ApiError::new(
-                ErrorCode::ConnectionFailed,
-                "The platform did not complete the connection",
-            )
-            .with_details(reason),
-        }
-    }
-}
-
 #[derive(Deserialize)]
 struct StartQuery {
     /// Passed to the platform's sign-in page (Google honours it; the simulator signs in as it).
@@ -105,16 +78,6 @@ fn route_of(platform: Platform, via: Option<&str>) -> Result<LoginRoute, ApiErro
     }
 }
 
-/// What the stored state names as the connection's kind: the platform, or for instagram
-/// through Instagram Login, the route (so its callback finishes that flow).
-fn state_kind(platform: Platform, route: LoginRoute) -> &'static str {
-    if oauth::is_instagram_login(platform, route) {
-        LoginRoute::InstagramLogin.as_str()
-    } else {
-        platform.as_str()
-    }
-}
-
 #[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
 async fn start(
     state: web::Data<AppState>,
@@ -124,34 +87,16 @@ async fn start(
 ) -> Result<HttpResponse, ApiError> {
     let platform = platform_of(&path)?;
     let route = route_of(platform, query.via.as_deref())?;
-    let now = state.clock.now();
-    let pkce = Pkce::generate();
-    let state_value = crypto::random_token(24);
-    let url = oauth::authorize_url(
-        &state.config.oauth,
-        platform,
-        route,
-        &state_value,
-        &pkce.challenge,
-        &redirect_uri(&state, platform),
-        query.login_hint.as_deref(),
-    )?;
-    let verifier = state
-        .cipher
-        .encrypt(&pkce.verifier)
-        .map_err(|e| ApiError::internal(format!("cannot encrypt the PKCE verifier: {e}")))?;
-    state
-        .store
-        .insert_oauth_state(
-            &crypto::sha256_hex(&state_value),
+    let url = state
+        .connection
+        .start(
             StateOwner {
                 user_id: session.user.id,
                 session_hash: &session.token_hash,
             },
-            state_kind(platform, route),
-            verifier,
-            now,
-            now + Duration::seconds(state.config.oauth.state_ttl_secs.max(1) as i64),
+            platform,
+            route,
+            query.login_hint.as_deref(),
         )
         .await?;
     Ok(HttpResponse::Found()
@@ -200,101 +145,15 @@ async fn complete_connection(
     query: CallbackQuery,
 ) -> Result<(Platform, Vec<entity::account::Model>), ApiError> {
     let platform = platform_of(path)?;
-    let now = state.clock.now();
-    let presented = query.state.unwrap_or_default();
-    // An instagram state was started through one of two routes; the state names which.
-    let routes: &[LoginRoute] = if platform == Platform::Instagram {
-        &[LoginRoute::InstagramLogin, LoginRoute::FacebookLogin]
-    } else {
-        &[LoginRoute::FacebookLogin]
+    let callback = Callback {
+        state: query.state.unwrap_or_default(),
+        code: query.code,
+        error: query.error,
+        error_description: query.error_description,
     };
-    let mut pending = None;
-    for &route in routes {
-        if let Some(found) = state
-            .store
-            .consume_oauth_state(
-                &crypto::sha256_hex(&presented),
-                StateOwner {
-                    user_id: session.user.id,
-                    session_hash: &session.token_hash,
-                },
-                state_kind(platform, route),
-                now,
-            )
-            .await?
-        {
-            pending = Some((found, route));
-            break;
-        }
-    }
-    let (pending, route) = pending.ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::InvalidOAuthState,
-                "This connection link is unknown, expired, already used or was started in another session; start the connection again",
-            )
-        })?;
-    if let Some(error) = query.error {
-        return Err(ApiError::new(
-            ErrorCode::ConnectionFailed,
-            format!("The connection was not authorized on {}", platform.as_str()),
-        )
-        .with_details(format!(
-            "{error}: {}",
-            query.error_description.unwrap_or_default()
-        )));
-    }
-    let code = query
-        .code
-        .ok_or_else(|| ApiError::missing_parameter("code"))?;
-    let verifier = state
-        .cipher
-        .decrypt(&pending.code_verifier_enc)
-        .map_err(|e| ApiError::internal(format!("cannot decrypt the PKCE verifier: {e}")))?;
-    let ctx = OAuthContext {
-        http: &state.supervisor.deps().http,
-        platforms: &state.config.platforms,
-        oauth: &state.config.oauth,
-        now,
-    };
-    let identities = oauth::complete(
-        &ctx,
-        platform,
-        route,
-        &code,
-        &verifier,
-        &redirect_uri(state, platform),
-    )
-    .await?;
-    let mut connected = Vec::with_capacity(identities.len());
-    for identity in identities {
-        let encrypt = |token: &str| {
-            state
-                .cipher
-                .encrypt(token)
-                .map_err(|e| ApiError::internal(format!("cannot encrypt a token: {e}")))
-        };
-        let new = NewAccount {
-            user_id: session.user.id,
-            platform: identity.platform.as_str().to_string(),
-            external_id: identity.external_id,
-            display_name: identity.display_name,
-            username: identity.username,
-            account_type: identity.account_type,
-            profile_picture_url: identity.profile_picture_url,
-            access_token_enc: encrypt(&identity.access_token)?,
-            refresh_token_enc: identity.refresh_token.as_deref().map(encrypt).transpose()?,
-            token_expires_at: identity.token_expires_at,
-            data_access_expires_at: identity.data_access_expires_at,
-            login_route: route,
-            token_issued_at: Some(now),
-        };
-        let (account, created) = state.store.upsert_connected_account(new, now).await?;
-        if !created {
-            // Its actor (if running) holds the old token: the next request starts a fresh one.
-            state.supervisor.reload(account.id);
-        }
-        tracing::info!(account = %account.id, platform = %account.platform, created, "account connected");
-        connected.push(account);
-    }
+    let connected = state
+        .connection
+        .complete(session.user.id, &session.token_hash, platform, callback)
+        .await?;
     Ok((platform, connected))
 }

@@ -52,7 +52,7 @@ async fn collection_status(
     query: web::Query<DaysQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let days = days_param(query.days.as_deref(), DEFAULT_STATUS_DAYS)?;
-    let yesterday = state.collection_schedule.yesterday(state.clock.now());
+    let yesterday = state.collection.schedule().yesterday(state.clock.now());
     let from = yesterday - Duration::days(days - 1);
     let rows = state
         .store
@@ -113,7 +113,7 @@ pub async fn missing_dates(
     account: &entity::account::Model,
     days: i64,
 ) -> Result<Vec<String>, ApiError> {
-    let schedule = &state.collection_schedule;
+    let schedule = state.collection.schedule();
     let yesterday = schedule.yesterday(state.clock.now());
     // Dates before the account was connected were never due.
     let connected_on = account
@@ -181,7 +181,7 @@ pub async fn backfill_account(
             "missing_dates must hold 1 to {MAX_BACKFILL_DATES} dates"
         )));
     }
-    let yesterday = state.collection_schedule.yesterday(state.clock.now());
+    let yesterday = state.collection.schedule().yesterday(state.clock.now());
     let mut dates = Vec::with_capacity(raw_dates.len());
     for raw in raw_dates {
         let date = parse_date("missing_dates", raw)?;
@@ -193,16 +193,15 @@ pub async fn backfill_account(
     let accounts = collection::collectable(vec![account]);
     let mut results = Vec::with_capacity(dates.len());
     for date in &dates {
-        let report = collection::collect(
-            state,
-            CollectionRun {
+        let report = state
+            .collection
+            .collect(CollectionRun {
                 date: *date,
                 accounts: accounts.clone(),
                 recollect: true,
                 trigger: Trigger::Manual,
-            },
-        )
-        .await;
+            })
+            .await;
         let outcome = report.accounts.into_iter().next();
         results.push(json!({
             "date": date_text(*date),
@@ -232,7 +231,7 @@ async fn collect_performance(
     caller: CronCaller,
     query: web::Query<CollectQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let yesterday = state.collection_schedule.yesterday(state.clock.now());
+    let yesterday = state.collection.schedule().yesterday(state.clock.now());
     let date = match query.date.as_deref().filter(|d| !d.is_empty()) {
         Some(raw) => {
             let date = parse_date("date", raw)?;
@@ -250,16 +249,15 @@ async fn collect_performance(
                 .await?
         }
     };
-    let report = collection::collect(
-        &state,
-        CollectionRun {
+    let report = state
+        .collection
+        .collect(CollectionRun {
             date,
             accounts: collection::collectable(accounts),
             recollect: true,
             trigger: Trigger::Manual,
-        },
-    )
-    .await;
+        })
+        .await;
     let accounts: Vec<Value> = report.accounts.iter().map(outcome_json).collect();
     Ok(HttpResponse::Ok().json(json!({
         "success": true,

@@ -55,17 +55,17 @@ async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     });
     let mut ready = database && migrations && supervisor;
     if state.config.scheduler.enabled {
-        let scheduler = state.scheduler.get().is_some_and(|a| a.connected());
+        let scheduler = state.background.scheduler().is_some_and(|a| a.connected());
         checks["scheduler"] = json!(if scheduler { "ok" } else { "failed" });
         ready &= scheduler;
     }
     if state.config.collector.enabled {
-        let collector = state.collector.get().is_some_and(|a| a.connected());
+        let collector = state.background.collector().is_some_and(|a| a.connected());
         checks["collector"] = json!(if collector { "ok" } else { "failed" });
         ready &= collector;
     }
     // Always running: unconfirmed publishes are checked whatever the scheduler's setting.
-    let reconciler = state.reconciler.get().is_some_and(|a| a.connected());
+    let reconciler = state.background.reconciler().is_some_and(|a| a.connected());
     checks["reconciler"] = json!(if reconciler { "ok" } else { "failed" });
     ready &= reconciler;
     let body = json!({"status": if ready { "ready" } else { "not_ready" }, "checks": checks});
@@ -134,19 +134,19 @@ pub(crate) async fn view(state: &AppState, query: &ActorsQuery) -> Result<Actors
     actors.sort_unstable_by(|a, b| {
         (&a.platform, &a.name, a.account_id).cmp(&(&b.platform, &b.name, b.account_id))
     });
-    let scheduler = match state.scheduler.get() {
+    let scheduler = match state.background.scheduler() {
         Some(addr) => addr.send(GetStatus).await.ok(),
         None => None,
     };
-    let reconciler = match state.reconciler.get() {
+    let reconciler = match state.background.reconciler() {
         Some(addr) => addr.send(reconciler::GetStatus).await.ok(),
         None => None,
     };
-    let collector = match state.collector.get() {
+    let collector = match state.background.collector() {
         Some(addr) => addr.send(GetCollectorStatus).await.ok(),
         None => None,
     };
-    let token_keeper = match state.token_keeper.get() {
+    let token_keeper = match state.background.token_keeper() {
         Some(addr) => addr.send(GetTokenKeeperStatus).await.ok(),
         None => None,
     };

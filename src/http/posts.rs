@@ -5,7 +5,7 @@ use actix_web::{HttpResponse, middleware::from_fn, web};
 use serde_json::Value;
 
 use super::auth::{ApiCaller, require_api_key};
-use crate::{AppState, error::ApiError, publish::service};
+use crate::{AppState, error::ApiError, publish::service::Publisher};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -20,6 +20,10 @@ async fn create_post(
     caller: ApiCaller,
     body: web::Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
-    let response = service::handle_post(&state, &caller, &body).await?;
+    let publisher = Publisher {
+        user: &caller.user,
+        plan: caller.plan,
+    };
+    let response = state.publishing.handle_post(publisher, &body).await?;
     Ok(HttpResponse::Ok().json(response))
 }

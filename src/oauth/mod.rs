@@ -18,6 +18,9 @@ use serde_json::Value;
 
 pub use entity::account::LoginRoute;
 
+pub mod connection;
+pub use connection::ConnectionService;
+
 use crate::{
     config::{OAuthConfig, PlatformsConfig},
     platforms::{

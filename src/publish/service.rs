@@ -3,7 +3,7 @@
 //! scheduler runs due posts through [`prepare`] and [`enqueue`] again, so a scheduled post is
 //! checked exactly as an immediate one, both when accepted and when due.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use chrono::{DateTime, FixedOffset, Utc};
 use serde_json::{Value, json};
@@ -17,11 +17,12 @@ use super::{
     validate::{self, AccountFacts, PostRequest},
 };
 use crate::{
-    AppState,
-    actors::account::JobOutcome,
+    actors::{account::JobOutcome, scheduler::SchedulerWaker, supervisor::Supervisor},
+    clock::SharedClock,
+    config::PublishingConfig,
     error::{ApiError, ErrorCode},
-    http::auth::ApiCaller,
-    store::NewScheduledPost,
+    media::MediaFetcher,
+    store::{NewScheduledPost, Store},
     usage::{self, Plan},
     views,
 };
@@ -36,27 +37,64 @@ pub struct Prepared {
     pub plan: PublishPlan,
 }
 
-/// `POST /v2/posts`: publishes now, or schedules when `scheduledAt` is given.
-pub async fn handle_post(
-    state: &AppState,
-    caller: &ApiCaller,
-    body: &Value,
-) -> Result<Value, ApiError> {
-    handle_post_for(state, &caller.user, caller.plan, body).await
+/// Who a post is published for: a user the layer above already authenticated and metered,
+/// whichever way (the API key's middleware, or the dashboard's compose form), with the plan that
+/// metering read. Defined here so the use case needs nothing from HTTP.
+#[derive(Clone, Copy)]
+pub struct Publisher<'a> {
+    pub user: &'a entity::user::Model,
+    pub plan: Plan,
 }
 
-/// [`handle_post`] for a user already authenticated and metered, whichever way: the API key's
-/// middleware or the dashboard's compose form (which meters with [`crate::http::auth::meter_call`]).
-pub async fn handle_post_for(
-    state: &AppState,
-    user: &entity::user::Model,
-    plan: Plan,
-    body: &Value,
-) -> Result<Value, ApiError> {
-    let request = validate::parse_request(body)?;
-    match request.scheduled_at.clone() {
-        Some(at) => schedule(state, user, plan, body, request, &at).await,
-        None => publish_now(state, user, plan, request).await,
+/// The publishing use cases: publish now, schedule, and the checks and hand-over to the account
+/// actor that the scheduler reuses for due posts. Holds only what they use.
+pub struct PublishingService {
+    store: Store,
+    clock: SharedClock,
+    /// Routes publishes to the account actors.
+    supervisor: Arc<Supervisor>,
+    /// Probes media URLs (SSRF guard, type, size) before anything is queued.
+    media: MediaFetcher,
+    config: PublishingConfig,
+    /// Told when a post is scheduled, so it is seen before the scheduler's next look.
+    scheduler: SchedulerWaker,
+}
+
+impl PublishingService {
+    pub fn new(
+        store: Store,
+        clock: SharedClock,
+        supervisor: Arc<Supervisor>,
+        media: MediaFetcher,
+        config: PublishingConfig,
+        scheduler: SchedulerWaker,
+    ) -> Self {
+        Self {
+            store,
+            clock,
+            supervisor,
+            media,
+            config,
+            scheduler,
+        }
+    }
+
+    /// Tells the scheduler to look at the table now (something was scheduled).
+    pub fn wake_scheduler(&self) {
+        self.scheduler.wake();
+    }
+
+    /// `POST /v2/posts`: publishes now, or schedules when `scheduledAt` is given.
+    pub async fn handle_post(
+        &self,
+        publisher: Publisher<'_>,
+        body: &Value,
+    ) -> Result<Value, ApiError> {
+        let request = validate::parse_request(body)?;
+        match request.scheduled_at.clone() {
+            Some(at) => self.schedule(publisher, body, request, &at).await,
+            None => self.publish_now(publisher, request).await,
+        }
     }
 }
 
@@ -74,246 +112,245 @@ pub fn parse_scheduled_at(value: &str) -> Result<DateTime<Utc>, ApiError> {
         })
 }
 
-async fn schedule(
-    state: &AppState,
-    user: &entity::user::Model,
-    plan: Plan,
-    body: &Value,
-    request: PostRequest,
-    at: &str,
-) -> Result<Value, ApiError> {
-    let scheduled_at = parse_scheduled_at(at)?;
-    let now = state.clock.now();
-    let lead = (scheduled_at - now).num_seconds();
-    if scheduled_at < now + chrono::Duration::seconds(MIN_SCHEDULE_LEAD_SECS) {
-        return Err(ApiError::invalid_request(format!(
-            "scheduledAt must be at least 1 minute in the future: {} is {} (now is {})",
-            views::iso(scheduled_at),
-            if lead < 0 {
-                format!("{} s in the past", -lead)
-            } else {
-                format!("only {lead} s ahead")
-            },
-            views::iso(now)
-        )));
-    }
-    // Checked now exactly as an immediate publish would be, so a post that could never publish is
-    // refused now rather than at its due time.
-    let prepared = prepare(state, user, plan, request).await?;
-    let platform = prepared.request.platform;
-    let row = state
-        .store
-        .insert_scheduled_post(
-            NewScheduledPost {
-                user_id: user.id,
-                account_id: prepared.account.id,
-                platform: platform.as_str().to_string(),
-                page_name: prepared.account.display_name.clone(),
-                request: body.clone(),
-                content: prepared.request.content_json(),
-                scheduled_at,
-            },
-            now,
-        )
-        .await?;
-    state.wake_scheduler();
-    Ok(json!({
-        "success": true,
-        "scheduled": true,
-        "scheduledPostId": row.id,
-        "platform": platform.as_str(),
-        "scheduledAt": views::iso(scheduled_at),
-        "message": format!("Post scheduled for {} on {}", views::iso(scheduled_at), platform.as_str()),
-    }))
-}
-
-async fn publish_now(
-    state: &AppState,
-    user: &entity::user::Model,
-    plan: Plan,
-    request: PostRequest,
-) -> Result<Value, ApiError> {
-    let prepared = prepare(state, user, plan, request).await?;
-    let platform = prepared.request.platform;
-    let time_limit = time_limit(state, &prepared.plan);
-    let submission_id = Uuid::new_v4();
-    let receiver = enqueue(state, user, prepared, submission_id, None).await?;
-    let data = match tokio::time::timeout(time_limit, receiver).await {
-        Ok(Ok(outcome)) => outcome.map_err(|failure| failure.error)?,
-        Ok(Err(_)) => {
-            return Err(ApiError::internal(format!(
-                "the account worker dropped submission {submission_id}"
+impl PublishingService {
+    async fn schedule(
+        &self,
+        publisher: Publisher<'_>,
+        body: &Value,
+        request: PostRequest,
+        at: &str,
+    ) -> Result<Value, ApiError> {
+        let Publisher { user, plan } = publisher;
+        let scheduled_at = parse_scheduled_at(at)?;
+        let now = self.clock.now();
+        let lead = (scheduled_at - now).num_seconds();
+        if scheduled_at < now + chrono::Duration::seconds(MIN_SCHEDULE_LEAD_SECS) {
+            return Err(ApiError::invalid_request(format!(
+                "scheduledAt must be at least 1 minute in the future: {} is {} (now is {})",
+                views::iso(scheduled_at),
+                if lead < 0 {
+                    format!("{} s in the past", -lead)
+                } else {
+                    format!("only {lead} s ahead")
+                },
+                views::iso(now)
             )));
         }
-        Err(_) => {
+        // Checked now exactly as an immediate publish would be, so a post that could never publish is
+        // refused now rather than at its due time.
+        let prepared = self.prepare(user, plan, request).await?;
+        let platform = prepared.request.platform;
+        let row = self
+            .store
+            .insert_scheduled_post(
+                NewScheduledPost {
+                    user_id: user.id,
+                    account_id: prepared.account.id,
+                    platform: platform.as_str().to_string(),
+                    page_name: prepared.account.display_name.clone(),
+                    request: body.clone(),
+                    content: prepared.request.content_json(),
+                    scheduled_at,
+                },
+                now,
+            )
+            .await?;
+        self.wake_scheduler();
+        Ok(json!({
+            "success": true,
+            "scheduled": true,
+            "scheduledPostId": row.id,
+            "platform": platform.as_str(),
+            "scheduledAt": views::iso(scheduled_at),
+            "message": format!("Post scheduled for {} on {}", views::iso(scheduled_at), platform.as_str()),
+        }))
+    }
+
+    async fn publish_now(
+        &self,
+        publisher: Publisher<'_>,
+        request: PostRequest,
+    ) -> Result<Value, ApiError> {
+        let Publisher { user, plan } = publisher;
+        let prepared = self.prepare(user, plan, request).await?;
+        let platform = prepared.request.platform;
+        let time_limit = self.time_limit(&prepared.plan);
+        let submission_id = Uuid::new_v4();
+        let receiver = self.enqueue(user, prepared, submission_id, None).await?;
+        let data = match tokio::time::timeout(time_limit, receiver).await {
+            Ok(Ok(outcome)) => outcome.map_err(|failure| failure.error)?,
+            Ok(Err(_)) => {
+                return Err(ApiError::internal(format!(
+                    "the account worker dropped submission {submission_id}"
+                )));
+            }
+            Err(_) => {
+                return Err(ApiError::new(
+                    ErrorCode::Timeout,
+                    format!(
+                        "Publishing did not finish within {} s and goes on in the background; check the publishing history for post_submission_id {submission_id} before retrying",
+                        time_limit.as_secs()
+                    ),
+                ));
+            }
+        };
+        Ok(json!({
+            "success": true,
+            "message": format!("Post published successfully to {}", platform.as_str()),
+            "data": data,
+        }))
+    }
+
+    /// Every check of §4.1/§7 for `user` on plan `tier`: the account, the platform rules, the x plan,
+    /// the media probe; then the plan.
+    pub async fn prepare(
+        &self,
+        user: &entity::user::Model,
+        tier: Plan,
+        request: PostRequest,
+    ) -> Result<Prepared, ApiError> {
+        let now = self.clock.now();
+        let account = self
+            .store
+            .find_owned_account(user.id, request.account_id)
+            .await?
+            .ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::InvalidAccountId,
+                    format!("Account {} not found", request.account_id),
+                )
+            })?;
+        validate::check_account(
+            &request,
+            &AccountFacts {
+                platform: &account.platform,
+                disabled: account.disabled,
+                is_valid: account.is_valid,
+                token_expires_at: account.token_expires_at,
+                invalid_reason: account.last_error.as_deref(),
+            },
+            now,
+        )?;
+        let slots = validate::media_slots(&request)?;
+        if request.platform == Platform::X && tier != Plan::Ultra {
             return Err(ApiError::new(
-                ErrorCode::Timeout,
-                format!(
-                    "Publishing did not finish within {} s and goes on in the background; check the publishing history for post_submission_id {submission_id} before retrying",
-                    time_limit.as_secs()
-                ),
+                ErrorCode::InsufficientPermissions,
+                "Publishing to x requires the Ultra plan",
             ));
         }
-    };
-    Ok(json!({
-        "success": true,
-        "message": format!("Post published successfully to {}", platform.as_str()),
-        "data": data,
-    }))
-}
-
-/// Every check of §4.1/§7 for `user` on plan `tier`: the account, the platform rules, the x plan,
-/// the media probe; then the plan.
-pub async fn prepare(
-    state: &AppState,
-    user: &entity::user::Model,
-    tier: Plan,
-    request: PostRequest,
-) -> Result<Prepared, ApiError> {
-    let now = state.clock.now();
-    let account = state
-        .store
-        .find_owned_account(user.id, request.account_id)
-        .await?
-        .ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::InvalidAccountId,
-                format!("Account {} not found", request.account_id),
-            )
-        })?;
-    validate::check_account(
-        &request,
-        &AccountFacts {
-            platform: &account.platform,
-            disabled: account.disabled,
-            is_valid: account.is_valid,
-            token_expires_at: account.token_expires_at,
-            invalid_reason: account.last_error.as_deref(),
-        },
-        now,
-    )?;
-    let slots = validate::media_slots(&request)?;
-    if request.platform == Platform::X && tier != Plan::Ultra {
-        return Err(ApiError::new(
-            ErrorCode::InsufficientPermissions,
-            "Publishing to x requires the Ultra plan",
-        ));
+        let (media, cover) = self.probe_media(&request, &slots).await?;
+        let plan = validate::build_plan(&request, media, cover)?;
+        Ok(Prepared {
+            request,
+            account,
+            plan,
+        })
     }
-    let (media, cover) = probe_media(state, &request, &slots).await?;
-    let plan = validate::build_plan(&request, media, cover)?;
-    Ok(Prepared {
-        request,
-        account,
-        plan,
-    })
-}
 
-/// Counts an x post (if it is one) and queues the publish on the account's actor. Returns the
-/// receiver of the outcome once queued.
-pub async fn enqueue(
-    state: &AppState,
-    user: &entity::user::Model,
-    prepared: Prepared,
-    submission_id: Uuid,
-    claim: Option<ClaimFence>,
-) -> Result<oneshot::Receiver<JobOutcome>, ApiError> {
-    let reserved_counter = if prepared.request.platform == Platform::X {
-        Some(reserve_x_post(state, user).await?)
-    } else {
-        None
-    };
-    let spec = JobSpec {
-        submission_id,
-        user_id: user.id,
-        account_id: prepared.account.id,
-        page_name: prepared.account.display_name.clone(),
-        content: prepared.request.content_json(),
-        plan: prepared.plan,
-        reserved_counter: reserved_counter.clone(),
-        claim,
-    };
-    match state.supervisor.publish(&prepared.account, spec).await {
-        Ok(receiver) => Ok(receiver),
-        Err(refused) => {
-            // Refused before anything started: give the x post count back. Not on a timeout:
-            // the job may still run, and it gives the count back itself if it fails.
-            if let Some((user_id, key)) = &reserved_counter
-                && refused.code != ErrorCode::Timeout
-            {
-                state.store.release_call(*user_id, key).await?;
+    /// Counts an x post (if it is one) and queues the publish on the account's actor. Returns the
+    /// receiver of the outcome once queued.
+    pub async fn enqueue(
+        &self,
+        user: &entity::user::Model,
+        prepared: Prepared,
+        submission_id: Uuid,
+        claim: Option<ClaimFence>,
+    ) -> Result<oneshot::Receiver<JobOutcome>, ApiError> {
+        let reserved_counter = if prepared.request.platform == Platform::X {
+            Some(self.reserve_x_post(user).await?)
+        } else {
+            None
+        };
+        let spec = JobSpec {
+            submission_id,
+            user_id: user.id,
+            account_id: prepared.account.id,
+            page_name: prepared.account.display_name.clone(),
+            content: prepared.request.content_json(),
+            plan: prepared.plan,
+            reserved_counter: reserved_counter.clone(),
+            claim,
+        };
+        match self.supervisor.publish(&prepared.account, spec).await {
+            Ok(receiver) => Ok(receiver),
+            Err(refused) => {
+                // Refused before anything started: give the x post count back. Not on a timeout:
+                // the job may still run, and it gives the count back itself if it fails.
+                if let Some((user_id, key)) = &reserved_counter
+                    && refused.code != ErrorCode::Timeout
+                {
+                    self.store.release_call(*user_id, key).await?;
+                }
+                Err(refused)
             }
-            Err(refused)
         }
     }
-}
 
-/// Probes every media URL (concurrently) and the reel cover; the first failure in `mediaUrls`
-/// order is reported.
-async fn probe_media(
-    state: &AppState,
-    request: &PostRequest,
-    slots: &[crate::media::Accept],
-) -> Result<(Vec<MediaRef>, Option<MediaRef>), ApiError> {
-    let fetcher = &state.supervisor.deps().media;
-    let probes = request
-        .media_urls
-        .iter()
-        .zip(slots)
-        .map(|(url, accept)| fetcher.probe(url, *accept));
-    let results = futures_util::future::join_all(probes).await;
-    let mut media = Vec::with_capacity(results.len());
-    for result in results {
-        media.push(result.map_err(|e| e.into_api_error())?);
+    /// Probes every media URL (concurrently) and the reel cover; the first failure in `mediaUrls`
+    /// order is reported.
+    async fn probe_media(
+        &self,
+        request: &PostRequest,
+        slots: &[crate::media::Accept],
+    ) -> Result<(Vec<MediaRef>, Option<MediaRef>), ApiError> {
+        let fetcher = &self.media;
+        let probes = request
+            .media_urls
+            .iter()
+            .zip(slots)
+            .map(|(url, accept)| fetcher.probe(url, *accept));
+        let results = futures_util::future::join_all(probes).await;
+        let mut media = Vec::with_capacity(results.len());
+        for result in results {
+            media.push(result.map_err(|e| e.into_api_error())?);
+        }
+        let cover = match &request.cover_url {
+            Some(url) => Some(
+                fetcher
+                    .probe(url, validate::cover_accept())
+                    .await
+                    .map_err(|e| e.into_api_error())?,
+            ),
+            None => None,
+        };
+        Ok((media, cover))
     }
-    let cover = match &request.cover_url {
-        Some(url) => Some(
-            fetcher
-                .probe(url, validate::cover_accept())
-                .await
-                .map_err(|e| e.into_api_error())?,
-        ),
-        None => None,
-    };
-    Ok((media, cover))
-}
 
-/// Counts one x post against the user's monthly allowance (spec §8: 60 across all x accounts),
-/// refusing with 429 when it is used up. Returns the counter to give back if nothing goes out.
-async fn reserve_x_post(
-    state: &AppState,
-    user: &entity::user::Model,
-) -> Result<(Uuid, String), ApiError> {
-    let now = state.clock.now();
-    let period = usage::usage_period(user.created_at, now);
-    let key = format!("x-posts:{}", period.key());
-    let limit = state.config.publishing.x_monthly_posts;
-    let reservation = state
-        .store
-        .reserve_call(user.id, &key, Some(limit), now)
-        .await?;
-    if !reservation.admitted {
-        let retry_after = (period.end - now).num_seconds().max(1) as u64;
-        return Err(
-            ApiError::rate_limited(retry_after, None).with_details(format!(
-                "The monthly allowance of {limit} x posts is used up; it renews on {}",
-                views::iso(period.end)
-            )),
-        );
+    /// Counts one x post against the user's monthly allowance (spec §8: 60 across all x accounts),
+    /// refusing with 429 when it is used up. Returns the counter to give back if nothing goes out.
+    async fn reserve_x_post(&self, user: &entity::user::Model) -> Result<(Uuid, String), ApiError> {
+        let now = self.clock.now();
+        let period = usage::usage_period(user.created_at, now);
+        let key = format!("x-posts:{}", period.key());
+        let limit = self.config.x_monthly_posts;
+        let reservation = self
+            .store
+            .reserve_call(user.id, &key, Some(limit), now)
+            .await?;
+        if !reservation.admitted {
+            let retry_after = (period.end - now).num_seconds().max(1) as u64;
+            return Err(
+                ApiError::rate_limited(retry_after, None).with_details(format!(
+                    "The monthly allowance of {limit} x posts is used up; it renews on {}",
+                    views::iso(period.end)
+                )),
+            );
+        }
+        Ok((user.id, key))
     }
-    Ok((user.id, key))
-}
 
-/// The request time limit of §8 for a plan.
-fn time_limit(state: &AppState, plan: &PublishPlan) -> Duration {
-    let config = &state.config.publishing;
-    let secs = if plan.thread_len() > 1 {
-        config.thread_timeout_secs
-    } else if plan.has_video() {
-        config.video_timeout_secs
-    } else {
-        config.request_timeout_secs
-    };
-    Duration::from_secs(secs)
+    /// The request time limit of §8 for a plan.
+    fn time_limit(&self, plan: &PublishPlan) -> Duration {
+        let config = &self.config;
+        let secs = if plan.thread_len() > 1 {
+            config.thread_timeout_secs
+        } else if plan.has_video() {
+            config.video_timeout_secs
+        } else {
+            config.request_timeout_secs
+        };
+        Duration::from_secs(secs)
+    }
 }
 
 #[cfg(test)]

@@ -484,8 +484,8 @@ async fn a_dead_claimants_posts_are_settled_from_their_steps() {
     .await;
     // Stop this instance's scheduler from taking them: a "dead" instance claims both first.
     app.state
-        .scheduler
-        .get()
+        .background
+        .scheduler()
         .unwrap()
         .send(social_service::actors::scheduler::Drain)
         .await
@@ -539,7 +539,7 @@ async fn a_dead_claimants_posts_are_settled_from_their_steps() {
     }
     // The lease passes; settlement runs (as the next start would).
     app.clock.advance(chrono::Duration::seconds(5));
-    let settled = social_service::actors::scheduler::settle_expired_claims(&app.state)
+    let settled = social_service::actors::scheduler::settle_expired_claims(&app.state.scheduling)
         .await
         .unwrap();
     assert_eq!(settled, 2);
@@ -569,7 +569,7 @@ async fn a_dead_claimants_posts_are_settled_from_their_steps() {
     );
     // Settling again does nothing.
     assert_eq!(
-        social_service::actors::scheduler::settle_expired_claims(&app.state)
+        social_service::actors::scheduler::settle_expired_claims(&app.state.scheduling)
             .await
             .unwrap(),
         0
@@ -641,8 +641,8 @@ async fn the_final_call_is_fenced_by_the_claim() {
     let app = TestApp::spawn().await;
     let publisher = app.publisher("threads", "pro").await;
     app.state
-        .scheduler
-        .get()
+        .background
+        .scheduler()
         .unwrap()
         .send(social_service::actors::scheduler::Drain)
         .await
@@ -740,7 +740,7 @@ async fn an_immediate_publish_cut_off_by_a_crash_is_settled_in_the_history() {
         ids.push(id);
     }
     app.clock.advance(chrono::Duration::seconds(1_801));
-    social_service::actors::scheduler::settle_expired_claims(&app.state)
+    social_service::actors::scheduler::settle_expired_claims(&app.state.scheduling)
         .await
         .unwrap();
     let interrupted = store.find_submission(ids[0]).await.unwrap().unwrap();
