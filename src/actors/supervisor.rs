@@ -98,7 +98,10 @@ impl Supervisor {
         }
     }
 
-    pub fn deps(&self) -> &Arc<PublishDeps> {
+    /// Tests reach the store and cipher through it; nothing else asks the supervisor for
+    /// dependencies (services are given theirs).
+    #[cfg(test)]
+    pub(crate) fn deps(&self) -> &Arc<PublishDeps> {
         &self.deps
     }
 

@@ -1,9 +1,9 @@
 //! `GET /dashboard/compose` (the form) and `POST /dashboard/compose` (publish now or schedule).
 //!
 //! The POST builds the very body `POST /v2/posts` takes (spec §4.1) and hands it to
-//! [`PublishingService::handle_post`](crate::publish::service::PublishingService::handle_post), after counting the call with [`meter_call`], as the API key's
-//! middleware does: a post from this page is checked, published, scheduled and metered exactly as
-//! one sent with a key.
+//! [`PublishingService::handle_post`](crate::publish::service::PublishingService::handle_post),
+//! after counting the call with [`meter_call`], as the API key's middleware does: a post from
+//! this page is checked, published, scheduled and metered exactly as one sent with a key.
 //!
 //! Form → body:
 //! - `text`: one textarea. For threads and x a line holding only `---` splits it into the parts

@@ -281,7 +281,7 @@ async fn confirm_cancel(
     Ok(render(&req, page))
 }
 
-/// `POST /dashboard/scheduled/{id}/cancel`: the store call of `DELETE /api/scheduled-posts/{id}`.
+/// `POST /dashboard/scheduled/{id}/cancel`: the cancel of `DELETE /api/scheduled-posts/{id}`.
 #[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
 async fn cancel(
     state: web::Data<AppState>,
@@ -291,11 +291,10 @@ async fn cancel(
     let Some(id) = parse_uuid(&path) else {
         return Ok(redirect("missing"));
     };
-    let now = state.clock.now();
     Ok(
         match state
-            .store
-            .cancel_scheduled_post(session.user.id, id, now)
+            .publishing
+            .cancel_scheduled(session.user.id, id)
             .await?
         {
             CancelOutcome::Cancelled => redirect("cancelled"),

@@ -94,10 +94,9 @@ async fn cancel(
         )
     };
     let post_id = parse_uuid(&id).ok_or_else(not_found)?;
-    let now = state.clock.now();
     match state
-        .store
-        .cancel_scheduled_post(caller.user.id, post_id, now)
+        .publishing
+        .cancel_scheduled(caller.user.id, post_id)
         .await?
     {
         CancelOutcome::Cancelled => Ok(HttpResponse::Ok().json(json!({

@@ -1,7 +1,8 @@
 //! `POST /v2/posts`: validation (pure, `validate.rs`), the media probe and the x plan rules, then
 //! either the account actor (publish now) or the scheduled-posts table (`scheduledAt`). The
-//! scheduler runs due posts through [`prepare`] and [`enqueue`] again, so a scheduled post is
-//! checked exactly as an immediate one, both when accepted and when due.
+//! scheduler runs due posts through [`PublishingService::prepare`] and
+//! [`PublishingService::enqueue`] again, so a scheduled post is checked exactly as an immediate
+//! one, both when accepted and when due.
 
 use std::{sync::Arc, time::Duration};
 
@@ -22,7 +23,7 @@ use crate::{
     config::PublishingConfig,
     error::{ApiError, ErrorCode},
     media::MediaFetcher,
-    store::{NewScheduledPost, Store},
+    store::{CancelOutcome, NewScheduledPost, Store},
     usage::{self, Plan},
     views,
 };
@@ -77,6 +78,17 @@ impl PublishingService {
             config,
             scheduler,
         }
+    }
+
+    /// Cancels a scheduled post of `user_id` that is still `scheduled` (not yet claimed).
+    pub async fn cancel_scheduled(
+        &self,
+        user_id: Uuid,
+        post_id: Uuid,
+    ) -> Result<CancelOutcome, sea_orm::DbErr> {
+        self.store
+            .cancel_scheduled_post(user_id, post_id, self.clock.now())
+            .await
     }
 
     /// Tells the scheduler to look at the table now (something was scheduled).
