@@ -40,7 +40,7 @@ impl<A: Actor<Context = Context<A>>> Pending<A> {
 }
 
 /// The mailbox of an actor not built yet: build the services that need its address, then the
-/// actor, then [`Mailbox::with`] it.
+/// actor, then hand both to [`prepare`].
 pub struct Mailbox<A: Actor<Context = Context<A>>>(Context<A>);
 
 impl<A: Actor<Context = Context<A>>> Mailbox<A> {

@@ -71,7 +71,7 @@ use crate::{
         supervisor::Supervisor,
         token_keeper::TokenKeeper,
     },
-    background::{Mailbox, PendingBackground},
+    background::{BackgroundActors, Mailbox, PendingBackground},
     clock::{SharedClock, SystemClock},
     collection::{CollectionService, schedule::DailySchedule},
     config::{Config, ConfigError},
@@ -121,8 +121,9 @@ pub struct Application {
 }
 
 impl Application {
-    /// Checks secrets, connects and migrates the database, starts the actors and binds the
-    /// listener (`server.bind`; port 0 picks a free port).
+    /// Checks secrets, connects and migrates the database, binds the listener (`server.bind`;
+    /// port 0 picks a free port), builds the services and actors (`Core`), then the HTTP
+    /// state, and starts the actors (unless [`BuildOptions::defer_background`]).
     pub async fn build(config: Config, options: BuildOptions) -> Result<Self, StartupError> {
         config.check_secrets()?;
         let limits = config.server.limits()?;
@@ -168,6 +169,136 @@ impl Application {
         if config.auth.issuer.is_empty() {
             tracing::warn!("auth.issuer is not set: dashboard sign-in is disabled");
         }
+        let core = Core::build(&config, &store, &clock, &cipher, &public_url)?;
+
+        // The HTTP state, last.
+        let last_used = LastUsedRecorder::default();
+        let state = web::Data::new(AppState {
+            signer: SessionSigner::new(&secret(&config.secrets.session_key)),
+            cipher,
+            operator_token: SecretString::from(secret(&config.secrets.operator_token)),
+            oidc: OidcClient::new(config.auth.clone(), http_client),
+            last_used: last_used.clone(),
+            cookie_secure: public_url.starts_with("https://"),
+            supervisor: core.supervisor,
+            metrics: core.metrics,
+            publishing: core.publishing,
+            scheduling: core.scheduling,
+            collection: core.collection,
+            connection: core.connection,
+            background: core.background,
+            public_url,
+            store: store.clone(),
+            clock,
+            config: Arc::new(config.clone()),
+        });
+        LastUsedWriter::new(
+            last_used,
+            store,
+            Duration::from_millis(config.usage.last_used_flush_ms.max(10)),
+        )
+        .start();
+
+        let background = if options.defer_background {
+            Some(core.pending)
+        } else {
+            core.pending.start();
+            None
+        };
+
+        // Between requests a client may idle for keep-alive, then has the head deadline to send
+        // a whole head; actix-http times only the first request's head (see `idle_watch`).
+        let idle_watch = http::idle_watch::IdleWatch::new(
+            limits.request_head + limits.keep_alive.unwrap_or_default(),
+        );
+        idle_watch.spawn_sweeper();
+        let connection_watch = idle_watch.clone();
+        let server_state = state.clone();
+        let mut server = HttpServer::new(move || http::middleware::app(server_state.clone()))
+            .on_connect(move |io, extensions| connection_watch.on_connect(io, extensions))
+            // What a slow or idle client may hold (the body deadline is `body_deadline`'s).
+            .client_request_timeout(limits.request_head)
+            .client_disconnect_timeout(limits.client_disconnect)
+            .keep_alive(
+                limits
+                    .keep_alive
+                    .map_or(KeepAlive::Disabled, KeepAlive::Timeout),
+            )
+            .max_connections(limits.max_connections)
+            .listen(listener)
+            .map_err(|e| StartupError::Bind(config.server.bind.clone(), e))?
+            .disable_signals();
+        if config.server.workers > 0 {
+            server = server.workers(config.server.workers);
+        }
+        Ok(Self {
+            port: address.port(),
+            server: server.run(),
+            state,
+            background: RefCell::new(background),
+            _idle_watch: idle_watch,
+        })
+    }
+
+    /// Starts the background actors that call platforms (scheduler, reconciler, token keeper,
+    /// collector) when the build deferred them ([`BuildOptions::defer_background`]). Idempotent.
+    pub fn start_background(&self) {
+        if let Some(pending) = self.background.borrow_mut().take() {
+            pending.start();
+        }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Shared state (tests use its store to arrange data).
+    pub fn state(&self) -> web::Data<AppState> {
+        self.state.clone()
+    }
+
+    /// A handle to stop the server.
+    pub fn handle(&self) -> ServerHandle {
+        self.server.handle()
+    }
+
+    /// Graceful shutdown, first half (see [`shutdown::drain`]); then stop the HTTP server with
+    /// [`Application::handle`].
+    pub async fn drain(state: &AppState) {
+        shutdown::drain(state).await;
+    }
+
+    /// Serves until stopped, then writes what is still buffered.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let result = self.server.await;
+        self.state.last_used.flush(&self.state.store).await;
+        result
+    }
+}
+
+/// What [`Application::build`] makes below HTTP: the supervisor, the services and the
+/// background actors (built, not yet running).
+struct Core {
+    supervisor: Arc<Supervisor>,
+    metrics: Arc<metrics::Metrics>,
+    publishing: Arc<PublishingService>,
+    scheduling: Arc<SchedulingService>,
+    collection: Arc<CollectionService>,
+    connection: Arc<ConnectionService>,
+    pending: PendingBackground,
+    background: BackgroundActors,
+}
+
+impl Core {
+    /// The platform clients, the supervisor, then the services (the scheduler's mailbox first:
+    /// publishing wakes it), then the background actors, each given the services it uses.
+    fn build(
+        config: &Config,
+        store: &Store,
+        clock: &SharedClock,
+        cipher: &TokenCipher,
+        public_url: &str,
+    ) -> Result<Self, StartupError> {
         let platform_client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .read_timeout(Duration::from_secs(
@@ -235,7 +366,7 @@ impl Application {
             platform_client,
             config.platforms.clone(),
             config.oauth.clone(),
-            public_url.clone(),
+            public_url.to_string(),
             supervisor.clone(),
         ));
         // A check's claim must outlive one check; the scheduler's lease is the service's
@@ -247,7 +378,8 @@ impl Application {
             chrono::Duration::seconds(config.scheduler.lease_secs.max(1) as i64),
         ));
 
-        // The background actors, each with the services it uses; they run below, or later.
+        // The background actors, each with the services it uses; `Application::build` runs
+        // them, or `Application::start_background` later.
         let (pending, background) = background::prepare(
             scheduler_mailbox.map(|mailbox| (mailbox, SchedulerActor::new(scheduling.clone()))),
             config
@@ -257,109 +389,16 @@ impl Application {
             ReconcilerActor::new(reconciling),
             TokenKeeper::new(connection.clone()),
         );
-
-        // The HTTP state, last.
-        let last_used = LastUsedRecorder::default();
-        let state = web::Data::new(AppState {
-            signer: SessionSigner::new(&secret(&config.secrets.session_key)),
-            cipher,
-            operator_token: SecretString::from(secret(&config.secrets.operator_token)),
-            oidc: OidcClient::new(config.auth.clone(), http_client),
-            last_used: last_used.clone(),
-            cookie_secure: public_url.starts_with("https://"),
+        Ok(Self {
             supervisor,
             metrics,
             publishing,
             scheduling,
             collection,
             connection,
+            pending,
             background,
-            public_url,
-            store: store.clone(),
-            clock,
-            config: Arc::new(config.clone()),
-        });
-        LastUsedWriter::new(
-            last_used,
-            store,
-            Duration::from_millis(config.usage.last_used_flush_ms.max(10)),
-        )
-        .start();
-
-        let background = if options.defer_background {
-            Some(pending)
-        } else {
-            pending.start();
-            None
-        };
-
-        // Between requests a client may idle for keep-alive, then has the head deadline to send
-        // a whole head; actix-http times only the first request's head (see `idle_watch`).
-        let idle_watch = http::idle_watch::IdleWatch::new(
-            limits.request_head + limits.keep_alive.unwrap_or_default(),
-        );
-        idle_watch.spawn_sweeper();
-        let connection_watch = idle_watch.clone();
-        let server_state = state.clone();
-        let mut server = HttpServer::new(move || http::middleware::app(server_state.clone()))
-            .on_connect(move |io, extensions| connection_watch.on_connect(io, extensions))
-            // What a slow or idle client may hold (the body deadline is `body_deadline`'s).
-            .client_request_timeout(limits.request_head)
-            .client_disconnect_timeout(limits.client_disconnect)
-            .keep_alive(
-                limits
-                    .keep_alive
-                    .map_or(KeepAlive::Disabled, KeepAlive::Timeout),
-            )
-            .max_connections(limits.max_connections)
-            .listen(listener)
-            .map_err(|e| StartupError::Bind(config.server.bind.clone(), e))?
-            .disable_signals();
-        if config.server.workers > 0 {
-            server = server.workers(config.server.workers);
-        }
-        Ok(Self {
-            port: address.port(),
-            server: server.run(),
-            state,
-            background: RefCell::new(background),
-            _idle_watch: idle_watch,
         })
-    }
-
-    /// Starts the background actors that call platforms (scheduler, token keeper, collector)
-    /// when the build deferred them ([`BuildOptions::defer_background`]). Idempotent.
-    pub fn start_background(&self) {
-        if let Some(pending) = self.background.borrow_mut().take() {
-            pending.start();
-        }
-    }
-
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-
-    /// Shared state (tests use its store to arrange data).
-    pub fn state(&self) -> web::Data<AppState> {
-        self.state.clone()
-    }
-
-    /// A handle to stop the server.
-    pub fn handle(&self) -> ServerHandle {
-        self.server.handle()
-    }
-
-    /// Graceful shutdown, first half (see [`shutdown::drain`]); then stop the HTTP server with
-    /// [`Application::handle`].
-    pub async fn drain(state: &AppState) {
-        shutdown::drain(state).await;
-    }
-
-    /// Serves until stopped, then writes what is still buffered.
-    pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        let result = self.server.await;
-        self.state.last_used.flush(&self.state.store).await;
-        result
     }
 }
 
