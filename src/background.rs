@@ -153,3 +153,49 @@ impl BackgroundActors {
         self.running(Some(&self.token_keeper))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use actix::{Handler, Message};
+
+    use super::*;
+
+    /// Counts the pings it handled.
+    #[derive(Default)]
+    struct Counter(u32);
+
+    impl Actor for Counter {
+        type Context = Context<Self>;
+    }
+
+    struct Ping;
+
+    impl Message for Ping {
+        type Result = u32;
+    }
+
+    impl Handler<Ping> for Counter {
+        type Result = u32;
+
+        fn handle(&mut self, _msg: Ping, _ctx: &mut Self::Context) -> u32 {
+            self.0 += 1;
+            self.0
+        }
+    }
+
+    /// What the builder relies on: an address handed out before the actor runs takes messages
+    /// (a wake sent while the background is deferred), and the actor handles them once it runs.
+    #[actix_rt::test]
+    async fn a_message_sent_before_the_actor_runs_is_handled_once_it_does() {
+        let mailbox = Mailbox::<Counter>::new();
+        let address = mailbox.address();
+        address.try_send(Ping).unwrap();
+        let pending = Pending::new(mailbox, Counter::default());
+        let running = pending.run();
+        // The early ping came first: this one is the second.
+        assert_eq!(running.send(Ping).await.unwrap(), 2);
+        assert_eq!(address.send(Ping).await.unwrap(), 3);
+    }
+}
