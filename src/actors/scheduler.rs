@@ -14,7 +14,9 @@
 //!   the post stays `publishing` while the reconciler checks the attempt, and ends with it.
 //! - On shutdown it stops claiming and lets in-flight publishes finish (bounded by the caller).
 //!
-//! All database work runs in futures spawned on the actor's context, never in a handler.
+//! All database work runs in futures spawned on the actor's context, never in a handler. What
+//! the actor works with is its [`SchedulingService`] (the table, the publishing use cases, its
+//! settings), built before it; the publishing service wakes it through a [`SchedulerWaker`].
 
 use std::{
     collections::HashMap,

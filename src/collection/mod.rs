@@ -1,8 +1,8 @@
 //! Daily performance collection (spec §2.7, §4.8): for a date, each account's numbers are read
 //! through its account actor (so its limiter is respected) and stored as that date's snapshot.
 //!
-//! The same function serves the collector actor's daily run, its catch-up after downtime, and
-//! the manual `/api/cron/*` endpoints. Safety comes from the store: each account-date is claimed
+//! One [`CollectionService`] serves the collector actor's daily run, its catch-up after downtime,
+//! and the manual `/api/cron/*` endpoints. Safety comes from the store: each account-date is claimed
 //! by one conditional write before any platform call, so a restart or a second instance never
 //! stores a date twice or fetches it twice at the same time. A failing account is recorded as
 //! `failed` and the run goes on.
