@@ -25,7 +25,6 @@ use actix::prelude::*;
 use actix_web::web;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use serde_json::Value;
 use uuid::Uuid;
 
 use super::in_runtime::in_runtime;
@@ -35,7 +34,7 @@ use crate::{
     AppState,
     config::SchedulerConfig,
     error::{ApiError, ErrorCode},
-    publish::{reconcile, service, steps::ClaimFence, validate},
+    publish::{reconcile, run::PublishReceipt, service, steps::ClaimFence, validate},
 };
 
 /// The longest a retry waits, whatever a platform's `retry_after` says.
@@ -382,7 +381,7 @@ async fn attempt(
     state: &AppState,
     instance: &str,
     row: &entity::scheduled_post::Model,
-) -> Result<Value, AttemptFailure> {
+) -> Result<PublishReceipt, AttemptFailure> {
     let user = state
         .store
         .find_user(row.user_id)
@@ -428,7 +427,7 @@ async fn attempt(
     };
     let receiver = service::enqueue(state, &user, prepared, submission_id, Some(claim)).await?;
     match receiver.await {
-        Ok(Ok(data)) => Ok(data),
+        Ok(Ok(receipt)) => Ok(receipt),
         Ok(Err(failure)) => Err(AttemptFailure {
             error: failure.error,
             retryable: failure.retryable,
@@ -455,11 +454,10 @@ async fn dispatch_post(
     let now = state.clock.now();
     let store = &state.store;
     let changed = match result {
-        Ok(data) => {
-            let post_id = data["post_id"].as_str().unwrap_or_default().to_string();
+        Ok(receipt) => {
             return Ok(
                 if store
-                    .finish_scheduled_published(row.id, &instance, &post_id, now, None)
+                    .finish_scheduled_published(row.id, &instance, &receipt.post_id, now, None)
                     .await?
                 {
                     Ended::Published
@@ -543,7 +541,7 @@ pub async fn settle_expired_claims(state: &AppState) -> Result<u64, sea_orm::DbE
         let final_started = submission
             .as_ref()
             .and_then(|s| s.steps.as_ref())
-            .is_some_and(|steps| steps["final_started"] == Value::Bool(true));
+            .is_some_and(|steps| steps.final_started);
         let done = match &submission {
             // Its attempt is being checked by the reconciler, which ends the post too.
             Some(s) if reconcile::is_being_checked(s) => continue,
@@ -636,7 +634,7 @@ pub async fn settle_expired_claims(state: &AppState) -> Result<u64, sea_orm::DbE
         let final_started = submission
             .steps
             .as_ref()
-            .is_some_and(|steps| steps["final_started"] == Value::Bool(true));
+            .is_some_and(|steps| steps.final_started);
         let (status, code, message) = if final_started {
             (
                 SubmissionStatus::Unconfirmed,

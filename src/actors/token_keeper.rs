@@ -18,7 +18,7 @@ use actix_web::web;
 use serde::Serialize;
 
 use super::in_runtime::in_runtime;
-use crate::AppState;
+use crate::{AppState, publish::plan::Platform};
 
 /// What the operator view shows of the token keeper.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -72,14 +72,14 @@ async fn sweep(state: &AppState) -> Result<(), sea_orm::DbErr> {
     let threads = state
         .store
         .accounts_expiring(
-            &["threads"],
+            &[Platform::Threads],
             now + chrono::Duration::days(config.threads_refresh_days_before),
         )
         .await?;
     let short_lived = state
         .store
         .accounts_expiring(
-            &["tiktok", "youtube", "x"],
+            &[Platform::Tiktok, Platform::Youtube, Platform::X],
             now + chrono::Duration::seconds(config.refresh_margin_secs),
         )
         .await?;
@@ -87,7 +87,7 @@ async fn sweep(state: &AppState) -> Result<(), sea_orm::DbErr> {
     let instagram_login: Vec<_> = state
         .store
         .accounts_expiring(
-            &["instagram"],
+            &[Platform::Instagram],
             now + chrono::Duration::days(config.instagram_login_refresh_days_before),
         )
         .await?
@@ -110,7 +110,11 @@ async fn sweep(state: &AppState) -> Result<(), sea_orm::DbErr> {
             tracing::warn!(account = %account.id, %error, "could not ask for a token refresh");
         }
     }
-    for account in state.store.accounts_expiring(&["instagram"], now).await? {
+    for account in state
+        .store
+        .accounts_expiring(&[Platform::Instagram], now)
+        .await?
+    {
         state
             .store
             .mark_account_invalid(

@@ -15,6 +15,7 @@
 
 use actix_web::{HttpRequest, HttpResponse, http::header, middleware::from_fn, web};
 use chrono::Duration;
+use entity::oauth_state::ConnectionKind;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -107,11 +108,11 @@ fn route_of(platform: Platform, via: Option<&str>) -> Result<LoginRoute, ApiErro
 
 /// What the stored state names as the connection's kind: the platform, or for instagram
 /// through Instagram Login, the route (so its callback finishes that flow).
-fn state_kind(platform: Platform, route: LoginRoute) -> &'static str {
+fn state_kind(platform: Platform, route: LoginRoute) -> ConnectionKind {
     if oauth::is_instagram_login(platform, route) {
-        LoginRoute::InstagramLogin.as_str()
+        ConnectionKind::InstagramLogin
     } else {
-        platform.as_str()
+        ConnectionKind::from(platform)
     }
 }
 
@@ -275,7 +276,7 @@ async fn complete_connection(
         };
         let new = NewAccount {
             user_id: session.user.id,
-            platform: identity.platform.as_str().to_string(),
+            platform: identity.platform,
             external_id: identity.external_id,
             display_name: identity.display_name,
             username: identity.username,

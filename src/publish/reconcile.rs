@@ -251,10 +251,7 @@ pub async fn give_up(
         .and_then(|r| serde_json::from_value::<Reconcile>(r).ok());
     let resolution = match &record {
         Some(record) if !record.pending.final_call_made() => {
-            let steps_final = row
-                .steps
-                .as_ref()
-                .is_some_and(|s| s["final_started"] == json!(true));
+            let steps_final = row.steps.as_ref().is_some_and(|s| s.final_started);
             if steps_final {
                 Resolution::Unconfirmed {
                     message: FINAL_CALL_CUT_OFF_MESSAGE.into(),

@@ -107,7 +107,7 @@ async fn schedule(
             NewScheduledPost {
                 user_id: user.id,
                 account_id: prepared.account.id,
-                platform: platform.as_str().to_string(),
+                platform,
                 page_name: prepared.account.display_name.clone(),
                 request: body.clone(),
                 content: prepared.request.content_json(),
@@ -184,7 +184,7 @@ pub async fn prepare(
     validate::check_account(
         &request,
         &AccountFacts {
-            platform: &account.platform,
+            platform: account.platform,
             disabled: account.disabled,
             is_valid: account.is_valid,
             token_expires_at: account.token_expires_at,
