@@ -78,3 +78,27 @@ impl From<Platform> for ConnectionKind {
 pub enum Relation {}
 
 impl ActiveModelBehavior for ActiveModel {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sea_orm::ActiveEnum;
+
+    /// States started before the type existed hold these texts; each reads as what it named.
+    #[test]
+    fn stored_connection_kinds_read_as_what_they_named() {
+        for platform in Platform::ALL {
+            let stored = platform.as_str().to_string();
+            let kind = ConnectionKind::try_from_value(&stored).ok();
+            assert_eq!(kind.map(ConnectionKind::platform), Some(platform));
+            assert_eq!(ConnectionKind::from(platform).to_value(), stored);
+        }
+        let login = ConnectionKind::try_from_value(&"instagram_login".to_string()).ok();
+        assert_eq!(login, Some(ConnectionKind::InstagramLogin));
+        assert_eq!(
+            ConnectionKind::InstagramLogin.platform(),
+            Platform::Instagram
+        );
+        assert!(ConnectionKind::try_from_value(&"myspace".to_string()).is_err());
+    }
+}

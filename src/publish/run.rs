@@ -373,3 +373,61 @@ async fn release_counter(deps: &PublishDeps, job: &JobSpec) {
         tracing::error!(error = %e, "cannot give back a reserved post count");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use chrono::TimeZone;
+
+    use super::*;
+    use crate::publish::plan::ThreadsPost;
+
+    /// The receipt serializes to the `data` the service wrote by hand before it was a type:
+    /// the same keys, values and types, the type-specific ones left out when they do not apply.
+    #[test]
+    fn a_receipt_is_the_data_of_the_publish_answer() {
+        let id = Uuid::new_v4();
+        let at = Utc.with_ymd_and_hms(2026, 11, 24, 6, 0, 0).unwrap();
+        let thread = PublishPlan::Threads(ThreadsPost::Thread {
+            texts: vec!["one".into(), "two".into()],
+            media: None,
+        });
+        let published = Published {
+            post_id: "p1".into(),
+            post_ids: vec!["p1".into(), "p2".into()],
+            warnings: vec!["the thumbnail was refused".into()],
+        };
+        let receipt = PublishReceipt {
+            post_submission_id: id,
+            post_id: "p1".into(),
+            post_type: thread.post_type(),
+            platform: thread.platform(),
+            page_name: "Page".into(),
+            published_at: at,
+            fields: result_fields(&thread, &published),
+        };
+        let expected = json!({
+            "post_submission_id": id,
+            "post_id": "p1",
+            "post_type": "thread",
+            "platform": "threads",
+            "page_name": "Page",
+            "published_at": "2026-11-24T06:00:00.000Z",
+            "thread_count": 2,
+            "post_ids": ["p1", "p2"],
+            "warnings": ["the thumbnail was refused"],
+        });
+        assert_eq!(serde_json::to_value(&receipt).unwrap(), expected);
+        // The compose page reads it back from the answer.
+        assert_eq!(
+            serde_json::from_value::<PublishReceipt>(expected).unwrap(),
+            receipt
+        );
+
+        let text = PublishPlan::Threads(ThreadsPost::Text { text: "hi".into() });
+        let fields = result_fields(&text, &Published::single("p"));
+        assert_eq!(fields, ResultFields::default());
+        assert_eq!(fields.to_json(), json!({}));
+    }
+}
