@@ -143,11 +143,11 @@ pub struct PublishSteps {
 }
 
 impl PublishSteps {
-    /// Ids recorded under `name`, in order.
-    pub fn ids(&self, name: &str) -> Vec<String> {
+    /// Ids recorded as `kind`, in order.
+    pub fn ids(&self, kind: StepKind) -> Vec<String> {
         self.steps
             .iter()
-            .filter(|step| step.name == name)
+            .filter(|step| step.kind == kind)
             .map(|step| step.id.clone())
             .collect()
     }
@@ -157,9 +157,9 @@ impl PublishSteps {
 /// published post…), or how the platform's processing of one ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Step {
-    /// What the id is (`container`, `child`, `media`, `photo`, `video`, `post`, `publish_id`,
-    /// `upload_session`, `processing`): named by the adapter that made it.
-    pub name: String,
+    /// What the id is. Stored as `name`, its key since the first steps were recorded.
+    #[serde(rename = "name")]
+    pub kind: StepKind,
     pub id: String,
     /// Only on `processing` steps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -167,6 +167,31 @@ pub struct Step {
     /// When it was recorded (absent on steps recorded without a clock).
     #[serde(default, skip_serializing_if = "Option::is_none", with = "iso_millis")]
     pub at: Option<DateTimeUtc>,
+}
+
+/// What a recorded id is, as the adapter that made it reports it. Stored as its snake_case
+/// text; a name that is none of these fails to load the row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepKind {
+    /// A media container (instagram, threads), published by the final call.
+    Container,
+    /// A carousel item's container (instagram, threads).
+    Child,
+    /// An uploaded media id (x).
+    Media,
+    /// An unpublished photo of a facebook album.
+    Photo,
+    /// An uploaded video (facebook, youtube).
+    Video,
+    /// A published post: a threads or x post, or one post of a thread.
+    Post,
+    /// A TikTok publish.
+    PublishId,
+    /// A YouTube resumable upload session.
+    UploadSession,
+    /// How the platform's processing of an object ended (the step's `outcome`).
+    Processing,
 }
 
 /// How the platform's processing of an object ended, as a step records it.
@@ -247,7 +272,8 @@ mod tests {
         }
         let steps: PublishSteps = serde_json::from_str(documents[2]).unwrap();
         assert!(steps.final_started);
-        assert_eq!(steps.ids("container"), ["17890"]);
+        assert_eq!(steps.ids(StepKind::Container), ["17890"]);
+        assert_eq!(steps.steps[1].kind, StepKind::Processing);
         assert_eq!(steps.steps[1].outcome, Some(ProcessingOutcome::Finished));
         assert_eq!(
             steps.final_started_at.unwrap().to_rfc3339(),
@@ -262,6 +288,7 @@ mod tests {
             r#"{"steps":[{"name":"post"}],"final_started":false}"#,
             r#"{"steps":[],"final_started":"yes"}"#,
             r#"{"steps":[{"name":"processing","id":"1","outcome":"exploded"}]}"#,
+            r#"{"steps":[{"name":"teleport","id":"1"}],"final_started":false}"#,
         ] {
             assert!(
                 serde_json::from_str::<PublishSteps>(text).is_err(),

@@ -12,7 +12,9 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use chrono::{DateTime, Utc};
-use entity::post_submission::{ProcessingOutcome, Step as RecordedStep, SubmissionStatus};
+use entity::post_submission::{
+    ProcessingOutcome, Step as RecordedStep, StepKind, SubmissionStatus,
+};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -169,23 +171,22 @@ struct TimelinePage {
     checking: bool,
 }
 
-/// What an adapter's step means, in words; an unknown name is shown as it is.
+/// What an adapter's step means, in words.
 fn step_label(t: T, step: &RecordedStep) -> String {
-    let msg = match step.name.as_str() {
-        "processing" => match step.outcome {
+    let msg = match step.kind {
+        StepKind::Processing => match step.outcome {
             Some(ProcessingOutcome::Finished) => Msg::StepProcessingFinished,
             Some(ProcessingOutcome::Failed) => Msg::StepProcessingFailed,
             Some(ProcessingOutcome::StillProcessing) | None => Msg::StepProcessingPending,
         },
-        "container" => Msg::StepContainer,
-        "child" => Msg::StepChild,
-        "media" => Msg::StepMedia,
-        "photo" => Msg::StepPhoto,
-        "video" => Msg::StepVideo,
-        "post" => Msg::StepPost,
-        "publish_id" => Msg::StepPublishId,
-        "upload_session" => Msg::StepUploadSession,
-        other => return other.to_string(),
+        StepKind::Container => Msg::StepContainer,
+        StepKind::Child => Msg::StepChild,
+        StepKind::Media => Msg::StepMedia,
+        StepKind::Photo => Msg::StepPhoto,
+        StepKind::Video => Msg::StepVideo,
+        StepKind::Post => Msg::StepPost,
+        StepKind::PublishId => Msg::StepPublishId,
+        StepKind::UploadSession => Msg::StepUploadSession,
     };
     t.s(msg).to_string()
 }

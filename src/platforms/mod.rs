@@ -278,7 +278,7 @@ impl PlatformError {
 
 /// How the platform's processing of an object ended, as a step records it: part of the stored
 /// steps document, so defined with it.
-pub use entity::post_submission::ProcessingOutcome;
+pub use entity::post_submission::{ProcessingOutcome, StepKind};
 
 /// Where an adapter reports its steps: every remote id before its next call, how a wait for
 /// processing ended, and the irreversible call about to be made. Adapters see only this; the
@@ -291,8 +291,11 @@ pub trait StepSink: Send + Sync {
     /// Records a remote id (container, upload session, media id, published segment id…). An
     /// error stops the adapter before its next call (the step could not be kept, or the claim
     /// it runs under was lost).
-    fn record<'a>(&'a self, name: &'a str, id: &'a str)
-    -> BoxFuture<'a, Result<(), PlatformError>>;
+    fn record<'a>(
+        &'a self,
+        kind: StepKind,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<(), PlatformError>>;
 
     /// Records how the processing of `id` ended. Best effort: the wait's own result decides the
     /// publish, so a step that cannot be written is only logged by the implementation.

@@ -184,7 +184,7 @@ fn judge(error: &PlatformError, ours_final: bool, steps: &StepRecorder) -> Resol
     if final_started {
         // The continuation's own final call failed: as in a publish, only a definite refusal
         // means nothing went out (a thread already partly out is out).
-        let posted = !steps.ids("post").is_empty();
+        let posted = !steps.ids(crate::platforms::StepKind::Post).is_empty();
         return if error.outcome_unknown() || posted {
             Resolution::Unconfirmed {
                 message: format!(
@@ -465,7 +465,10 @@ mod tests {
             Resolution::Failed { .. }
         ));
         // Part of a thread already out: out.
-        steps.record("post", "1").await.unwrap();
+        steps
+            .record(crate::platforms::StepKind::Post, "1")
+            .await
+            .unwrap();
         assert!(matches!(
             judge(&PlatformError::Rejected("duplicate".into()), true, &steps),
             Resolution::Unconfirmed { .. }

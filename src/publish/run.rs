@@ -252,7 +252,7 @@ pub async fn run_job(
             // failed without a definite answer (a 5xx, a timeout, a broken connection).
             // Part of a thread already out counts as published: the rest must not be re-sent
             // from the start, and the allowance stays used.
-            let posted = !steps.ids("post").is_empty();
+            let posted = !steps.ids(platforms::StepKind::Post).is_empty();
             let maybe_published = final_started && (error.outcome_unknown() || posted);
             let token_failure = error.invalidates_token().then(|| {
                 let code = match &error {

@@ -7,7 +7,7 @@
 use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
-use entity::post_submission::{PublishSteps, Step};
+use entity::post_submission::{PublishSteps, Step, StepKind};
 use futures_util::future::BoxFuture;
 use uuid::Uuid;
 
@@ -121,11 +121,11 @@ impl StepRecorder {
     /// Under a check claim the claim is renewed too, so a long continuation (the tweets of an x
     /// thread, one call each) keeps it while it makes progress; a claim lost meanwhile (this
     /// instance was presumed dead) stops it before its next call.
-    pub async fn record(&self, name: &str, id: &str) -> Result<(), PlatformError> {
+    pub async fn record(&self, kind: StepKind, id: &str) -> Result<(), PlatformError> {
         let snapshot = {
             let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
             state.steps.push(Step {
-                name: name.to_string(),
+                kind,
                 id: id.to_string(),
                 outcome: None,
                 at: self.stamp(),
@@ -144,7 +144,7 @@ impl StepRecorder {
         let snapshot = {
             let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
             state.steps.push(Step {
-                name: "processing".to_string(),
+                kind: StepKind::Processing,
                 id: id.to_string(),
                 outcome: Some(outcome),
                 at: self.stamp(),
@@ -210,12 +210,12 @@ impl StepRecorder {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Ids recorded under `name`, in order.
-    pub fn ids(&self, name: &str) -> Vec<String> {
+    /// Ids recorded as `kind`, in order.
+    pub fn ids(&self, kind: StepKind) -> Vec<String> {
         self.state
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .ids(name)
+            .ids(kind)
     }
 
     async fn persist(&self, snapshot: PublishSteps) -> Result<(), PlatformError> {
@@ -233,10 +233,10 @@ impl StepRecorder {
 impl StepSink for StepRecorder {
     fn record<'a>(
         &'a self,
-        name: &'a str,
+        kind: StepKind,
         id: &'a str,
     ) -> BoxFuture<'a, Result<(), PlatformError>> {
-        Box::pin(StepRecorder::record(self, name, id))
+        Box::pin(StepRecorder::record(self, kind, id))
     }
 
     fn processing<'a>(&'a self, id: &'a str, outcome: ProcessingOutcome) -> BoxFuture<'a, ()> {
