@@ -143,7 +143,7 @@ async fn main() {
                 NewScheduledPost {
                     user_id: user.id,
                     account_id: account.id,
-                    platform: "threads".into(),
+                    platform: social_service::publish::plan::Platform::Threads,
                     page_name: account.display_name.clone(),
                     request: json!({"post": {
                         "accountId": account.id,

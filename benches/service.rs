@@ -282,7 +282,7 @@ async fn main() {
                 NewScheduledPost {
                     user_id: user.id,
                     account_id: publish_accounts[0],
-                    platform: "threads".into(),
+                    platform: social_service::publish::plan::Platform::Threads,
                     page_name: "t0".into(),
                     request: json!({}),
                     content: json!({"text": format!("later {i}"), "media_urls": []}),
@@ -369,7 +369,7 @@ async fn main() {
                 entity::account::ActiveModel {
                     id: Set(id),
                     user_id: Set(user.id),
-                    platform: Set("threads".into()),
+                    platform: Set(social_service::publish::plan::Platform::Threads),
                     external_id: Set(format!("bulk{i}")),
                     display_name: Set(format!("bulk {i}")),
                     username: Set(None),

@@ -178,7 +178,7 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
     for account in &accounts {
         let token = state.cipher.decrypt(&account.access_token_enc)?;
         simulator.state().register_account(SimAccount {
-            platform: account.platform.clone(),
+            platform: account.platform.as_str().to_string(),
             external_id: account.external_id.clone(),
             name: account.display_name.clone(),
             username: account
@@ -224,7 +224,7 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
     std::fs::write(&demo_file, serde_json::to_string_pretty(&summary)?)?;
     let facebook = accounts
         .iter()
-        .find(|a| a.platform == "facebook")
+        .find(|a| a.platform == Platform::Facebook)
         .map(|a| a.id.to_string())
         .unwrap_or_default();
     let publish_body = json!({"post": {

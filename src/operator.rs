@@ -106,15 +106,15 @@ pub async fn add_account(
     now: DateTime<Utc>,
     manual: ManualAccount,
 ) -> Result<entity::account::Model, ApiError> {
-    if Platform::parse(&manual.platform).is_none() {
-        return Err(ApiError::new(
+    let platform = Platform::parse(&manual.platform).ok_or_else(|| {
+        ApiError::new(
             ErrorCode::InvalidPlatform,
             format!(
                 "platform must be one of {}",
                 Platform::ALL.map(Platform::as_str).join(", ")
             ),
-        ));
-    }
+        )
+    })?;
     for (name, value) in [
         ("external_id", Some(&manual.external_id)),
         ("name", Some(&manual.name)),
@@ -150,7 +150,7 @@ pub async fn add_account(
     let encrypt = |token: &str| cipher.encrypt(token).map_err(ApiError::internal);
     let new = NewAccount {
         user_id: manual.user_id,
-        platform: manual.platform,
+        platform,
         external_id: manual.external_id,
         display_name: manual.name,
         username: manual.username,

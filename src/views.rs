@@ -1,7 +1,7 @@
 //! Response shapes of the spec's resources (§2). Entities never go on the wire directly.
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use entity::{account, api_key, post_submission, user};
+use entity::{account, api_key, platform::Platform, post_submission, user};
 use serde_json::{Value, json};
 
 /// ISO 8601 / RFC 3339 in UTC with milliseconds, e.g. `2026-11-22T08:00:00.000Z`.
@@ -36,35 +36,34 @@ pub fn account(account: &account::Model) -> Value {
         .username
         .clone()
         .unwrap_or_else(|| account.display_name.clone());
-    let extra = match account.platform.as_str() {
-        "facebook" => json!({
+    let extra = match account.platform {
+        Platform::Facebook => json!({
             "page_name": account.display_name,
             "page_id": account.external_id,
             "data_access_expires_at": account.data_access_expires_at.map(iso),
         }),
-        "instagram" => json!({
+        Platform::Instagram => json!({
             "ig_username": username,
             "ig_account_id": account.external_id,
             "account_type": account.account_type.as_deref().unwrap_or("BUSINESS"),
         }),
-        "threads" => json!({
+        Platform::Threads => json!({
             "threads_username": username,
             "threads_id": account.external_id,
             "threads_profile_picture": account.profile_picture_url,
         }),
-        "tiktok" => json!({
+        Platform::Tiktok => json!({
             "tiktok_username": username,
             "tiktok_open_id": account.external_id,
         }),
-        "youtube" => json!({
+        Platform::Youtube => json!({
             "channel_title": account.display_name,
             "channel_id": account.external_id,
         }),
-        "x" => json!({
+        Platform::X => json!({
             "x_username": username,
             "x_user_id": account.external_id,
         }),
-        _ => json!({}),
     };
     merge(&mut body, extra);
     body
@@ -72,7 +71,7 @@ pub fn account(account: &account::Model) -> Value {
 
 /// When the account's token expires; `None` for facebook, whose page tokens do not (§2.2).
 fn token_expiry(account: &account::Model) -> Option<DateTime<Utc>> {
-    if account.platform == "facebook" {
+    if account.platform == Platform::Facebook {
         None
     } else {
         account.token_expires_at
@@ -92,7 +91,7 @@ pub fn token_info(account: &account::Model, now: DateTime<Utc>) -> Value {
     });
     // facebook page tokens do not expire, but data access must be renewed every 90 days
     // (spec §5.8): say when, and whether the user must reconnect for it.
-    if account.platform == "facebook"
+    if account.platform == Platform::Facebook
         && let Some(data_access) = account.data_access_expires_at
     {
         body["data_access_expires_at"] = json!(iso(data_access));

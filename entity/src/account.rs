@@ -1,5 +1,7 @@
 use sea_orm::entity::prelude::*;
 
+use crate::platform::Platform;
+
 /// A connected social account. Tokens are stored encrypted (AES-256-GCM) by the service.
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "accounts")]
@@ -8,7 +10,7 @@ pub struct Model {
     pub id: Uuid,
     pub user_id: Uuid,
     /// `facebook`, `instagram`, `threads`, `tiktok`, `youtube` or `x`.
-    pub platform: String,
+    pub platform: Platform,
     /// The platform's id of the page / user / channel.
     pub external_id: String,
     /// Page name, or the username for platforms without a page name.

@@ -6,6 +6,7 @@ pub mod api_key;
 pub mod login_state;
 pub mod oauth_state;
 pub mod performance_snapshot;
+pub mod platform;
 pub mod post_submission;
 pub mod scheduled_post;
 pub mod session;

@@ -1,5 +1,7 @@
 use sea_orm::entity::prelude::*;
 
+use crate::platform::Platform;
+
 /// One account's performance on one date (spec §2.7). Unique per `(account_id, snapshot_date)`.
 #[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
 #[sea_orm(table_name = "performance_snapshots")]
@@ -8,7 +10,7 @@ pub struct Model {
     pub id: Uuid,
     pub account_id: Uuid,
     pub user_id: Uuid,
-    pub platform: String,
+    pub platform: Platform,
     /// `YYYY-MM-DD`, the Asia/Taipei date the numbers are for.
     pub snapshot_date: String,
     pub page_name: String,

@@ -1,5 +1,7 @@
 use sea_orm::entity::prelude::*;
 
+use crate::platform::Platform;
+
 /// A post to publish later (spec §2.4). `request` keeps the validated `post` object, so the
 /// publish at due time runs exactly what was accepted.
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -9,7 +11,7 @@ pub struct Model {
     pub id: Uuid,
     pub user_id: Uuid,
     pub account_id: Uuid,
-    pub platform: String,
+    pub platform: Platform,
     pub page_name: String,
     /// The `POST /v2/posts` body as accepted.
     pub request: Json,

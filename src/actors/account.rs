@@ -31,7 +31,7 @@ use crate::{
     publish::{
         plan::Platform,
         reconcile::{CheckOutcome, CheckReport, CheckSpec, run_check},
-        run::{JobResult, JobSpec, PublishDeps, run_job},
+        run::{JobResult, JobSpec, PublishDeps, PublishReceipt, run_job},
     },
 };
 
@@ -41,7 +41,7 @@ const IDLE_CHECK: Duration = Duration::from_secs(5);
 const MAILBOX_CAPACITY: usize = 64;
 
 /// What the caller of a publish gets back.
-pub type JobOutcome = Result<serde_json::Value, JobFailure>;
+pub type JobOutcome = Result<PublishReceipt, JobFailure>;
 
 /// A failed publish: the error for the caller, and whether another attempt is safe and may help.
 #[derive(Debug)]
@@ -106,7 +106,7 @@ pub struct ActorSeat {
 
 pub struct AccountActor {
     seat: ActorSeat,
-    platform: &'static str,
+    platform: Platform,
     display_name: Arc<str>,
     credentials: AccountCredentials,
     /// `None` while the token is usable; otherwise the code and reason it is not.
@@ -161,7 +161,7 @@ impl ActorState {
 #[derive(Debug, Clone, Serialize)]
 pub struct ActorHealth {
     pub account_id: Uuid,
-    pub platform: &'static str,
+    pub platform: Platform,
     /// Shared with the actor: the view copies a pointer, not the text.
     pub name: Arc<str>,
     pub state: ActorState,
@@ -186,7 +186,7 @@ pub struct ActorHealth {
 
 pub struct AccountActorInit {
     pub seat: ActorSeat,
-    pub platform: String,
+    pub platform: Platform,
     pub display_name: String,
     pub credentials: AccountCredentials,
     pub token_expires_at: Option<DateTime<Utc>>,
@@ -203,9 +203,7 @@ impl AccountActor {
             idle_after: Duration::from_secs(publishing.actor_idle_secs.max(1)),
             started_at: init.deps.clock.now(),
             seat: init.seat,
-            platform: Platform::parse(&init.platform)
-                .map(Platform::as_str)
-                .unwrap_or("unknown"),
+            platform: init.platform,
             display_name: Arc::from(init.display_name),
             credentials: init.credentials,
             token_failure: None,
@@ -356,12 +354,9 @@ impl AccountActor {
     /// Whether the token is in its refresh window (spec §5.8: threads 5 days before expiry;
     /// tiktok, youtube and x shortly before their access token expires).
     fn refresh_is_due(&self) -> bool {
-        let Some(platform) = Platform::parse(self.platform) else {
-            return false;
-        };
         oauth::refresh_due(
             &self.deps.oauth,
-            platform,
+            self.platform,
             self.credentials.login_route,
             self.token_expires_at,
             self.token_issued_at,
@@ -375,9 +370,7 @@ impl AccountActor {
         if self.refreshing || self.token_failure.is_some() {
             return;
         }
-        let Some(platform) = Platform::parse(self.platform) else {
-            return;
-        };
+        let platform = self.platform;
         self.refreshing = true;
         let deps = self.deps.clone();
         let account_id = self.seat.account_id;
@@ -390,15 +383,15 @@ impl AccountActor {
                     actor.credentials.access_token = access_token;
                     actor.token_expires_at = expires_at;
                     actor.token_issued_at = issued_at;
-                    actor.deps.metrics.inc("token_refreshes_total", &[("platform", actor.platform), ("outcome", "refreshed")]);
+                    actor.deps.metrics.inc("token_refreshes_total", &[("platform", actor.platform.as_str()), ("outcome", "refreshed")]);
                 }
                 RefreshOutcome::Dead(reason) => {
-                    actor.deps.metrics.inc("token_refreshes_total", &[("platform", actor.platform), ("outcome", "revoked")]);
+                    actor.deps.metrics.inc("token_refreshes_total", &[("platform", actor.platform.as_str()), ("outcome", "revoked")]);
                     actix::spawn(actor.token_dead(ErrorCode::InvalidToken, reason));
                 }
                 RefreshOutcome::Failed(reason) => {
                     tracing::warn!(account = %actor.seat.account_id, %reason, "token refresh failed; retried at the next sweep");
-                    actor.deps.metrics.inc("token_refreshes_total", &[("platform", actor.platform), ("outcome", "failed")]);
+                    actor.deps.metrics.inc("token_refreshes_total", &[("platform", actor.platform.as_str()), ("outcome", "failed")]);
                     actor.last_error = Some((format!("token refresh: {reason}"), actor.deps.clock.now()));
                 }
                 RefreshOutcome::Busy => {}
@@ -820,13 +813,14 @@ impl Handler<CheckUnconfirmed> for AccountActor {
         }
         // One status read. TikTok's limiter models its limit on publish inits, which a status
         // read is not (as for insights reads).
-        if self.platform != Platform::Tiktok.as_str()
+        if self.platform != Platform::Tiktok
             && let Err(refused) = self.limiter.admit_units(1)
         {
             self.back_off(refused.retry_after);
-            self.deps
-                .metrics
-                .inc("limiter_rejections_total", &[("platform", self.platform)]);
+            self.deps.metrics.inc(
+                "limiter_rejections_total",
+                &[("platform", self.platform.as_str())],
+            );
             self.post_health();
             return Err(refused);
         }

@@ -28,7 +28,6 @@ use std::sync::Arc;
 use actix::prelude::*;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use serde_json::Value;
 use uuid::Uuid;
 
 use super::in_runtime::in_runtime;
@@ -39,7 +38,9 @@ use crate::{
     config::SchedulerConfig,
     error::{ApiError, ErrorCode},
     metrics::Metrics,
-    publish::{reconcile, service::PublishingService, steps::ClaimFence, validate},
+    publish::{
+        reconcile, run::PublishReceipt, service::PublishingService, steps::ClaimFence, validate,
+    },
     store::Store,
 };
 
@@ -456,7 +457,10 @@ impl From<ApiError> for AttemptFailure {
 
 impl SchedulingService {
     /// One attempt: the same checks as an immediate publish, then the account actor.
-    async fn attempt(&self, row: &entity::scheduled_post::Model) -> Result<Value, AttemptFailure> {
+    async fn attempt(
+        &self,
+        row: &entity::scheduled_post::Model,
+    ) -> Result<PublishReceipt, AttemptFailure> {
         let instance = self.instance.as_str();
         let user = self
             .store
@@ -508,7 +512,7 @@ impl SchedulingService {
             .enqueue(&user, prepared, submission_id, Some(claim))
             .await?;
         match receiver.await {
-            Ok(Ok(data)) => Ok(data),
+            Ok(Ok(receipt)) => Ok(receipt),
             Ok(Err(failure)) => Err(AttemptFailure {
                 error: failure.error,
                 retryable: failure.retryable,
@@ -535,8 +539,8 @@ impl SchedulingService {
         let instance = self.instance.as_str();
         let config = &self.config;
         let changed = match result {
-            Ok(data) => {
-                let post_id = data["post_id"].as_str().unwrap_or_default().to_string();
+            Ok(receipt) => {
+                let post_id = receipt.post_id;
                 return Ok(
                     if store
                         .finish_scheduled_published(row.id, instance, &post_id, now, None)
@@ -624,7 +628,7 @@ pub async fn settle_expired_claims(service: &SchedulingService) -> Result<u64, s
         let final_started = submission
             .as_ref()
             .and_then(|s| s.steps.as_ref())
-            .is_some_and(|steps| steps["final_started"] == Value::Bool(true));
+            .is_some_and(|steps| steps.final_started);
         let done = match &submission {
             // Its attempt is being checked by the reconciler, which ends the post too.
             Some(s) if reconcile::is_being_checked(s) => continue,
@@ -717,7 +721,7 @@ pub async fn settle_expired_claims(service: &SchedulingService) -> Result<u64, s
         let final_started = submission
             .steps
             .as_ref()
-            .is_some_and(|steps| steps["final_started"] == Value::Bool(true));
+            .is_some_and(|steps| steps.final_started);
         let (status, code, message) = if final_started {
             (
                 SubmissionStatus::Unconfirmed,

@@ -154,8 +154,7 @@ impl Supervisor {
         {
             return Ok(entry.clone());
         }
-        let platform = Platform::parse(&account.platform)
-            .ok_or_else(|| ApiError::internal(format!("unknown platform {}", account.platform)))?;
+        let platform = account.platform;
         let access_token = self
             .deps
             .cipher
@@ -178,7 +177,7 @@ impl Supervisor {
                     registry: self.actors.clone(),
                     board: self.board.clone(),
                 },
-                platform: account.platform.clone(),
+                platform: account.platform,
                 display_name: account.display_name.clone(),
                 credentials: credentials.clone(),
                 token_expires_at: account.token_expires_at,
@@ -404,7 +403,7 @@ mod tests {
             .insert_account(
                 NewAccount {
                     user_id,
-                    platform: "threads".into(),
+                    platform: Platform::Threads,
                     external_id: external_id.into(),
                     display_name: "t".into(),
                     username: None,

@@ -26,6 +26,7 @@ use crate::{
     error::{ApiError, ErrorCode},
     insights::{self, AccountSummary, DailyMetrics},
     metrics::Metrics,
+    publish::plan::Platform,
     store::{SnapshotClaim, Store},
 };
 use schedule::DailySchedule;
@@ -64,7 +65,7 @@ pub enum Trigger {
 pub struct AccountOutcome {
     pub account_id: Uuid,
     pub page_name: String,
-    pub platform: String,
+    pub platform: Platform,
     /// `success`, `partial` (some metrics failed), `failed`, or `skipped` (collected already,
     /// or another collector is on it).
     pub status: &'static str,
@@ -100,9 +101,7 @@ pub struct CollectionRun {
 pub fn collectable(accounts: Vec<entity::account::Model>) -> Vec<entity::account::Model> {
     accounts
         .into_iter()
-        .filter(|account| {
-            AccountSummary::of(account).is_some_and(|summary| insights::supported(summary.platform))
-        })
+        .filter(|account| insights::supported(account.platform))
         .collect()
 }
 
@@ -221,7 +220,7 @@ impl CollectionService {
         let mut outcome = AccountOutcome {
             account_id: account.id,
             page_name: account.display_name.clone(),
-            platform: account.platform.clone(),
+            platform: account.platform,
             status: "failed",
             data: None,
             error: None,
@@ -282,7 +281,7 @@ impl CollectionService {
         self.metrics.inc(
             "collector_accounts_total",
             &[
-                ("platform", platform_label(&account.platform)),
+                ("platform", account.platform.as_str()),
                 ("status", outcome.status),
             ],
         );
@@ -296,8 +295,7 @@ impl CollectionService {
         account: &entity::account::Model,
         date: NaiveDate,
     ) -> Result<DailyMetrics, ApiError> {
-        let summary = AccountSummary::of(account)
-            .ok_or_else(|| ApiError::internal(format!("unknown platform {}", account.platform)))?;
+        let summary = AccountSummary::of(account);
         let max_wait = self.config.max_limiter_wait_secs;
         let mut attempts = 0;
         loop {
@@ -355,12 +353,6 @@ fn describe(error: ApiError) -> String {
         text.push(')');
     }
     text
-}
-
-fn platform_label(platform: &str) -> &'static str {
-    crate::publish::plan::Platform::parse(platform)
-        .map(|p| p.as_str())
-        .unwrap_or("unknown")
 }
 
 #[cfg(test)]

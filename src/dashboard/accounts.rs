@@ -35,15 +35,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 /// A platform's name as people write it (a brand name: the same in every language).
-pub(crate) fn platform_name(platform: &str) -> &str {
-    match Platform::parse(platform) {
-        Some(Platform::Facebook) => "Facebook",
-        Some(Platform::Instagram) => "Instagram",
-        Some(Platform::Threads) => "Threads",
-        Some(Platform::Tiktok) => "TikTok",
-        Some(Platform::Youtube) => "YouTube",
-        Some(Platform::X) => "X",
-        None => platform,
+pub(crate) fn platform_name(platform: Platform) -> &'static str {
+    match platform {
+        Platform::Facebook => "Facebook",
+        Platform::Instagram => "Instagram",
+        Platform::Threads => "Threads",
+        Platform::Tiktok => "TikTok",
+        Platform::Youtube => "YouTube",
+        Platform::X => "X",
     }
 }
 
@@ -79,18 +78,18 @@ impl AccountRow {
         // facebook page tokens do not expire (§2.2); the API shows `expires_at: null` too.
         let expires_at = account
             .token_expires_at
-            .filter(|_| account.platform != "facebook");
+            .filter(|_| account.platform != Platform::Facebook);
         let expired = expires_at.is_some_and(|at| at <= now);
         let window = |at: DateTime<Utc>| (When::new(t, at, now), days_left(t, at, now));
         Self {
             id: account.id.to_string(),
             name: account.display_name.clone(),
-            platform: platform_name(&account.platform).to_string(),
+            platform: platform_name(account.platform).to_string(),
             valid: account.is_valid && !expired,
             expiry: expires_at.map(window),
             data_access: account
                 .data_access_expires_at
-                .filter(|_| account.platform == "facebook")
+                .filter(|_| account.platform == Platform::Facebook)
                 .map(window),
             invalid_reason: account.last_error.clone().filter(|_| !account.is_valid),
         }
@@ -121,7 +120,7 @@ fn connect_links(t: T) -> Vec<ConnectLink> {
                 href: base,
                 label: t.fill(
                     Msg::ConnectPlatform,
-                    &[("platform", platform_name(platform.as_str()))],
+                    &[("platform", platform_name(platform))],
                 ),
             });
         }
@@ -150,7 +149,7 @@ fn apply_notice(layout: &mut Layout, query: &NoticeQuery) {
                     Msg::NoticeConnected,
                     &[
                         ("count", &count.to_string()),
-                        ("platform", platform_name(platform.as_str())),
+                        ("platform", platform_name(platform)),
                     ],
                 )
             })
@@ -308,7 +307,7 @@ async fn confirm_disconnect(
         Msg::DisconnectText,
         &[
             ("name", &account.display_name),
-            ("platform", platform_name(&account.platform)),
+            ("platform", platform_name(account.platform)),
         ],
     );
     let page = DisconnectPage {

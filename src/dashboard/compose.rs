@@ -37,7 +37,7 @@ use crate::{
     AppState,
     error::{ApiError, ErrorCode},
     http::auth::{SessionUser, meter_call},
-    publish::{plan::Platform, service::Publisher},
+    publish::{plan::Platform, run::PublishReceipt, service::Publisher},
 };
 
 /// Routes inside the `/dashboard` scope.
@@ -175,7 +175,7 @@ pub enum Outcome {
         post_id: String,
         submission_id: String,
         platform: String,
-        /// The post's address, when the platform's answer gives one.
+        /// The post's public address, where its id alone makes one.
         link: Option<String>,
     },
     Scheduled {
@@ -254,7 +254,7 @@ async fn account_options(
                 label: format!(
                     "{} ({})",
                     account.display_name,
-                    platform_name(&account.platform)
+                    platform_name(account.platform)
                 ),
                 id,
             }
@@ -413,9 +413,7 @@ async fn submit(
         Ok(id) => state.store.find_owned_account(session.user.id, id).await?,
         Err(_) => None,
     };
-    let platform = account
-        .as_ref()
-        .and_then(|account| Platform::parse(&account.platform));
+    let platform = account.as_ref().map(|account| account.platform);
     let refuse = |error: ApiError| (Field::of(&error, platform), Problem::of(&error));
     let body = match request_body(&form, platform, zone) {
         Ok(body) => body,
@@ -518,24 +516,20 @@ fn outcome_of(answer: &Value, zone: Tz) -> Outcome {
                 .unwrap_or_default(),
         };
     }
-    let data = &answer["data"];
-    // An address the answer carries (`url` or `permalink`), else one that follows from the id.
-    let link = ["permalink", "url"]
-        .iter()
-        .find_map(|name| data[*name].as_str())
-        .filter(|url| url.starts_with("https://"))
-        .map(str::to_string)
-        .or_else(|| {
-            public_link(
-                data["platform"].as_str().unwrap_or_default(),
-                data["post_id"].as_str().unwrap_or_default(),
-            )
-        });
+    // The answer's `data` is the publish's receipt, serialized by the service.
+    let receipt = match PublishReceipt::deserialize(&answer["data"]) {
+        Ok(receipt) => receipt,
+        // Not a receipt: the post may well be out, so it is not shown as a failure to retry.
+        Err(e) => {
+            let error = ApiError::internal(format!("the publish answer is not a receipt: {e}"));
+            return Outcome::Unconfirmed(Problem::of(&error));
+        }
+    };
     Outcome::Published {
-        post_id: text(&data["post_id"]),
-        submission_id: text(&data["post_submission_id"]),
-        platform: platform_name(data["platform"].as_str().unwrap_or_default()).to_string(),
-        link,
+        link: public_link(receipt.platform, &receipt.post_id),
+        submission_id: receipt.post_submission_id.to_string(),
+        platform: platform_name(receipt.platform).to_string(),
+        post_id: receipt.post_id,
     }
 }
 
@@ -543,7 +537,7 @@ fn outcome_of(answer: &Value, zone: Tz) -> Outcome {
 /// (`watch?v=`) and an X post (`/i/web/status/`, which needs no user name). Facebook,
 /// Instagram and Threads give theirs only as a `permalink` field of another call, and TikTok
 /// answers a publish id, not the video's, so those have none here.
-fn public_link(platform: &str, post_id: &str) -> Option<String> {
+fn public_link(platform: Platform, post_id: &str) -> Option<String> {
     let safe = !post_id.is_empty()
         && post_id.len() <= 64
         && post_id
@@ -552,10 +546,10 @@ fn public_link(platform: &str, post_id: &str) -> Option<String> {
     if !safe {
         return None;
     }
-    match Platform::parse(platform)? {
+    match platform {
         Platform::Youtube => Some(format!("https://www.youtube.com/watch?v={post_id}")),
         Platform::X => Some(format!("https://x.com/i/web/status/{post_id}")),
-        _ => None,
+        Platform::Facebook | Platform::Instagram | Platform::Threads | Platform::Tiktok => None,
     }
 }
 
@@ -568,17 +562,16 @@ mod tests {
     #[test]
     fn youtube_and_x_posts_link_to_their_public_address_and_nothing_odd_is_linked() {
         assert_eq!(
-            public_link("youtube", "dQw4w9WgXcQ").as_deref(),
+            public_link(Platform::Youtube, "dQw4w9WgXcQ").as_deref(),
             Some("https://www.youtube.com/watch?v=dQw4w9WgXcQ")
         );
         assert_eq!(
-            public_link("x", "1460323737035677698").as_deref(),
+            public_link(Platform::X, "1460323737035677698").as_deref(),
             Some("https://x.com/i/web/status/1460323737035677698")
         );
-        assert_eq!(public_link("facebook", "1_2"), None);
-        assert_eq!(public_link("x", "1/../evil"), None);
-        assert_eq!(public_link("youtube", ""), None);
-        assert_eq!(public_link("myspace", "1"), None);
+        assert_eq!(public_link(Platform::Facebook, "1_2"), None);
+        assert_eq!(public_link(Platform::X, "1/../evil"), None);
+        assert_eq!(public_link(Platform::Youtube, ""), None);
     }
 
     #[test]

@@ -12,7 +12,9 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use chrono::{DateTime, Utc};
-use entity::post_submission::SubmissionStatus;
+use entity::post_submission::{
+    ProcessingOutcome, Step as RecordedStep, StepKind, SubmissionStatus,
+};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -114,7 +116,7 @@ async fn page(
         .map(|row| HistoryRow {
             id: row.id.to_string(),
             when: When::new(t, row.published_at.unwrap_or(row.created_at), now),
-            platform: platform_name(&row.platform).to_string(),
+            platform: platform_name(row.platform).to_string(),
             account: row.page_name,
             text: snippet(&row.content),
             status_text: t.status(row.status.as_str()),
@@ -169,33 +171,24 @@ struct TimelinePage {
     checking: bool,
 }
 
-/// What an adapter's step means, in words; an unknown name is shown as it is.
-fn step_label(t: T, step: &Value) -> String {
-    let name = step["name"].as_str().unwrap_or("");
-    let msg = match name {
-        "processing" => match step["outcome"].as_str() {
-            Some("finished") => Msg::StepProcessingFinished,
-            Some("failed") => Msg::StepProcessingFailed,
-            _ => Msg::StepProcessingPending,
+/// What an adapter's step means, in words.
+fn step_label(t: T, step: &RecordedStep) -> String {
+    let msg = match step.kind {
+        StepKind::Processing => match step.outcome {
+            Some(ProcessingOutcome::Finished) => Msg::StepProcessingFinished,
+            Some(ProcessingOutcome::Failed) => Msg::StepProcessingFailed,
+            Some(ProcessingOutcome::StillProcessing) | None => Msg::StepProcessingPending,
         },
-        "container" => Msg::StepContainer,
-        "child" => Msg::StepChild,
-        "media" => Msg::StepMedia,
-        "photo" => Msg::StepPhoto,
-        "video" => Msg::StepVideo,
-        "post" => Msg::StepPost,
-        "publish_id" => Msg::StepPublishId,
-        "upload_session" => Msg::StepUploadSession,
-        other => return other.to_string(),
+        StepKind::Container => Msg::StepContainer,
+        StepKind::Child => Msg::StepChild,
+        StepKind::Media => Msg::StepMedia,
+        StepKind::Photo => Msg::StepPhoto,
+        StepKind::Video => Msg::StepVideo,
+        StepKind::Post => Msg::StepPost,
+        StepKind::PublishId => Msg::StepPublishId,
+        StepKind::UploadSession => Msg::StepUploadSession,
     };
     t.s(msg).to_string()
-}
-
-fn parse_time(value: &Value) -> Option<DateTime<Utc>> {
-    value
-        .as_str()
-        .and_then(|text| DateTime::parse_from_rfc3339(text).ok())
-        .map(|at| at.with_timezone(&Utc))
 }
 
 /// The timeline of one submission: started, each recorded step, the final call, the result.
@@ -208,20 +201,16 @@ fn timeline_steps(t: T, row: &entity::post_submission::Model, now: DateTime<Utc>
         kind: "step",
     }];
     let recorded = row.steps.as_ref();
-    let recorded_steps = recorded
-        .and_then(|s| s["steps"].as_array())
-        .cloned()
-        .unwrap_or_default();
-    for step in &recorded_steps {
+    for step in recorded.map(|s| s.steps.as_slice()).unwrap_or_default() {
         steps.push(Step {
             label: step_label(t, step),
-            id: step["id"].as_str().map(str::to_string),
-            when: parse_time(&step["at"]).and_then(when),
+            id: Some(step.id.clone()),
+            when: step.at.and_then(when),
             kind: "step",
         });
     }
-    if recorded.is_some_and(|s| s["final_started"] == Value::Bool(true)) {
-        let at = recorded.and_then(|s| parse_time(&s["final_started_at"]));
+    if let Some(recorded) = recorded.filter(|s| s.final_started) {
+        let at = recorded.final_started_at;
         let final_step = Step {
             label: t.s(Msg::StepFinal).to_string(),
             id: None,
@@ -287,7 +276,7 @@ async fn timeline(
     };
     let now = state.clock.now();
     let steps = timeline_steps(t, &row, now);
-    let platform = platform_name(&row.platform).to_string();
+    let platform = platform_name(row.platform).to_string();
     let page = TimelinePage {
         title: t.fill(
             Msg::TimelineTitle,

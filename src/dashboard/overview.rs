@@ -87,7 +87,7 @@ pub async fn page(
         .into_iter()
         .map(|row| PostRow {
             when: When::new(t, row.scheduled_at, now),
-            platform: platform_name(&row.platform).to_string(),
+            platform: platform_name(row.platform).to_string(),
             account: row.page_name,
             text: snippet(&row.content),
             status_text: t.status(row.status.as_str()),
@@ -108,7 +108,7 @@ pub async fn page(
             };
             PostRow {
                 when: When::new(t, row.published_at.unwrap_or(row.created_at), now),
-                platform: platform_name(&row.platform).to_string(),
+                platform: platform_name(row.platform).to_string(),
                 account: row.page_name,
                 text: snippet(&row.content),
                 status_text: t.status(row.status.as_str()),

@@ -325,17 +325,16 @@ async fn page(
     let chosen = asked
         .and_then(|id| accounts.iter().find(|a| a.id == id))
         .or_else(|| {
-            accounts.iter().find(|a| {
-                crate::publish::plan::Platform::parse(&a.platform)
-                    .is_some_and(crate::insights::supported)
-            })
+            accounts
+                .iter()
+                .find(|a| crate::insights::supported(a.platform))
         })
         .or_else(|| accounts.first());
     let options = accounts
         .iter()
         .map(|a| AccountOption {
             id: a.id.to_string(),
-            label: format!("{} ({})", a.display_name, platform_name(&a.platform)),
+            label: format!("{} ({})", a.display_name, platform_name(a.platform)),
             selected: chosen.is_some_and(|c| c.id == a.id),
         })
         .collect();
@@ -349,7 +348,7 @@ async fn page(
             ("to", &yesterday.format("%Y-%m-%d").to_string()),
         ],
     );
-    let platform = chosen.and_then(|a| crate::publish::plan::Platform::parse(&a.platform));
+    let platform = chosen.map(|a| a.platform);
     // An account whose platform has no performance metrics (x) gets no charts, no missing
     // days and no Backfill button that could only fail: the page says why instead.
     let unsupported = chosen
@@ -357,7 +356,7 @@ async fn page(
         .map(|a| {
             t.fill(
                 Msg::PerfNotAvailable,
-                &[("platform", platform_name(&a.platform))],
+                &[("platform", platform_name(a.platform))],
             )
         });
     let (charts, posts, missing) = match chosen.filter(|_| unsupported.is_none()) {

@@ -155,11 +155,7 @@ async fn page(
     // Unknown filter values are ignored (the list unfiltered) rather than refused: this is a
     // page, and the selects only offer known ones.
     let status = query.status.as_deref().and_then(ScheduledStatus::parse);
-    let platform = query
-        .platform
-        .as_deref()
-        .and_then(Platform::parse)
-        .map(|platform| platform.as_str());
+    let platform = query.platform.as_deref().and_then(Platform::parse);
     let picked = query.tz.as_deref().and_then(|name| name.parse::<Tz>().ok());
     let zone = picked.unwrap_or_else(|| zone_of(&req));
     let now = state.clock.now();
@@ -173,7 +169,7 @@ async fn page(
         .map(|post| ScheduledRow {
             id: post.id.to_string(),
             account: post.page_name.clone(),
-            platform: platform_name(&post.platform).to_string(),
+            platform: platform_name(post.platform).to_string(),
             text: content_text(&post.content),
             media_count: post.content["media_urls"]
                 .as_array()
@@ -198,8 +194,8 @@ async fn page(
         .iter()
         .map(|value| FilterOption {
             value: value.as_str().to_string(),
-            label: platform_name(value.as_str()).to_string(),
-            selected: platform == Some(value.as_str()),
+            label: platform_name(*value).to_string(),
+            selected: platform == Some(*value),
         })
         .collect();
     let page = ScheduledPage {
@@ -268,7 +264,7 @@ async fn confirm_cancel(
         Msg::ScheduledCancelText,
         &[
             ("name", &post.page_name),
-            ("platform", platform_name(&post.platform)),
+            ("platform", platform_name(post.platform)),
             ("local", &in_zone(post.scheduled_at, zone)),
             ("utc", &in_zone(post.scheduled_at, Tz::UTC)),
         ],

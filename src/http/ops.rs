@@ -128,11 +128,15 @@ pub(crate) async fn view(state: &AppState, query: &ActorsQuery) -> Result<Actors
         .supervisor
         .all_health()
         .into_iter()
-        .filter(|a| platform.is_none_or(|p| a.platform == p))
+        .filter(|a| platform.is_none_or(|p| a.platform.as_str() == p))
         .filter(|a| wanted_state.is_none_or(|s| a.state.as_str() == s))
         .collect();
     actors.sort_unstable_by(|a, b| {
-        (&a.platform, &a.name, a.account_id).cmp(&(&b.platform, &b.name, b.account_id))
+        (a.platform.as_str(), &a.name, a.account_id).cmp(&(
+            b.platform.as_str(),
+            &b.name,
+            b.account_id,
+        ))
     });
     let scheduler = match state.background.scheduler() {
         Some(addr) => addr.send(GetStatus).await.ok(),

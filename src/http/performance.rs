@@ -197,8 +197,7 @@ async fn find_account(
         .await?
         .filter(|account| !account.disabled)
         .ok_or_else(ApiError::account_not_found)?;
-    let summary = AccountSummary::of(&account)
-        .ok_or_else(|| ApiError::internal(format!("unknown platform {}", account.platform)))?;
+    let summary = AccountSummary::of(&account);
     if let Some(asked) = params.platform.as_deref().filter(|p| !p.is_empty()) {
         let asked = Platform::parse(asked).ok_or_else(|| {
             ApiError::new(

@@ -52,15 +52,15 @@ async fn list(
             ApiError::invalid_request(format!("status must be one of {}", all.join(", ")))
         })?),
     };
-    let platform = query.platform.as_deref().filter(|s| !s.is_empty());
-    if let Some(platform) = platform
-        && Platform::parse(platform).is_none()
-    {
-        return Err(ApiError::new(
-            ErrorCode::InvalidPlatform,
-            format!("Invalid platform '{platform}'"),
-        ));
-    }
+    let platform = match query.platform.as_deref().filter(|s| !s.is_empty()) {
+        None => None,
+        Some(raw) => Some(Platform::parse(raw).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::InvalidPlatform,
+                format!("Invalid platform '{raw}'"),
+            )
+        })?),
+    };
     let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
     if limit < 1 {
         return Err(ApiError::invalid_request("limit must be at least 1"));

@@ -47,7 +47,7 @@ pub async fn query(
     let head = json!({
         "account_id": ctx.account.account_id,
         "page_name": ctx.account.name,
-        "platform": "facebook",
+        "platform": Platform::Facebook,
     });
     let (mut body, failures) = match query {
         InsightsQuery::Account {
@@ -81,7 +81,7 @@ pub async fn query(
             body["page_id"] = json!(page_id);
             body["data"] = json!({
                 "page_id": page_id,
-                "platform": "facebook",
+                "platform": Platform::Facebook,
                 "data_type": "page",
                 "period": period,
                 "date_range": {"start": since.to_string(), "end": until.to_string()},

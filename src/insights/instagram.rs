@@ -80,7 +80,7 @@ pub async fn query(
     let mut body = json!({
         "account_id": ctx.account.account_id,
         "ig_username": ctx.account.username.clone().unwrap_or_else(|| ctx.account.name.clone()),
-        "platform": "instagram",
+        "platform": Platform::Instagram,
     });
     let failures = match query {
         InsightsQuery::Account {
@@ -114,7 +114,7 @@ pub async fn query(
             body["ig_account_id"] = json!(ctx.credentials.external_id);
             body["data"] = json!({
                 "ig_account_id": ig_account_id(ctx),
-                "platform": "instagram",
+                "platform": Platform::Instagram,
                 "data_type": "account",
                 "period": period,
                 "date_range": {"start": since.to_string(), "end": until.to_string()},
@@ -140,7 +140,7 @@ pub async fn query(
                 .await?;
             let (metrics, failures) = media_metrics(ctx, id, &media_type(&raw)).await?;
             body["data"] =
-                json!({"platform": "instagram", "data_type": "media", "metrics": metrics});
+                json!({"platform": Platform::Instagram, "data_type": "media", "metrics": metrics});
             failures
         }
     };
@@ -279,7 +279,7 @@ async fn list_media(
             "timestamp": raw["timestamp"],
             "like_count": raw["like_count"].as_u64().unwrap_or(0),
             "comments_count": raw["comments_count"].as_u64().unwrap_or(0),
-            "insights": {"platform": "instagram", "data_type": "media", "metrics": metrics},
+            "insights": {"platform": Platform::Instagram, "data_type": "media", "metrics": metrics},
         }));
     }
     Ok((media, failures))

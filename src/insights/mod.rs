@@ -327,13 +327,13 @@ pub async fn daily(
 }
 
 impl AccountSummary {
-    /// The summary of a stored account (`None` for a platform this build does not know).
-    pub fn of(account: &entity::account::Model) -> Option<Self> {
-        Some(Self {
+    /// The summary of a stored account.
+    pub fn of(account: &entity::account::Model) -> Self {
+        Self {
             account_id: account.id,
-            platform: Platform::parse(&account.platform)?,
+            platform: account.platform,
             name: account.display_name.clone(),
             username: account.username.clone(),
-        })
+        }
     }
 }

@@ -53,7 +53,7 @@ pub async fn query(
     let mut data = json!({
         "account_id": ctx.account.account_id,
         "account_name": ctx.account.name,
-        "platform": "threads",
+        "platform": Platform::Threads,
     });
     let failures = match query {
         InsightsQuery::Account { since, until, .. } => {

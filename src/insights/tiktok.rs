@@ -192,7 +192,7 @@ pub async fn query(
     let mut data = json!({
         "account_id": ctx.account.account_id,
         "account_name": ctx.account.name,
-        "platform": "tiktok",
+        "platform": Platform::Tiktok,
     });
     let mut failures = Vec::new();
     match query {

@@ -347,7 +347,7 @@ pub async fn query(
     let mut data = json!({
         "account_id": ctx.account.account_id,
         "account_name": ctx.account.name,
-        "platform": "youtube",
+        "platform": Platform::Youtube,
     });
     let failures = match query {
         InsightsQuery::Account { since, until, .. } => {

@@ -11,6 +11,8 @@ use std::{sync::Arc, time::Duration};
 use uuid::Uuid;
 
 use super::{LoginRoute, OAuthContext, OAuthError};
+use entity::oauth_state::ConnectionKind;
+
 use crate::{
     actors::supervisor::Supervisor,
     clock::SharedClock,
@@ -198,7 +200,7 @@ impl ConnectionService {
             };
             let new = NewAccount {
                 user_id,
-                platform: identity.platform.as_str().to_string(),
+                platform: identity.platform,
                 external_id: identity.external_id,
                 display_name: identity.display_name,
                 username: identity.username,
@@ -240,14 +242,14 @@ impl ConnectionService {
         let threads = self
             .store
             .accounts_expiring(
-                &["threads"],
+                &[Platform::Threads],
                 now + chrono::Duration::days(config.threads_refresh_days_before),
             )
             .await?;
         let short_lived = self
             .store
             .accounts_expiring(
-                &["tiktok", "youtube", "x"],
+                &[Platform::Tiktok, Platform::Youtube, Platform::X],
                 now + chrono::Duration::seconds(config.refresh_margin_secs),
             )
             .await?;
@@ -255,7 +257,7 @@ impl ConnectionService {
         let instagram_login: Vec<_> = self
             .store
             .accounts_expiring(
-                &["instagram"],
+                &[Platform::Instagram],
                 now + chrono::Duration::days(config.instagram_login_refresh_days_before),
             )
             .await?
@@ -278,7 +280,11 @@ impl ConnectionService {
                 tracing::warn!(account = %account.id, %error, "could not ask for a token refresh");
             }
         }
-        for account in self.store.accounts_expiring(&["instagram"], now).await? {
+        for account in self
+            .store
+            .accounts_expiring(&[Platform::Instagram], now)
+            .await?
+        {
             self.store
                 .mark_account_invalid(
                     account.id,
@@ -294,11 +300,11 @@ impl ConnectionService {
 
 /// What the stored state names as the connection's kind: the platform, or for instagram
 /// through Instagram Login, the route (so its callback finishes that flow).
-fn state_kind(platform: Platform, route: LoginRoute) -> &'static str {
+fn state_kind(platform: Platform, route: LoginRoute) -> ConnectionKind {
     if super::is_instagram_login(platform, route) {
-        LoginRoute::InstagramLogin.as_str()
+        ConnectionKind::InstagramLogin
     } else {
-        platform.as_str()
+        ConnectionKind::from(platform)
     }
 }
 

@@ -11,7 +11,7 @@
 use serde_json::{Value, json};
 
 use super::{
-    Pending, PlatformContext, PlatformError, Published,
+    Pending, PlatformContext, PlatformError, Published, StepKind,
     ids::{ApiPath, GraphId, InvalidId},
     meta::{Graph, graph_id_of, id_of},
     poll_pause, processing_deadline,
@@ -61,7 +61,7 @@ pub async fn publish(
                     )
                     .await?;
                 let id = graph_id_of(&body)?;
-                ctx.steps.record("photo", id.as_str()).await?;
+                ctx.steps.record(StepKind::Photo, id.as_str()).await?;
                 photo_ids.push(id);
             }
             let attached: Vec<(String, String)> = photo_ids
@@ -93,7 +93,7 @@ pub async fn publish(
                 )
                 .await?;
             let video_id = graph_id_of(&body)?;
-            ctx.steps.record("video", video_id.as_str()).await?;
+            ctx.steps.record(StepKind::Video, video_id.as_str()).await?;
             let waited = wait_video(ctx, &graph, &video_id).await;
             ctx.steps.processed(video_id.as_str(), &waited).await;
             waited?;

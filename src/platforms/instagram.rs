@@ -13,7 +13,7 @@
 //! quota fails fast instead of at the final call.
 
 use super::{
-    Pending, PlatformContext, PlatformError, Published,
+    Pending, PlatformContext, PlatformError, Published, StepKind,
     ids::{ApiPath, GraphId, InvalidId},
     meta::{
         ContainerEnd, Graph, abandon, carousel_error, container_failure, graph_id_of, id_of,
@@ -38,7 +38,7 @@ pub async fn publish(
                 )
                 .await?;
             let id = graph_id_of(&body)?;
-            ctx.steps.record("container", id.as_str()).await?;
+            ctx.steps.record(StepKind::Container, id.as_str()).await?;
             wait(ctx, &graph, &id).await?;
             id
         }
@@ -58,7 +58,7 @@ pub async fn publish(
             }
             let body = graph.post(&media_path, &params).await?;
             let id = graph_id_of(&body)?;
-            ctx.steps.record("container", id.as_str()).await?;
+            ctx.steps.record(StepKind::Container, id.as_str()).await?;
             wait(ctx, &graph, &id).await?;
             id
         }
@@ -135,7 +135,7 @@ async fn carousel(
         };
         let body = graph.post(media_path, &params).await?;
         let id = graph_id_of(&body)?;
-        ctx.steps.record("child", id.as_str()).await?;
+        ctx.steps.record(StepKind::Child, id.as_str()).await?;
         children.push(id);
     }
     // A child still processing at the deadline cannot be carried on (the parent does not exist
@@ -161,7 +161,7 @@ async fn carousel(
         )
         .await?;
     let id = graph_id_of(&body)?;
-    ctx.steps.record("container", id.as_str()).await?;
+    ctx.steps.record(StepKind::Container, id.as_str()).await?;
     wait(ctx, graph, &id).await?;
     Ok(id)
 }

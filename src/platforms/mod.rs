@@ -276,25 +276,9 @@ impl PlatformError {
     }
 }
 
-/// How the platform's processing of an object ended, as a step records it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProcessingOutcome {
-    Finished,
-    Failed,
-    /// At our deadline (a later check goes on).
-    StillProcessing,
-}
-
-impl ProcessingOutcome {
-    /// The step's `outcome`, as the history shows it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProcessingOutcome::Finished => "finished",
-            ProcessingOutcome::Failed => "failed",
-            ProcessingOutcome::StillProcessing => "still_processing",
-        }
-    }
-}
+/// How the platform's processing of an object ended, as a step records it: part of the stored
+/// steps document, so defined with it.
+pub use entity::post_submission::{ProcessingOutcome, StepKind};
 
 /// Where an adapter reports its steps: every remote id before its next call, how a wait for
 /// processing ended, and the irreversible call about to be made. Adapters see only this; the
@@ -307,8 +291,11 @@ pub trait StepSink: Send + Sync {
     /// Records a remote id (container, upload session, media id, published segment id…). An
     /// error stops the adapter before its next call (the step could not be kept, or the claim
     /// it runs under was lost).
-    fn record<'a>(&'a self, name: &'a str, id: &'a str)
-    -> BoxFuture<'a, Result<(), PlatformError>>;
+    fn record<'a>(
+        &'a self,
+        kind: StepKind,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<(), PlatformError>>;
 
     /// Records how the processing of `id` ended. Best effort: the wait's own result decides the
     /// publish, so a step that cannot be written is only logged by the implementation.

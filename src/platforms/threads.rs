@@ -11,7 +11,7 @@
 //! settled from what went out.
 
 use super::{
-    Pending, PlatformContext, PlatformError, Published,
+    Pending, PlatformContext, PlatformError, Published, StepKind,
     ids::{ApiPath, GraphId, InvalidId},
     meta::{
         ContainerEnd, Graph, abandon, carousel_error, container_failure, graph_id_of,
@@ -99,7 +99,7 @@ async fn create(
         )
         .await?;
     let id = graph_id_of(&body)?;
-    ctx.steps.record("container", id.as_str()).await?;
+    ctx.steps.record(StepKind::Container, id.as_str()).await?;
     wait(ctx, graph, &id).await?;
     Ok(id)
 }
@@ -128,7 +128,7 @@ async fn carousel(
         };
         let body = graph.post(&threads, &params).await?;
         let id = graph_id_of(&body)?;
-        ctx.steps.record("child", id.as_str()).await?;
+        ctx.steps.record(StepKind::Child, id.as_str()).await?;
         children.push(id);
     }
     // The docs require every child to be FINISHED before the parent is created. A child still
@@ -149,7 +149,7 @@ async fn carousel(
     }
     let body = graph.post(&threads, &params).await?;
     let id = graph_id_of(&body)?;
-    ctx.steps.record("container", id.as_str()).await?;
+    ctx.steps.record(StepKind::Container, id.as_str()).await?;
     wait(ctx, graph, &id).await?;
     Ok(id)
 }
@@ -218,6 +218,6 @@ async fn publish_container(
         .await?;
     // The published id is the next reply's `reply_to_id`.
     let id = graph_id_of(&body)?;
-    ctx.steps.record("post", id.as_str()).await?;
+    ctx.steps.record(StepKind::Post, id.as_str()).await?;
     Ok(id.into())
 }

@@ -17,8 +17,8 @@ use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
 use super::{
-    Pending, PlatformContext, PlatformError, Published, SendTraced, ids::ApiPath, poll_pause,
-    processing_deadline,
+    Pending, PlatformContext, PlatformError, Published, SendTraced, StepKind, ids::ApiPath,
+    poll_pause, processing_deadline,
 };
 use crate::{
     media::ChunkReader,
@@ -164,7 +164,7 @@ async fn post_video(
         ctx.steps.before_final().await?;
         let data = api.call(path, Some(&body)).await?;
         let publish_id = publish_id_of(&data)?;
-        ctx.steps.record("publish_id", &publish_id).await?;
+        ctx.steps.record(StepKind::PublishId, &publish_id).await?;
         return Ok(publish_id);
     }
 
@@ -195,7 +195,7 @@ async fn post_video(
     });
     let data = api.call(path, Some(&body)).await?;
     let publish_id = publish_id_of(&data)?;
-    ctx.steps.record("publish_id", &publish_id).await?;
+    ctx.steps.record(StepKind::PublishId, &publish_id).await?;
     let upload_url = data["upload_url"]
         .as_str()
         .ok_or_else(|| PlatformError::Rejected("TikTok sent no upload_url".into()))?
@@ -277,7 +277,10 @@ async fn post_photos(
         .call("/v2/post/publish/content/init/", Some(&body))
         .await?;
     let publish_id = publish_id_of(&data)?;
-    api.ctx.steps.record("publish_id", &publish_id).await?;
+    api.ctx
+        .steps
+        .record(StepKind::PublishId, &publish_id)
+        .await?;
     Ok(publish_id)
 }
 

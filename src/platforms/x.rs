@@ -13,7 +13,7 @@ use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
 use super::{
-    Pending, PlatformContext, PlatformError, Published,
+    Pending, PlatformContext, PlatformError, Published, StepKind,
     ids::{ApiPath, InvalidId, XId},
     processing_deadline,
 };
@@ -103,7 +103,7 @@ async fn post_tweets(
         // A failure after the first tweet leaves the thread partly out; the ids recorded so far
         // tell what was published, so the error is returned as is.
         let id = x.create_tweet(&body).await?;
-        ctx.steps.record("post", &id).await?;
+        ctx.steps.record(StepKind::Post, &id).await?;
         ids.push(id);
     }
     let first = ids.first().cloned().unwrap_or_default();
@@ -252,7 +252,7 @@ impl<'a> Client<'a> {
         })?;
         // The media id goes into the append and finalize paths.
         let id = XId::parse(id).map_err(InvalidId::unexpected)?;
-        ctx.steps.record("media", id.as_str()).await?;
+        ctx.steps.record(StepKind::Media, id.as_str()).await?;
 
         // Large files need bigger chunks to stay within 1000 segments.
         let chunk = ctx

@@ -14,7 +14,7 @@ use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
 use super::{
-    Pending, PendingMedia, PlatformContext, PlatformError, Published, SendTraced,
+    Pending, PendingMedia, PlatformContext, PlatformError, Published, SendTraced, StepKind,
     ids::{ApiPath, InvalidId, YoutubeVideoId},
     poll_pause, processing_deadline,
 };
@@ -65,12 +65,12 @@ pub async fn publish(
     };
 
     let session = api.start_session(post, length, &content_type).await?;
-    ctx.steps.record("upload_session", &session).await?;
+    ctx.steps.record(StepKind::UploadSession, &session).await?;
     ctx.steps.before_final().await?;
     let video_id = api
         .upload(&session, download.into_body(), length, &content_type)
         .await?;
-    ctx.steps.record("video", &video_id).await?;
+    ctx.steps.record(StepKind::Video, &video_id).await?;
     let waited = api.wait_processed(&video_id).await;
     ctx.steps.processed(&video_id, &waited).await;
     waited.map_err(|e| match e {

@@ -2,14 +2,15 @@
 //! and what the platform adapters (`crate::platforms`) execute. Every value here has passed the
 //! spec's rules (§4.1, §8), so adapters never re-check counts, lengths or media types.
 
-use serde::Serialize;
-
 // The media types are the media module's (it must not depend on `publish`); plans name them
 // here as they always did.
 pub use crate::media::{MediaKind, MediaRef};
 
 /// `post_type` of spec §2.3: stored on the history row, so defined with the entity.
 pub use entity::post_submission::PostType;
+
+/// The six platforms: stored in every table that names one, so defined with the entities.
+pub use entity::platform::Platform;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FacebookPost {
@@ -122,44 +123,6 @@ pub enum PublishPlan {
     Tiktok(TiktokPost),
     Youtube(YoutubePost),
     X(XPost),
-}
-
-/// The six platforms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Platform {
-    Facebook,
-    Instagram,
-    Threads,
-    Tiktok,
-    Youtube,
-    X,
-}
-
-impl Platform {
-    pub const ALL: [Platform; 6] = [
-        Platform::Facebook,
-        Platform::Instagram,
-        Platform::Threads,
-        Platform::Tiktok,
-        Platform::Youtube,
-        Platform::X,
-    ];
-
-    pub fn parse(value: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|p| p.as_str() == value)
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Platform::Facebook => "facebook",
-            Platform::Instagram => "instagram",
-            Platform::Threads => "threads",
-            Platform::Tiktok => "tiktok",
-            Platform::Youtube => "youtube",
-            Platform::X => "x",
-        }
-    }
 }
 
 impl PublishPlan {

@@ -186,7 +186,7 @@ fn judge(error: &PlatformError, ours_final: bool, steps: &StepRecorder) -> Resol
     if final_started {
         // The continuation's own final call failed: as in a publish, only a definite refusal
         // means nothing went out (a thread already partly out is out).
-        let posted = !steps.ids("post").is_empty();
+        let posted = !steps.ids(crate::platforms::StepKind::Post).is_empty();
         return if error.outcome_unknown() || posted {
             Resolution::Unconfirmed {
                 message: format!(
@@ -253,10 +253,7 @@ pub async fn give_up(
         .and_then(|r| serde_json::from_value::<Reconcile>(r).ok());
     let resolution = match &record {
         Some(record) if !record.pending.final_call_made() => {
-            let steps_final = row
-                .steps
-                .as_ref()
-                .is_some_and(|s| s["final_started"] == json!(true));
+            let steps_final = row.steps.as_ref().is_some_and(|s| s.final_started);
             if steps_final {
                 Resolution::Unconfirmed {
                     message: FINAL_CALL_CUT_OFF_MESSAGE.into(),
@@ -589,7 +586,10 @@ mod tests {
             Resolution::Failed { .. }
         ));
         // Part of a thread already out: out.
-        steps.record("post", "1").await.unwrap();
+        steps
+            .record(crate::platforms::StepKind::Post, "1")
+            .await
+            .unwrap();
         assert!(matches!(
             judge(&PlatformError::Rejected("duplicate".into()), true, &steps),
             Resolution::Unconfirmed { .. }

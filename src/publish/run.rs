@@ -5,11 +5,13 @@
 use entity::post_submission::SubmissionStatus;
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::{
-    plan::{FacebookPost, InstagramPost, PublishPlan, ThreadsPost, XPost},
+    plan::{FacebookPost, InstagramPost, Platform, PostType, PublishPlan, ThreadsPost, XPost},
     reconcile::{Reconcile, ReservedCounter},
 };
 use crate::{
@@ -21,7 +23,6 @@ use crate::{
     platforms::{self, AccountCredentials, Pending, PlatformContext, PlatformError, Published},
     publish::steps::{ClaimFence, StepRecorder},
     store::{NewSubmission, Store},
-    views,
 };
 
 /// What every account actor shares.
@@ -56,8 +57,8 @@ pub struct JobSpec {
 
 /// How a job ended.
 pub struct JobResult {
-    /// The response `data` (spec §2.3) or the error for the caller.
-    pub outcome: Result<Value, ApiError>,
+    /// The receipt of the published post or the error for the caller.
+    pub outcome: Result<PublishReceipt, ApiError>,
     /// Set when the platform said the token is dead: the code and the platform's message.
     pub token_failure: Option<(ErrorCode, String)>,
     /// A failure that another attempt may cure (5xx, timeout, platform rate limit) and that
@@ -65,31 +66,94 @@ pub struct JobResult {
     pub retryable: bool,
 }
 
-/// Fields that depend on the post type (spec §2.3).
-pub fn result_fields(plan: &PublishPlan, published: &Published) -> Value {
-    let mut fields = json!({});
-    match plan {
-        PublishPlan::Facebook(FacebookPost::Album { images, .. }) => {
-            fields["photo_count"] = json!(images.len());
-        }
-        PublishPlan::Instagram(InstagramPost::Carousel { items, .. }) => {
-            fields["item_count"] = json!(items.len());
-        }
-        PublishPlan::Threads(ThreadsPost::Carousel { items, .. }) => {
-            fields["item_count"] = json!(items.len());
-        }
-        PublishPlan::Threads(ThreadsPost::Thread { .. }) => {
-            fields["thread_count"] = json!(published.post_ids.len());
-            fields["post_ids"] = json!(published.post_ids);
-        }
-        PublishPlan::X(XPost { tweets, .. }) if tweets.len() > 1 => {
-            fields["thread_count"] = json!(published.post_ids.len());
-            fields["post_ids"] = json!(published.post_ids);
-        }
-        _ => {}
+/// What a publish gives back: the `data` of a `POST /v2/posts` answer (spec §2.3). The
+/// scheduler takes the post id from it and the compose page its link; the API serializes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PublishReceipt {
+    pub post_submission_id: Uuid,
+    /// The platform's id of the post (the first one of a thread).
+    pub post_id: String,
+    pub post_type: PostType,
+    pub platform: Platform,
+    pub page_name: String,
+    /// Written as the API writes every time (milliseconds, `Z`).
+    #[serde(with = "iso_millis")]
+    pub published_at: DateTime<Utc>,
+    /// What the post type adds; absent fields are left out of the answer.
+    #[serde(flatten)]
+    pub fields: ResultFields,
+}
+
+/// Fields that depend on the post type (spec §2.3), in the answer and in the history's
+/// `result`. Each is left out when it does not apply (never written as `null`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResultFields {
+    /// A facebook album's photos.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub photo_count: Option<usize>,
+    /// A carousel's items (instagram, threads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item_count: Option<usize>,
+    /// A thread's posts (threads, x), with their ids in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_count: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post_ids: Option<Vec<String>>,
+    /// What went wrong after the post was out; only when something did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<String>>,
+}
+
+impl ResultFields {
+    /// The fields as the history row stores them (`post_submissions.result`).
+    pub fn to_json(&self) -> Value {
+        // Plain numbers and strings under string keys: serializing cannot fail.
+        json!(self)
     }
+}
+
+/// `published_at` in the API's one time format ([`crate::views::iso`]), read back from it too.
+mod iso_millis {
+    use chrono::{DateTime, Utc};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(at: &DateTime<Utc>, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&crate::views::iso(*at))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<DateTime<Utc>, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        DateTime::parse_from_rfc3339(&text)
+            .map(|at| at.with_timezone(&Utc))
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// Fields that depend on the post type (spec §2.3).
+pub fn result_fields(plan: &PublishPlan, published: &Published) -> ResultFields {
+    let thread = || ResultFields {
+        thread_count: Some(published.post_ids.len()),
+        post_ids: Some(published.post_ids.clone()),
+        ..ResultFields::default()
+    };
+    let mut fields = match plan {
+        PublishPlan::Facebook(FacebookPost::Album { images, .. }) => ResultFields {
+            photo_count: Some(images.len()),
+            ..ResultFields::default()
+        },
+        PublishPlan::Instagram(InstagramPost::Carousel { items, .. })
+        | PublishPlan::Threads(ThreadsPost::Carousel { items, .. }) => ResultFields {
+            item_count: Some(items.len()),
+            ..ResultFields::default()
+        },
+        PublishPlan::Threads(ThreadsPost::Thread { .. }) => thread(),
+        PublishPlan::X(XPost { tweets, .. }) if tweets.len() > 1 => thread(),
+        _ => ResultFields::default(),
+    };
     if !published.warnings.is_empty() {
-        fields["warnings"] = json!(published.warnings);
+        fields.warnings = Some(published.warnings.clone());
     }
     fields
 }
@@ -101,7 +165,7 @@ pub async fn run_job(
     job: JobSpec,
 ) -> JobResult {
     let now = deps.clock.now();
-    let platform = job.plan.platform().as_str();
+    let platform = job.plan.platform();
     let started = deps
         .store
         .start_submission(
@@ -109,7 +173,7 @@ pub async fn run_job(
             NewSubmission {
                 user_id: job.user_id,
                 account_id: job.account_id,
-                platform: platform.to_string(),
+                platform,
                 post_type: Some(job.plan.post_type()),
                 post_id: None,
                 status: SubmissionStatus::Publishing,
@@ -145,7 +209,7 @@ pub async fn run_job(
         account: &credentials,
         steps: &steps,
     };
-    let span = tracing::info_span!("publish", submission = %job.submission_id, platform, account = %job.account_id);
+    let span = tracing::info_span!("publish", submission = %job.submission_id, platform = platform.as_str(), account = %job.account_id);
     let result = tracing::Instrument::instrument(platforms::publish(&ctx, &job.plan), span).await;
     let finished_at = deps.clock.now();
     match result {
@@ -156,7 +220,7 @@ pub async fn run_job(
                 .finish_submission_published(
                     job.submission_id,
                     &published.post_id,
-                    fields.clone(),
+                    fields.to_json(),
                     finished_at,
                 )
                 .await
@@ -164,20 +228,17 @@ pub async fn run_job(
                 // The post is out; failing the request would invite a duplicate retry.
                 tracing::error!(error = %e, submission = %job.submission_id, "published, but the history row could not be updated");
             }
-            let mut data = json!({
-                "post_submission_id": job.submission_id,
-                "post_id": published.post_id,
-                "post_type": job.plan.post_type().as_str(),
-                "platform": platform,
-                "page_name": job.page_name,
-                "published_at": views::iso(finished_at),
-            });
-            if let (Some(data), Value::Object(extra)) = (data.as_object_mut(), fields) {
-                data.extend(extra);
-            }
-            tracing::info!(submission = %job.submission_id, platform, post_id = %published.post_id, "published");
+            tracing::info!(submission = %job.submission_id, platform = platform.as_str(), post_id = %published.post_id, "published");
             JobResult {
-                outcome: Ok(data),
+                outcome: Ok(PublishReceipt {
+                    post_submission_id: job.submission_id,
+                    post_id: published.post_id,
+                    post_type: job.plan.post_type(),
+                    platform,
+                    page_name: job.page_name.clone(),
+                    published_at: finished_at,
+                    fields,
+                }),
                 token_failure: None,
                 retryable: false,
             }
@@ -186,12 +247,12 @@ pub async fn run_job(
             still_processing(&deps, &job, &steps, *pending, finished_at).await
         }
         Err(error) => {
-            let final_started = steps.snapshot()["final_started"] == json!(true);
+            let final_started = steps.final_started();
             // Whether the post may be out: only if the irreversible call started and then
             // failed without a definite answer (a 5xx, a timeout, a broken connection).
             // Part of a thread already out counts as published: the rest must not be re-sent
             // from the start, and the allowance stays used.
-            let posted = !steps.ids("post").is_empty();
+            let posted = !steps.ids(platforms::StepKind::Post).is_empty();
             let maybe_published = final_started && (error.outcome_unknown() || posted);
             let token_failure = error.invalidates_token().then(|| {
                 let code = match &error {
@@ -200,7 +261,7 @@ pub async fn run_job(
                 };
                 (code, error.to_string())
             });
-            tracing::warn!(submission = %job.submission_id, platform, error = %error, final_started, "publish failed");
+            tracing::warn!(submission = %job.submission_id, platform = platform.as_str(), error = %error, final_started, "publish failed");
             // Safe to try again only if the platform surely did not publish: it refused with a
             // rate limit, or a transient failure came before the irreversible call.
             let retryable = match &error {
@@ -263,7 +324,7 @@ async fn still_processing(
     tracing::warn!(submission = %job.submission_id, platform, object = %pending.object_id(), final_started = steps.final_started(), "still processing at our deadline; checked in the background");
     let record = Reconcile {
         // What the post type adds (a carousel's item count), known before the outcome.
-        fields: result_fields(&job.plan, &Published::single("")),
+        fields: result_fields(&job.plan, &Published::single("")).to_json(),
         pending,
         reserved_counter: job
             .reserved_counter
@@ -310,5 +371,63 @@ async fn release_counter(deps: &PublishDeps, job: &JobSpec) {
         && let Err(e) = deps.store.release_call(*user_id, key).await
     {
         tracing::error!(error = %e, "cannot give back a reserved post count");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use chrono::TimeZone;
+
+    use super::*;
+    use crate::publish::plan::ThreadsPost;
+
+    /// The receipt serializes to the `data` the service wrote by hand before it was a type:
+    /// the same keys, values and types, the type-specific ones left out when they do not apply.
+    #[test]
+    fn a_receipt_is_the_data_of_the_publish_answer() {
+        let id = Uuid::new_v4();
+        let at = Utc.with_ymd_and_hms(2026, 11, 24, 6, 0, 0).unwrap();
+        let thread = PublishPlan::Threads(ThreadsPost::Thread {
+            texts: vec!["one".into(), "two".into()],
+            media: None,
+        });
+        let published = Published {
+            post_id: "p1".into(),
+            post_ids: vec!["p1".into(), "p2".into()],
+            warnings: vec!["the thumbnail was refused".into()],
+        };
+        let receipt = PublishReceipt {
+            post_submission_id: id,
+            post_id: "p1".into(),
+            post_type: thread.post_type(),
+            platform: thread.platform(),
+            page_name: "Page".into(),
+            published_at: at,
+            fields: result_fields(&thread, &published),
+        };
+        let expected = json!({
+            "post_submission_id": id,
+            "post_id": "p1",
+            "post_type": "thread",
+            "platform": "threads",
+            "page_name": "Page",
+            "published_at": "2026-11-24T06:00:00.000Z",
+            "thread_count": 2,
+            "post_ids": ["p1", "p2"],
+            "warnings": ["the thumbnail was refused"],
+        });
+        assert_eq!(serde_json::to_value(&receipt).unwrap(), expected);
+        // The compose page reads it back from the answer.
+        assert_eq!(
+            serde_json::from_value::<PublishReceipt>(expected).unwrap(),
+            receipt
+        );
+
+        let text = PublishPlan::Threads(ThreadsPost::Text { text: "hi".into() });
+        let fields = result_fields(&text, &Published::single("p"));
+        assert_eq!(fields, ResultFields::default());
+        assert_eq!(fields.to_json(), json!({}));
     }
 }

@@ -158,7 +158,7 @@ impl PublishingService {
                 NewScheduledPost {
                     user_id: user.id,
                     account_id: prepared.account.id,
-                    platform: platform.as_str().to_string(),
+                    platform,
                     page_name: prepared.account.display_name.clone(),
                     request: body.clone(),
                     content: prepared.request.content_json(),
@@ -235,7 +235,7 @@ impl PublishingService {
         validate::check_account(
             &request,
             &AccountFacts {
-                platform: &account.platform,
+                platform: account.platform,
                 disabled: account.disabled,
                 is_valid: account.is_valid,
                 token_expires_at: account.token_expires_at,

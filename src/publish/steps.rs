@@ -6,8 +6,9 @@
 
 use std::sync::Mutex;
 
+use chrono::{DateTime, Utc};
+use entity::post_submission::{PublishSteps, Step, StepKind};
 use futures_util::future::BoxFuture;
-use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::{
@@ -15,12 +16,11 @@ use crate::{
     store::Store,
 };
 
-/// Records the remote ids of a publish as they are made, in `post_submissions.steps`, so that
-/// an interrupted publish can be settled from what was done. The JSON shape is
-/// `{"steps":[{"name":..,"id":..},..],"final_started":bool}`.
+/// Records the remote ids of a publish as they are made, in `post_submissions.steps` (a
+/// [`PublishSteps`] document), so that an interrupted publish can be settled from what was done.
 pub struct StepRecorder {
     store: Option<(Store, Uuid)>,
-    state: Mutex<Value>,
+    state: Mutex<PublishSteps>,
     fence: Option<ClaimFence>,
     check_fence: Option<CheckFence>,
     /// Stamps each step with the time it was recorded (`at`), for the delivery timeline of the
@@ -56,7 +56,7 @@ impl StepRecorder {
     pub fn for_submission(store: Store, submission_id: Uuid) -> Self {
         Self {
             store: Some((store, submission_id)),
-            state: Mutex::new(json!({"steps": [], "final_started": false})),
+            state: Mutex::new(PublishSteps::default()),
             fence: None,
             check_fence: None,
             clock: None,
@@ -68,15 +68,12 @@ impl StepRecorder {
     pub fn resume(
         store: Store,
         submission_id: Uuid,
-        recorded: Option<Value>,
+        recorded: Option<PublishSteps>,
         fence: CheckFence,
     ) -> Self {
-        let state = recorded
-            .filter(|steps| steps["steps"].is_array())
-            .unwrap_or_else(|| json!({"steps": [], "final_started": false}));
         Self {
             store: Some((store, submission_id)),
-            state: Mutex::new(state),
+            state: Mutex::new(recorded.unwrap_or_default()),
             fence: None,
             check_fence: Some(fence),
             clock: None,
@@ -87,7 +84,7 @@ impl StepRecorder {
     pub fn in_memory() -> Self {
         Self {
             store: None,
-            state: Mutex::new(json!({"steps": [], "final_started": false})),
+            state: Mutex::new(PublishSteps::default()),
             fence: None,
             check_fence: None,
             clock: None,
@@ -96,7 +93,10 @@ impl StepRecorder {
 
     /// Whether the irreversible call has started (now or in an earlier run of this publish).
     pub fn final_started(&self) -> bool {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())["final_started"] == json!(true)
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .final_started
     }
 
     /// Runs the recorder under a scheduled post's claim (see [`ClaimFence`]).
@@ -112,10 +112,8 @@ impl StepRecorder {
     }
 
     /// The time to stamp a step with, as the history shows it (`None` without a clock).
-    fn stamp(&self) -> Option<String> {
-        self.clock
-            .as_ref()
-            .map(|clock| crate::views::iso(clock.now()))
+    fn stamp(&self) -> Option<DateTime<Utc>> {
+        self.clock.as_ref().map(|clock| clock.now())
     }
 
     /// Records a remote id (container, upload session, media id, published segment id…).
@@ -123,16 +121,15 @@ impl StepRecorder {
     /// Under a check claim the claim is renewed too, so a long continuation (the tweets of an x
     /// thread, one call each) keeps it while it makes progress; a claim lost meanwhile (this
     /// instance was presumed dead) stops it before its next call.
-    pub async fn record(&self, name: &str, id: &str) -> Result<(), PlatformError> {
+    pub async fn record(&self, kind: StepKind, id: &str) -> Result<(), PlatformError> {
         let snapshot = {
             let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(steps) = state["steps"].as_array_mut() {
-                let mut step = json!({"name": name, "id": id});
-                if let Some(at) = self.stamp() {
-                    step["at"] = json!(at);
-                }
-                steps.push(step);
-            }
+            state.steps.push(Step {
+                kind,
+                id: id.to_string(),
+                outcome: None,
+                at: self.stamp(),
+            });
             state.clone()
         };
         self.persist(snapshot).await?;
@@ -146,13 +143,12 @@ impl StepRecorder {
     pub async fn processing(&self, id: &str, outcome: ProcessingOutcome) {
         let snapshot = {
             let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(steps) = state["steps"].as_array_mut() {
-                let mut step = json!({"name": "processing", "id": id, "outcome": outcome.as_str()});
-                if let Some(at) = self.stamp() {
-                    step["at"] = json!(at);
-                }
-                steps.push(step);
-            }
+            state.steps.push(Step {
+                kind: StepKind::Processing,
+                id: id.to_string(),
+                outcome: Some(outcome),
+                at: self.stamp(),
+            });
             state.clone()
         };
         if let Err(error) = self.persist(snapshot).await {
@@ -200,9 +196,9 @@ impl StepRecorder {
         self.renew_check_claim().await?;
         let snapshot = {
             let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            state["final_started"] = json!(true);
+            state.final_started = true;
             if let Some(at) = self.stamp() {
-                state["final_started_at"] = json!(at);
+                state.final_started_at = Some(at);
             }
             state.clone()
         };
@@ -210,26 +206,19 @@ impl StepRecorder {
     }
 
     /// The steps recorded so far.
-    pub fn snapshot(&self) -> Value {
+    pub fn snapshot(&self) -> PublishSteps {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Ids recorded under `name`, in order.
-    pub fn ids(&self, name: &str) -> Vec<String> {
-        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        state["steps"]
-            .as_array()
-            .map(|steps| {
-                steps
-                    .iter()
-                    .filter(|s| s["name"] == name)
-                    .filter_map(|s| s["id"].as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
+    /// Ids recorded as `kind`, in order.
+    pub fn ids(&self, kind: StepKind) -> Vec<String> {
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .ids(kind)
     }
 
-    async fn persist(&self, snapshot: Value) -> Result<(), PlatformError> {
+    async fn persist(&self, snapshot: PublishSteps) -> Result<(), PlatformError> {
         if let Some((store, id)) = &self.store {
             store
                 .record_submission_steps(*id, snapshot)
@@ -244,10 +233,10 @@ impl StepRecorder {
 impl StepSink for StepRecorder {
     fn record<'a>(
         &'a self,
-        name: &'a str,
+        kind: StepKind,
         id: &'a str,
     ) -> BoxFuture<'a, Result<(), PlatformError>> {
-        Box::pin(StepRecorder::record(self, name, id))
+        Box::pin(StepRecorder::record(self, kind, id))
     }
 
     fn processing<'a>(&'a self, id: &'a str, outcome: ProcessingOutcome) -> BoxFuture<'a, ()> {

@@ -221,7 +221,7 @@ pub fn parse_request(body: &Value) -> Result<PostRequest, ApiError> {
 /// What step 2 needs to know about the account.
 #[derive(Debug, Clone)]
 pub struct AccountFacts<'a> {
-    pub platform: &'a str,
+    pub platform: Platform,
     pub disabled: bool,
     pub is_valid: bool,
     pub token_expires_at: Option<DateTime<Utc>>,
@@ -241,7 +241,7 @@ pub fn check_account(
             "This account has been disconnected; reconnect it to publish",
         ));
     }
-    if account.platform != request.platform.as_str() {
+    if account.platform != request.platform {
         return Err(ApiError::new(
             ErrorCode::InvalidPlatform,
             format!(
@@ -806,7 +806,7 @@ mod tests {
         let request = parse_request(&body("x", json!("hi"), json!([]))).unwrap();
         let now = Utc::now();
         let ok = AccountFacts {
-            platform: "x",
+            platform: Platform::X,
             disabled: false,
             is_valid: true,
             token_expires_at: None,
@@ -823,7 +823,7 @@ mod tests {
             ),
             (
                 AccountFacts {
-                    platform: "threads",
+                    platform: Platform::Threads,
                     ..ok.clone()
                 },
                 "InvalidPlatform",

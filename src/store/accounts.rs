@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use entity::account;
+use entity::platform::Platform;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, Set,
     sea_query::Expr,
@@ -14,7 +15,7 @@ use super::Store;
 #[derive(Debug, Clone)]
 pub struct NewAccount {
     pub user_id: Uuid,
-    pub platform: String,
+    pub platform: Platform,
     pub external_id: String,
     pub display_name: String,
     pub username: Option<String>,
@@ -152,7 +153,7 @@ impl Store {
     ) -> Result<(account::Model, bool), DbErr> {
         let existing = account::Entity::find()
             .filter(account::Column::UserId.eq(new.user_id))
-            .filter(account::Column::Platform.eq(new.platform.clone()))
+            .filter(account::Column::Platform.eq(new.platform))
             .filter(account::Column::ExternalId.eq(new.external_id.clone()))
             .filter(account::Column::Disabled.eq(false))
             .one(&self.db)
@@ -247,7 +248,7 @@ impl Store {
     /// Valid, connected accounts of `platforms` whose token expires before `before`.
     pub async fn accounts_expiring(
         &self,
-        platforms: &[&str],
+        platforms: &[Platform],
         before: DateTime<Utc>,
     ) -> Result<Vec<account::Model>, DbErr> {
         account::Entity::find()

@@ -3,7 +3,7 @@
 //! update: a replayed, expired, forged or another session's state finds nothing.
 
 use chrono::{DateTime, Utc};
-use entity::oauth_state;
+use entity::oauth_state::{self, ConnectionKind};
 use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter, Set, sea_query::Expr};
 use uuid::Uuid;
 
@@ -20,7 +20,7 @@ impl Store {
         &self,
         state_hash: &str,
         owner: StateOwner<'_>,
-        platform: &str,
+        kind: ConnectionKind,
         code_verifier_enc: String,
         now: DateTime<Utc>,
         expires_at: DateTime<Utc>,
@@ -29,7 +29,7 @@ impl Store {
             state_hash: Set(state_hash.to_string()),
             user_id: Set(owner.user_id),
             session_hash: Set(owner.session_hash.to_string()),
-            platform: Set(platform.to_string()),
+            kind: Set(kind),
             code_verifier_enc: Set(code_verifier_enc),
             created_at: Set(now),
             expires_at: Set(expires_at),
@@ -40,12 +40,12 @@ impl Store {
         Ok(())
     }
 
-    /// Uses the state once: only for its owner's session and platform, before it expires.
+    /// Uses the state once: only for its owner's session and connection kind, before it expires.
     pub async fn consume_oauth_state(
         &self,
         state_hash: &str,
         owner: StateOwner<'_>,
-        platform: &str,
+        kind: ConnectionKind,
         now: DateTime<Utc>,
     ) -> Result<Option<oauth_state::Model>, DbErr> {
         let result = oauth_state::Entity::update_many()
@@ -53,7 +53,7 @@ impl Store {
             .filter(oauth_state::Column::StateHash.eq(state_hash))
             .filter(oauth_state::Column::UserId.eq(owner.user_id))
             .filter(oauth_state::Column::SessionHash.eq(owner.session_hash))
-            .filter(oauth_state::Column::Platform.eq(platform))
+            .filter(oauth_state::Column::Kind.eq(kind))
             .filter(oauth_state::Column::UsedAt.is_null())
             .filter(oauth_state::Column::ExpiresAt.gt(now))
             .exec(&self.db)

@@ -3,6 +3,7 @@
 //! each other: whoever's update matches the expected state wins, the rest see 0 rows.
 
 use chrono::{DateTime, Utc};
+use entity::platform::Platform;
 use entity::scheduled_post::{self, ScheduledStatus};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, Condition, DbBackend, DbErr, EntityTrait, QueryFilter,
@@ -17,7 +18,7 @@ use super::Store;
 pub struct NewScheduledPost {
     pub user_id: Uuid,
     pub account_id: Uuid,
-    pub platform: String,
+    pub platform: Platform,
     pub page_name: String,
     pub request: serde_json::Value,
     pub content: serde_json::Value,
@@ -72,7 +73,7 @@ impl Store {
         &self,
         user_id: Uuid,
         status: Option<ScheduledStatus>,
-        platform: Option<&str>,
+        platform: Option<Platform>,
         limit: u64,
     ) -> Result<Vec<scheduled_post::Model>, DbErr> {
         let mut query =

@@ -66,7 +66,7 @@ impl Store {
             id: Set(Uuid::new_v4()),
             account_id: Set(claim.account.id),
             user_id: Set(claim.account.user_id),
-            platform: Set(claim.account.platform.clone()),
+            platform: Set(claim.account.platform),
             snapshot_date: Set(claim.date.to_string()),
             page_name: Set(claim.account.display_name.clone()),
             posts_count: Set(0),

@@ -1,8 +1,9 @@
 //! The publishing history: one row per publish attempt.
 
 use chrono::{DateTime, Utc};
+use entity::platform::Platform;
 use entity::post_submission;
-use entity::post_submission::{PostType, SubmissionStatus};
+use entity::post_submission::{PostType, PublishSteps, SubmissionStatus};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, Condition, DbErr, EntityTrait, PaginatorTrait, QueryFilter,
     QueryOrder, QuerySelect, Set, sea_query::Expr,
@@ -16,7 +17,7 @@ use super::Store;
 pub struct NewSubmission {
     pub user_id: Uuid,
     pub account_id: Uuid,
-    pub platform: String,
+    pub platform: Platform,
     pub post_type: Option<PostType>,
     pub post_id: Option<String>,
     pub status: SubmissionStatus,
@@ -94,7 +95,7 @@ impl Store {
     pub async fn record_submission_steps(
         &self,
         submission_id: Uuid,
-        steps: serde_json::Value,
+        steps: PublishSteps,
     ) -> Result<(), DbErr> {
         post_submission::Entity::update_many()
             .col_expr(post_submission::Column::Steps, Expr::value(steps))

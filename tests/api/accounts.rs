@@ -296,3 +296,29 @@ async fn api_clients_list_their_accounts_with_a_key() {
     assert_eq!(accounts[0]["account_id"], json!(mine.id));
     assert_eq!(accounts[0]["x_username"], "alice_x");
 }
+
+#[actix_web::test]
+async fn a_stored_platform_that_is_no_platform_is_an_error_never_a_guess() {
+    use sea_orm::ConnectionTrait;
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("threads", "pro").await;
+    let response = app.key_get(&publisher.key).await;
+    assert_eq!(response.status(), 200);
+    // Damaged outside the service: there is no platform to read it as, so the listing fails
+    // instead of showing the account under some default (or without its platform's fields).
+    let changed = app
+        .state
+        .store
+        .connection()
+        .execute_unprepared(&format!(
+            "UPDATE accounts SET platform = 'myspace' WHERE external_id = '{}'",
+            publisher.account.external_id
+        ))
+        .await
+        .unwrap();
+    assert_eq!(changed.rows_affected(), 1);
+    let (status, body) = status_and_json(app.key_get(&publisher.key).await).await;
+    assert_eq!(status, 500, "{body}");
+    assert_eq!(body["error"], "InternalServerError", "{body}");
+    assert!(!body.to_string().contains("myspace"), "{body}");
+}

@@ -98,6 +98,7 @@ impl Harness {
             steps: &steps,
         };
         let result = social_service::platforms::publish(&ctx, plan).await;
-        (result, steps.snapshot())
+        // The document as stored, so the tests read what the history keeps.
+        (result, serde_json::to_value(steps.snapshot()).unwrap())
     }
 }

@@ -528,7 +528,7 @@ async fn a_threads_snapshot_succeeds_and_a_failure_keeps_the_platforms_words() {
     let ok = outcome("threads good");
     assert_eq!(ok["status"], "success", "{ok}");
     assert!(ok["data"]["posts_count"].is_u64(), "{ok}");
-    assert_eq!(good.account.platform, "threads");
+    assert_eq!(good.account.platform.as_str(), "threads");
     // The record says what Threads said, not that a post failed to publish.
     let failed = outcome("threads bad");
     assert_eq!(failed["status"], "failed", "{failed}");

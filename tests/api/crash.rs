@@ -125,7 +125,7 @@ impl Rig {
                 NewScheduledPost {
                     user_id: self.user.id,
                     account_id: account.id,
-                    platform: "threads".into(),
+                    platform: social_service::publish::plan::Platform::Threads,
                     page_name: account.display_name.clone(),
                     request: json!({"post": {
                         "accountId": account.id,

@@ -108,7 +108,7 @@ async fn the_timeline_of_a_failed_publish_shows_each_step_and_the_platforms_word
     let (publisher, id) = failed_instagram_publish(&app).await;
     let row = app.state.store.find_submission(id).await.unwrap().unwrap();
     let steps = row.steps.clone().unwrap();
-    let container = steps["steps"][0]["id"].as_str().unwrap().to_string();
+    let container = steps.steps[0].id.clone();
     let message = row.error_message.clone().unwrap();
     let code = row.error_code.clone().unwrap();
 
@@ -193,7 +193,7 @@ async fn history_is_paginated() {
         let submission = NewSubmission {
             user_id: dashboard.user_id,
             account_id: account.id,
-            platform: "facebook".into(),
+            platform: social_service::publish::plan::Platform::Facebook,
             post_type: Some(entity::post_submission::PostType::Text),
             post_id: Some(format!("page_{i}")),
             status: entity::post_submission::SubmissionStatus::Published,

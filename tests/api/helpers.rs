@@ -653,7 +653,7 @@ pub struct Publisher {
 impl Publisher {
     /// A `POST /v2/posts` body for this publisher's account.
     pub fn body(&self, content: Value) -> Value {
-        let platform = self.account.platform.clone();
+        let platform = self.account.platform;
         let mut content = content;
         content["platform"] = json!(platform);
         json!({"post": {

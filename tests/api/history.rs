@@ -13,7 +13,7 @@ async fn record(app: &TestApp, user_id: Uuid, account_id: Uuid, n: usize) {
         let submission = NewSubmission {
             user_id,
             account_id,
-            platform: "facebook".into(),
+            platform: social_service::publish::plan::Platform::Facebook,
             post_type: Some(if i % 2 == 0 {
                 entity::post_submission::PostType::Text
             } else {
@@ -140,4 +140,48 @@ async fn users_see_only_their_own_history() {
         )
     );
     assert_eq!(page(&app, &alice, "").await.1["total"], 3);
+}
+
+/// A steps document as the recorder writes it today (and as rows from before steps had times
+/// hold it), written straight into the column: the row loads with its steps typed. A document
+/// that is not one is an error on load, never an empty history.
+#[actix_web::test]
+async fn stored_steps_documents_load_typed_and_a_damaged_one_is_an_error() {
+    use entity::post_submission::{ProcessingOutcome, StepKind};
+    use sea_orm::ConnectionTrait;
+    let app = TestApp::spawn().await;
+    let dashboard = app.sign_in("steps@example.com").await;
+    let account = app
+        .add_account(dashboard.user_id, "facebook", "Steps Page")
+        .await;
+    record(&app, dashboard.user_id, account.id, 1).await;
+    let set_steps = |document: &str| {
+        format!("UPDATE post_submissions SET steps = '{document}' WHERE page_name = 'History Page'")
+    };
+    let db = app.state.store.connection();
+    let today = r#"{"final_started":true,"final_started_at":"2026-11-24T06:00:01.250Z","steps":[{"at":"2026-11-24T06:00:00.000Z","id":"17890","name":"container"},{"at":"2026-11-24T06:00:00.500Z","id":"17890","name":"processing","outcome":"finished"},{"id":"1800","name":"post"}]}"#;
+    let changed = db.execute_unprepared(&set_steps(today)).await.unwrap();
+    assert_eq!(changed.rows_affected(), 1);
+    let id = app
+        .state
+        .store
+        .list_submissions(dashboard.user_id, 10, 0)
+        .await
+        .unwrap()
+        .0[0]
+        .id;
+    let row = app.state.store.find_submission(id).await.unwrap().unwrap();
+    let steps = row.steps.unwrap();
+    assert!(steps.final_started);
+    assert_eq!(steps.ids(StepKind::Container), ["17890"]);
+    assert_eq!(steps.ids(StepKind::Post), ["1800"]);
+    assert_eq!(steps.steps[1].outcome, Some(ProcessingOutcome::Finished));
+    assert_eq!(steps.steps[2].at, None);
+
+    db.execute_unprepared(&set_steps(
+        r#"{"steps":[{"name":"teleport","id":"1"}],"final_started":false}"#,
+    ))
+    .await
+    .unwrap();
+    assert!(app.state.store.find_submission(id).await.is_err());
 }

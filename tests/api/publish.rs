@@ -222,11 +222,11 @@ async fn the_history_records_each_publish_with_the_submission_fields() {
         .unwrap()
         .unwrap();
     let steps = row.steps.unwrap();
-    assert_eq!(steps["final_started"], true, "{steps}");
+    assert!(steps.final_started, "{steps:?}");
     assert_eq!(
-        steps["steps"].as_array().unwrap().len(),
+        steps.steps.len(),
         2,
-        "both unpublished photo ids are recorded: {steps}"
+        "both unpublished photo ids are recorded: {steps:?}"
     );
 }
 

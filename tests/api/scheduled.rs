@@ -513,7 +513,7 @@ async fn a_dead_claimants_posts_are_settled_from_their_steps() {
                 social_service::store::NewSubmission {
                     user_id: row.user_id,
                     account_id: row.account_id,
-                    platform: "threads".into(),
+                    platform: social_service::publish::plan::Platform::Threads,
                     post_type: Some(entity::post_submission::PostType::Text),
                     post_id: None,
                     status: entity::post_submission::SubmissionStatus::Publishing,
@@ -532,7 +532,7 @@ async fn a_dead_claimants_posts_are_settled_from_their_steps() {
         store
             .record_submission_steps(
                 submission_id,
-                json!({"steps": [{"name": "container", "id": "1"}], "final_started": final_started}),
+                serde_json::from_value(json!({"steps": [{"name": "container", "id": "1"}], "final_started": final_started})).unwrap(),
             )
             .await
             .unwrap();
@@ -717,7 +717,7 @@ async fn an_immediate_publish_cut_off_by_a_crash_is_settled_in_the_history() {
                 social_service::store::NewSubmission {
                     user_id: publisher.user_id,
                     account_id: publisher.account.id,
-                    platform: "threads".into(),
+                    platform: social_service::publish::plan::Platform::Threads,
                     post_type: Some(entity::post_submission::PostType::Text),
                     post_id: None,
                     status: entity::post_submission::SubmissionStatus::Publishing,
@@ -734,7 +734,11 @@ async fn an_immediate_publish_cut_off_by_a_crash_is_settled_in_the_history() {
             .await
             .unwrap();
         store
-            .record_submission_steps(id, json!({"steps": [], "final_started": final_started}))
+            .record_submission_steps(
+                id,
+                serde_json::from_value(json!({"steps": [], "final_started": final_started}))
+                    .unwrap(),
+            )
             .await
             .unwrap();
         ids.push(id);
@@ -766,7 +770,7 @@ async fn a_due_post_publishes_on_the_timer_set_for_it() {
             social_service::store::NewScheduledPost {
                 user_id: publisher.user_id,
                 account_id: publisher.account.id,
-                platform: "threads".into(),
+                platform: social_service::publish::plan::Platform::Threads,
                 page_name: publisher.account.display_name.clone(),
                 request: publisher.body(json!({"text": "on time"})),
                 content: json!({"text": "on time", "media_urls": []}),
