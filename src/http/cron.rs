@@ -10,9 +10,9 @@ use std::collections::HashSet;
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
 use chrono::{DateTime, Duration, NaiveDate, Utc};
-use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::dto::requests::{BackfillBody, CollectQuery, DaysQuery};
 use super::{
     auth::{CronCaller, require_operator_or_api_key},
     parse_uuid,
@@ -40,13 +40,16 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
-#[derive(Deserialize)]
-struct DaysQuery {
-    days: Option<String>,
-    account_id: Option<String>,
-}
-
-async fn collection_status(
+/// The collected snapshots of the last `days` days.
+#[utoipa::path(get, path = "/api/cron/collection-status", tag = "cron", security(("operator_token" = []), ("api_key" = [])),
+    params(DaysQuery), responses(
+        (status = 200, description = "Done", body = super::dto::responses::CollectionStatus),
+        (status = 400, description = "A bad parameter", body = super::dto::schema::ErrorBody),
+        (status = 401, description = "Missing or wrong operator token or API key", body = super::dto::schema::ErrorBody),
+        (status = 404, description = "`AccountNotFound`", body = super::dto::schema::ErrorBody),
+        (status = 429, description = "Rate limited", body = super::dto::responses::TooManyRequests),
+    ))]
+pub async fn collection_status(
     state: web::Data<AppState>,
     caller: CronCaller,
     query: web::Query<DaysQuery>,
@@ -87,7 +90,16 @@ async fn collection_status(
     })))
 }
 
-async fn check_missing(
+/// The dates among the last `days` with no collected snapshot.
+#[utoipa::path(get, path = "/api/cron/check-missing", tag = "cron", security(("operator_token" = []), ("api_key" = [])),
+    params(DaysQuery), responses(
+        (status = 200, description = "Done", body = super::dto::responses::MissingDates),
+        (status = 400, description = "A bad parameter", body = super::dto::schema::ErrorBody),
+        (status = 401, description = "Missing or wrong operator token or API key", body = super::dto::schema::ErrorBody),
+        (status = 404, description = "`AccountNotFound`", body = super::dto::schema::ErrorBody),
+        (status = 429, description = "Rate limited", body = super::dto::responses::TooManyRequests),
+    ))]
+pub async fn check_missing(
     state: web::Data<AppState>,
     caller: CronCaller,
     query: web::Query<DaysQuery>,
@@ -135,13 +147,17 @@ pub async fn missing_dates(
         .collect())
 }
 
-#[derive(Deserialize)]
-struct BackfillBody {
-    account_id: Option<String>,
-    missing_dates: Option<Vec<String>>,
-}
 
-async fn backfill(
+/// Collects the given dates again for one account.
+#[utoipa::path(post, path = "/api/cron/backfill", tag = "cron", security(("operator_token" = []), ("api_key" = [])),
+    request_body = BackfillBody, responses(
+        (status = 200, description = "Done", body = super::dto::responses::CronRun),
+        (status = 400, description = "A bad parameter; malformed body", body = super::dto::schema::ErrorBody),
+        (status = 401, description = "Missing or wrong operator token or API key", body = super::dto::schema::ErrorBody),
+        (status = 404, description = "`AccountNotFound`", body = super::dto::schema::ErrorBody),
+        (status = 429, description = "Rate limited", body = super::dto::responses::TooManyRequests),
+    ))]
+pub async fn backfill(
     state: web::Data<AppState>,
     caller: CronCaller,
     body: web::Json<BackfillBody>,
@@ -221,13 +237,17 @@ pub async fn backfill_account(
     Ok(results)
 }
 
-#[derive(Deserialize)]
-struct CollectQuery {
-    date: Option<String>,
-    account_id: Option<String>,
-}
 
-async fn collect_performance(
+/// Collects one day's figures (default yesterday) for every account in scope.
+#[utoipa::path(post, path = "/api/cron/collect-performance", tag = "cron", security(("operator_token" = []), ("api_key" = [])),
+    params(CollectQuery), responses(
+        (status = 200, description = "Done", body = super::dto::responses::CronRun),
+        (status = 400, description = "A bad parameter", body = super::dto::schema::ErrorBody),
+        (status = 401, description = "Missing or wrong operator token or API key", body = super::dto::schema::ErrorBody),
+        (status = 404, description = "`AccountNotFound`", body = super::dto::schema::ErrorBody),
+        (status = 429, description = "Rate limited", body = super::dto::responses::TooManyRequests),
+    ))]
+pub async fn collect_performance(
     state: web::Data<AppState>,
     caller: CronCaller,
     query: web::Query<CollectQuery>,

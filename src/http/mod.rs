@@ -57,6 +57,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     // Before `admin`: its `/admin` scope would otherwise take `/admin/actors`.
     ops::configure(cfg);
     admin::configure(cfg);
+    openapi::configure(cfg);
 }
 
 /// Liveness and database reachability.

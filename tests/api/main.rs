@@ -37,6 +37,7 @@ mod keys;
 mod media;
 mod meta_unknown_views;
 mod operator_signin;
+mod openapi;
 mod ops;
 // The dashboard page tests' shared checks.
 mod pages;

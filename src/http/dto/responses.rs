@@ -6,6 +6,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{
+    schema::{ErrorBody, QuotaExceededBody},
     resources::{Account, ApiKey, PublishExtras, ScheduledPost, Submission, TokenInfo, User},
     schema::{PlanName, PlatformName, PostTypeName},
 };
@@ -250,3 +251,74 @@ pub struct PostScheduled {
 #[serde(transparent)]
 #[schema(value_type = Object)]
 pub struct OpenObject(pub Map<String, Value>);
+
+/// `POST /v2/posts`: published now, or scheduled.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum PostOutcome {
+    Published(PostPublished),
+    Scheduled(PostScheduled),
+}
+
+/// A 429: the catalogue body (`RateLimitExceeded`) or the Free plan's quota refusal.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum TooManyRequests {
+    RateLimited(ErrorBody),
+    QuotaExceeded(QuotaExceededBody),
+}
+
+/// A performance endpoint's answer: `success` plus the platform's own members (the account's
+/// identity, `metrics`, `data`, `posts` or `post`; see the README's performance notes). Its
+/// members depend on the platform and the endpoint, so the schema is open.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PerformanceBody {
+    /// Always `true`.
+    pub success: bool,
+}
+
+/// A performance endpoint's error: `{success: false, error: <message>}`, or the catalogue body
+/// for authentication and rate-limit failures.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum PerformanceError {
+    Performance(super::schema::PerformanceErrorBody),
+    Catalogue(ErrorBody),
+}
+
+/// `GET /api/cron/collection-status`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CollectionStatus {
+    pub success: bool,
+    pub days: i64,
+    pub total_snapshots: usize,
+    pub unique_dates: usize,
+    pub unique_accounts: usize,
+    /// One per stored snapshot: `snapshot_date_str`, `account_id`, `platform`, `page_name`,
+    /// `posts_count`, `page_metrics`, `failed_metrics`, `collected_at` (an HTTP date or
+    /// `null`), `status`, `error`.
+    pub history: Vec<OpenObject>,
+}
+
+/// `GET /api/cron/check-missing`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MissingDates {
+    pub success: bool,
+    pub account_id: Uuid,
+    pub page_name: String,
+    pub days_checked: i64,
+    pub missing_dates_count: usize,
+    /// `YYYY-MM-DD`, oldest first.
+    #[schema(value_type = Vec<String>)]
+    pub missing_dates: Vec<String>,
+}
+
+/// `POST /api/cron/backfill`, `POST /api/cron/collect-performance`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CronRun {
+    pub success: bool,
+    pub message: String,
+    /// Counts (`success_count`, `failed_count`, `total_dates` / `total_accounts`, `target_date`)
+    /// and one entry per date or account (`dates` / `accounts`: `status`, `error`, `data`).
+    pub results: OpenObject,
+}
