@@ -123,8 +123,8 @@ fn state_kind(platform: Platform, route: LoginRoute) -> &'static str {
     responses(
         (status = 302, description = "To the platform's authorize page",
             headers(("location" = String, description = "The platform's authorize URL"))),
-        (status = 400, description = "`InvalidPlatform`, or a `via` that does not apply (an HTML page for browsers)", body = ErrorBody),
-        (status = 401, description = "No valid session (browsers are sent to sign in)", body = ErrorBody),
+        (status = 400, description = "`InvalidPlatform`, or a `via` that does not apply (an HTML page for browsers)", content((ErrorBody = "application/json"), (String = "text/html"))),
+        (status = 401, description = "No valid session", content((ErrorBody = "application/json"), (String = "text/html"))),
     ))]
 #[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
 pub async fn start(
@@ -189,8 +189,8 @@ pub struct CallbackQuery {
         (status = 200, description = "The accounts connected (JSON clients)", body = AccountsConnected),
         (status = 303, description = "Browsers (`Accept: text/html`): to the dashboard's accounts page with a notice",
             headers(("location" = String))),
-        (status = 400, description = "`InvalidOAuthState`, `ConnectionFailed`, `InvalidPlatform`", body = ErrorBody),
-        (status = 401, description = "No valid session", body = ErrorBody),
+        (status = 400, description = "`InvalidOAuthState`, `ConnectionFailed`, `InvalidPlatform`, `MissingParameter`", content((ErrorBody = "application/json"), (String = "text/html"))),
+        (status = 401, description = "No valid session", content((ErrorBody = "application/json"), (String = "text/html"))),
     ))]
 #[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
 pub async fn callback(

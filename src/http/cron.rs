@@ -147,7 +147,6 @@ pub async fn missing_dates(
         .collect())
 }
 
-
 /// Collects the given dates again for one account.
 #[utoipa::path(post, path = "/api/cron/backfill", tag = "cron", security(("operator_token" = []), ("api_key" = [])),
     request_body = BackfillBody, responses(
@@ -236,7 +235,6 @@ pub async fn backfill_account(
     }
     Ok(results)
 }
-
 
 /// Collects one day's figures (default yesterday) for every account in scope.
 #[utoipa::path(post, path = "/api/cron/collect-performance", tag = "cron", security(("operator_token" = []), ("api_key" = [])),

@@ -128,9 +128,9 @@ fn view(method: &'static str, path: &str, operation: &Operation) -> OperationVie
             RefOr::Ref(_) => None,
         })
         .collect();
-    let request = operation.request_body.as_ref().and_then(|body| match body {
-        RefOr::T(body) => Some(content_names(body.content.iter())),
-        RefOr::Ref(r) => Some(r.ref_location.clone()),
+    let request = operation.request_body.as_ref().map(|body| match body {
+        RefOr::T(body) => content_names(body.content.iter()),
+        RefOr::Ref(r) => r.ref_location.clone(),
     });
     let responses = operation
         .responses
@@ -154,7 +154,13 @@ fn view(method: &'static str, path: &str, operation: &Operation) -> OperationVie
         path: path.to_string(),
         anchor,
         summary,
-        tags: operation.tags.iter().flatten().cloned().collect::<Vec<_>>().join(", "),
+        tags: operation
+            .tags
+            .iter()
+            .flatten()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", "),
         security,
         params,
         request,

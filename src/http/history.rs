@@ -5,8 +5,7 @@ use actix_web::{HttpResponse, middleware::from_fn, web};
 use super::{
     auth::{SessionUser, require_session},
     dto::{
-        requests::HistoryQuery, resources::Submission, responses::PublishedPosts,
-        schema::ErrorBody,
+        requests::HistoryQuery, resources::Submission, responses::PublishedPosts, schema::ErrorBody,
     },
 };
 use crate::{AppState, error::ApiError};

@@ -176,7 +176,11 @@ struct CommonResponses;
 impl Modify for CommonResponses {
     fn modify(&self, openapi: &mut Document) {
         for (path, item) in openapi.paths.paths.iter_mut() {
-            if !path.starts_with("/api/") && !path.starts_with("/v2/") && !path.starts_with("/admin/") && path != "/auth/me" {
+            if !path.starts_with("/api/")
+                && !path.starts_with("/v2/")
+                && !path.starts_with("/admin/")
+                && path != "/auth/me"
+            {
                 continue;
             }
             let body = if path.starts_with("/api/performance/") {
@@ -193,11 +197,9 @@ impl Modify for CommonResponses {
             .into_iter()
             .flatten()
             {
-                let json = operation
-                    .responses
-                    .responses
-                    .values()
-                    .any(|r| matches!(r, RefOr::T(r) if r.content.contains_key("application/json")));
+                let json = operation.responses.responses.values().any(
+                    |r| matches!(r, RefOr::T(r) if r.content.contains_key("application/json")),
+                );
                 if !json {
                     continue;
                 }
@@ -284,8 +286,8 @@ pub mod pages {
         ),
         responses(
             (status = 302, description = "To the identity provider", headers(("location" = String))),
-            (status = 400, description = "An error page (browsers) or the catalogue body", content_type = "text/html", body = String),
-            (status = 503, description = "The identity provider is unreachable", content_type = "text/html", body = String),
+            (status = 400, description = "An error page (browsers) or the catalogue body", content((ErrorBody = "application/json"), (String = "text/html"))),
+            (status = 503, description = "The identity provider is unreachable", content((ErrorBody = "application/json"), (String = "text/html"))),
         ))]
     pub fn login() {}
 
@@ -297,8 +299,9 @@ pub mod pages {
         ),
         responses(
             (status = 303, description = "Signed in: to `return_to` (sets the session cookie)", headers(("location" = String), ("set-cookie" = String))),
-            (status = 400, description = "Unknown, expired or used `state`; refused sign-in", content_type = "text/html", body = String),
-            (status = 503, description = "The identity provider is unreachable", content_type = "text/html", body = String),
+            (status = 400, description = "Missing `code`; unknown, expired or used `state`", content((ErrorBody = "application/json"), (String = "text/html"))),
+            (status = 401, description = "Sign-in refused or not completed at the identity provider", content((ErrorBody = "application/json"), (String = "text/html"))),
+            (status = 503, description = "The identity provider is unreachable", content((ErrorBody = "application/json"), (String = "text/html"))),
         ))]
     pub fn login_callback() {}
 
@@ -340,8 +343,8 @@ pub mod pages {
                 responses(
                     (status = 200, description = "The page", content_type = "text/html", body = String),
                     (status = 303, description = "No session: to sign in", headers(("location" = String))),
-                    (status = 400, description = "An error page", content_type = "text/html", body = String),
-                    (status = 404, description = "Not found (an error page)", content_type = "text/html", body = String),
+                    (status = 400, description = "An error page (browsers) or the catalogue body", content((ErrorBody = "application/json"), (String = "text/html"))),
+                    (status = 404, description = "Not found (an error page)", content((ErrorBody = "application/json"), (String = "text/html"))),
                 ))]
             pub fn $name() {}
         };
@@ -356,9 +359,10 @@ pub mod pages {
                 responses(
                     (status = 200, description = "The page again, with the outcome or the errors", content_type = "text/html", body = String),
                     (status = 303, description = "Done: to the page that shows it; or no session: to sign in", headers(("location" = String))),
-                    (status = 400, description = "An error page", content_type = "text/html", body = String),
-                    (status = 403, description = "A cross-site form post (an error page)", content_type = "text/html", body = String),
-                    (status = 404, description = "Not found (an error page)", content_type = "text/html", body = String),
+                    (status = 400, description = "An error page (browsers) or the catalogue body", content((ErrorBody = "application/json"), (String = "text/html"))),
+                    (status = 403, description = "A cross-site form post (an error page)", content((ErrorBody = "application/json"), (String = "text/html"))),
+                    (status = 404, description = "Not found (an error page)", content((ErrorBody = "application/json"), (String = "text/html"))),
+                    (status = 415, description = "Not a form body", body = ErrorBody),
                 ))]
             pub fn $name() {}
         };
@@ -366,22 +370,83 @@ pub mod pages {
 
     page!(overview, "/dashboard", "Overview: plan, usage, accounts.");
     page!(accounts, "/dashboard/accounts", "Connected accounts.");
-    page!(account_disconnect_confirm, "/dashboard/accounts/{account_id}/disconnect", "Confirm disconnecting an account.", "account_id");
-    form!(account_disconnect, "/dashboard/accounts/{account_id}/disconnect", "Disconnect an account.", "account_id");
-    page!(account_token, "/dashboard/accounts/{account_id}/token", "An account's token state.", "account_id");
+    page!(
+        account_disconnect_confirm,
+        "/dashboard/accounts/{account_id}/disconnect",
+        "Confirm disconnecting an account.",
+        "account_id"
+    );
+    form!(
+        account_disconnect,
+        "/dashboard/accounts/{account_id}/disconnect",
+        "Disconnect an account.",
+        "account_id"
+    );
+    page!(
+        account_token,
+        "/dashboard/accounts/{account_id}/token",
+        "An account's token state.",
+        "account_id"
+    );
     page!(keys, "/dashboard/keys", "API keys.");
     form!(key_create, "/dashboard/keys", "Create an API key.");
-    page!(key_delete_confirm, "/dashboard/keys/{id}/delete", "Confirm deleting an API key.", "id");
-    form!(key_delete, "/dashboard/keys/{id}/delete", "Delete an API key.", "id");
+    page!(
+        key_delete_confirm,
+        "/dashboard/keys/{id}/delete",
+        "Confirm deleting an API key.",
+        "id"
+    );
+    form!(
+        key_delete,
+        "/dashboard/keys/{id}/delete",
+        "Delete an API key.",
+        "id"
+    );
     page!(compose, "/dashboard/compose", "Compose a post.");
-    form!(compose_submit, "/dashboard/compose", "Publish or schedule the composed post.");
+    form!(
+        compose_submit,
+        "/dashboard/compose",
+        "Publish or schedule the composed post."
+    );
     page!(scheduled, "/dashboard/scheduled", "Scheduled posts.");
-    page!(scheduled_cancel_confirm, "/dashboard/scheduled/{id}/cancel", "Confirm cancelling a scheduled post.", "id");
-    form!(scheduled_cancel, "/dashboard/scheduled/{id}/cancel", "Cancel a scheduled post.", "id");
+    page!(
+        scheduled_cancel_confirm,
+        "/dashboard/scheduled/{id}/cancel",
+        "Confirm cancelling a scheduled post.",
+        "id"
+    );
+    form!(
+        scheduled_cancel,
+        "/dashboard/scheduled/{id}/cancel",
+        "Cancel a scheduled post.",
+        "id"
+    );
     page!(history, "/dashboard/history", "Publishing history.");
-    page!(history_item, "/dashboard/history/{id}", "One publish's timeline.", "id");
-    page!(performance, "/dashboard/performance", "Performance figures.");
-    form!(performance_backfill, "/dashboard/performance/backfill", "Collect missing dates again.");
-    page!(operator, "/dashboard/operator", "Operators: users, plans, actors.");
-    form!(operator_plan, "/dashboard/operator/users/{id}/plan", "Operators: set a user's plan.", "id");
+    page!(
+        history_item,
+        "/dashboard/history/{id}",
+        "One publish's timeline.",
+        "id"
+    );
+    page!(
+        performance,
+        "/dashboard/performance",
+        "Performance figures."
+    );
+    form!(
+        performance_backfill,
+        "/dashboard/performance/backfill",
+        "Collect missing dates again."
+    );
+    page!(
+        operator,
+        "/dashboard/operator",
+        "Operators: users, plans, actors."
+    );
+    form!(
+        operator_plan,
+        "/dashboard/operator/users/{id}/plan",
+        "Operators: set a user's plan.",
+        "id"
+    );
 }

@@ -36,8 +36,8 @@ mod instagram_login;
 mod keys;
 mod media;
 mod meta_unknown_views;
-mod operator_signin;
 mod openapi;
+mod operator_signin;
 mod ops;
 // The dashboard page tests' shared checks.
 mod pages;

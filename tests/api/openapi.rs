@@ -16,8 +16,14 @@ const COMMITTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/openapi.json"
 async fn served(app: &TestApp) -> (String, Value) {
     let response = app.http.get(app.url("/openapi.json")).send().await.unwrap();
     assert_eq!(response.status(), 200);
-    let content_type = response.headers()["content-type"].to_str().unwrap().to_string();
-    assert!(content_type.starts_with("application/json"), "{content_type}");
+    let content_type = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        content_type.starts_with("application/json"),
+        "{content_type}"
+    );
     let text = response.text().await.unwrap();
     let document = serde_json::from_str(&text).unwrap();
     (text, document)
@@ -76,7 +82,9 @@ fn the_document_is_well_formed_openapi_3_1() {
         );
     }
     // Every operation names its answers, and every security requirement a declared scheme.
-    let schemes = document["components"]["securitySchemes"].as_object().unwrap();
+    let schemes = document["components"]["securitySchemes"]
+        .as_object()
+        .unwrap();
     for name in ["api_key", "session", "operator_token"] {
         assert!(schemes.contains_key(name), "{name}");
     }
@@ -191,7 +199,10 @@ fn every_registered_route_is_documented() {
     // The scan found the route tables (a broken scan must not pass quietly).
     assert!(registered.len() > 40, "{registered:?}");
     let missing: Vec<_> = registered.difference(&documented).collect();
-    assert!(missing.is_empty(), "registered but not documented: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "registered but not documented: {missing:?}"
+    );
     let extra: Vec<_> = documented.difference(&registered).collect();
     assert!(extra.is_empty(), "documented but not registered: {extra:?}");
 }

@@ -22,7 +22,7 @@ pub struct ApiKey {
     pub key_preview: String,
     #[schema(format = DateTime)]
     pub created_at: String,
-    #[schema(format = DateTime)]
+    #[schema(required = true, format = DateTime)]
     pub last_used_at: Option<String>,
     pub is_active: bool,
 }
@@ -49,7 +49,7 @@ pub struct Account {
     pub account_name: String,
     pub is_valid: bool,
     /// When the token expires; `null` for facebook, whose page tokens do not.
-    #[schema(format = DateTime)]
+    #[schema(required = true, format = DateTime)]
     pub expires_at: Option<String>,
     #[schema(format = DateTime)]
     pub created_at: String,
@@ -76,7 +76,7 @@ pub struct FacebookAccountFields {
     pub page_name: String,
     pub page_id: String,
     /// When Meta's 90-day data access ends (§5.8).
-    #[schema(format = DateTime)]
+    #[schema(required = true, format = DateTime)]
     pub data_access_expires_at: Option<String>,
 }
 
@@ -92,6 +92,7 @@ pub struct InstagramAccountFields {
 pub struct ThreadsAccountFields {
     pub threads_username: String,
     pub threads_id: String,
+    #[schema(required = true)]
     pub threads_profile_picture: Option<String>,
 }
 
@@ -201,8 +202,9 @@ fn token_expiry(account: &account::Model) -> Option<DateTime<Utc>> {
 pub struct TokenInfo {
     /// Valid and not expired.
     pub is_valid: bool,
-    #[schema(format = DateTime)]
+    #[schema(required = true, format = DateTime)]
     pub expires_at: Option<String>,
+    #[schema(required = true)]
     pub days_until_expiry: Option<i64>,
     #[schema(value_type = PlatformName)]
     pub platform: String,
@@ -241,10 +243,7 @@ impl TokenInfo {
             data_access_expires_at: data_access.map(iso),
             days_until_data_access_expiry: data_access.map(|at| (at - now).num_days()),
             data_access_expired: data_access.map(|at| at <= now),
-            invalid_reason: account
-                .last_error
-                .clone()
-                .filter(|_| !account.is_valid),
+            invalid_reason: account.last_error.clone().filter(|_| !account.is_valid),
         }
     }
 }
@@ -252,6 +251,7 @@ impl TokenInfo {
 /// What was posted: the text and the media URLs.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PostContent {
+    #[schema(required = true)]
     pub text: Option<String>,
     #[schema(value_type = Vec<String>)]
     pub media_urls: Value,
@@ -302,6 +302,7 @@ pub struct PublishExtras {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SubmissionError {
     pub code: String,
+    #[schema(required = true)]
     pub message: Option<String>,
 }
 
@@ -312,8 +313,9 @@ pub struct Submission {
     pub account_id: Uuid,
     #[schema(value_type = PlatformName)]
     pub platform: String,
-    #[schema(value_type = Option<PostTypeName>)]
+    #[schema(required = true, value_type = Option<PostTypeName>)]
     pub post_type: Option<post_submission::PostType>,
+    #[schema(required = true)]
     pub post_id: Option<String>,
     pub page_name: String,
     #[schema(value_type = SubmissionStatusName)]
@@ -321,7 +323,7 @@ pub struct Submission {
     pub content: PostContent,
     #[schema(format = DateTime)]
     pub created_at: String,
-    #[schema(format = DateTime)]
+    #[schema(required = true, format = DateTime)]
     pub published_at: Option<String>,
     #[serde(flatten)]
     pub extras: PublishExtras,
@@ -372,13 +374,16 @@ impl From<&post_submission::Model> for Submission {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct User {
     pub id: Uuid,
+    #[schema(required = true)]
     pub email: Option<String>,
+    #[schema(required = true)]
     pub name: Option<String>,
     #[schema(value_type = PlanName)]
     pub plan: user::Plan,
     /// `monthly` or `annual`.
+    #[schema(required = true)]
     pub plan_type: Option<String>,
-    #[schema(format = DateTime)]
+    #[schema(required = true, format = DateTime)]
     pub current_period_end: Option<String>,
     #[schema(format = DateTime)]
     pub created_at: String,

@@ -6,8 +6,8 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{
-    schema::{ErrorBody, QuotaExceededBody},
     resources::{Account, ApiKey, PublishExtras, ScheduledPost, Submission, TokenInfo, User},
+    schema::{ErrorBody, QuotaExceededBody},
     schema::{PlanName, PlatformName, PostTypeName},
 };
 
@@ -277,13 +277,24 @@ pub struct PerformanceBody {
     pub success: bool,
 }
 
-/// A performance endpoint's error: `{success: false, error: <message>}`, or the catalogue body
-/// for authentication and rate-limit failures.
+/// A performance endpoint's error: `{success: false, error: <message>}`
+/// ([`PerformanceErrorBody`](super::schema::PerformanceErrorBody)), or the catalogue body
+/// (`error` the code, with `message`) for failures before the endpoint runs (authentication,
+/// rate limits, malformed requests). One schema covers both: `message` is then present.
 #[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum PerformanceError {
-    Performance(super::schema::PerformanceErrorBody),
-    Catalogue(ErrorBody),
+pub struct PerformanceError {
+    /// Always `false`.
+    pub success: bool,
+    /// The message text (performance form) or the catalogue code.
+    pub error: String,
+    /// Catalogue form only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = false, value_type = String)]
+    pub message: Option<String>,
+    /// Seconds to wait before retrying (429, 503).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = false, value_type = u64)]
+    pub retry_after: Option<u64>,
 }
 
 /// `GET /api/cron/collection-status`.
