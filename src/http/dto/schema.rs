@@ -58,49 +58,5 @@ pub enum PlanName {
     Ultra,
 }
 
-/// The catalogue's error body (spec §7), the answer of every failed request except the Free-plan
-/// quota refusal ([`QuotaExceededBody`]) and the performance endpoints ([`PerformanceErrorBody`]).
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ErrorBody {
-    /// Always `false`.
-    pub success: bool,
-    /// The catalogue code, e.g. `InvalidApiKey`, `InvalidRequest`, `NotFound`.
-    pub error: String,
-    /// A human message.
-    pub message: String,
-    /// Extra detail, when there is some.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(required = false)]
-    pub details: Option<String>,
-    /// Seconds to wait before retrying (429, 503).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(required = false, minimum = 0)]
-    pub retry_after: Option<u64>,
-    /// The history row to look at (`POST /v2/posts`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(required = false, format = Uuid, value_type = Option<String>)]
-    pub post_submission_id: Option<uuid::Uuid>,
-}
-
-/// The Free plan's quota refusal (429 `UsageLimitExceeded` on `POST /v2/posts`).
-#[derive(Debug, Serialize, ToSchema)]
-pub struct QuotaExceededBody {
-    /// Localized message (English or Traditional Chinese, by `Accept-Language`).
-    pub error: String,
-    pub error_en: String,
-    pub current_usage: i64,
-    pub limit: i64,
-    pub plan: PlanName,
-}
-
-/// The performance endpoints' error body: `error` is the message text.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct PerformanceErrorBody {
-    /// Always `false`.
-    pub success: bool,
-    pub error: String,
-    /// Seconds to wait before retrying (429, 503).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(required = false, minimum = 0)]
-    pub retry_after: Option<u64>,
-}
+// The error bodies are defined beside the catalogue that renders them.
+pub use crate::error::{ErrorBody, PerformanceErrorBody, QuotaExceeded as QuotaExceededBody};
