@@ -99,70 +99,8 @@ pub struct CollectQuery {
     pub account_id: Option<String>,
 }
 
-/// `POST /v2/posts` (spec §4.1). The body is read by `publish::validate`, which names the
-/// exact field and rule in each refusal; this type documents it.
-#[derive(Debug, Deserialize, ToSchema)]
-pub struct CreatePostRequest {
-    pub post: CreatePost,
-}
-
-/// The `post` member of `POST /v2/posts`.
-#[derive(Debug, Deserialize, ToSchema)]
-pub struct CreatePost {
-    /// The connected account to publish with.
-    #[serde(rename = "accountId")]
-    #[schema(format = Uuid)]
-    pub account_id: String,
-    pub content: CreatePostContent,
-    pub target: CreatePostTarget,
-    /// TikTok only.
-    #[serde(rename = "tiktokOptions")]
-    #[schema(required = false)]
-    pub tiktok_options: Option<TiktokOptions>,
-}
-
-/// What to publish.
-#[derive(Debug, Deserialize, ToSchema)]
-pub struct CreatePostContent {
-    #[schema(value_type = super::schema::PlatformName)]
-    pub platform: String,
-    /// A string, or an array of strings (a thread on threads and X).
-    #[schema(required = false, value_type = Option<TextOrTexts>)]
-    pub text: Option<String>,
-    /// One URL, or an array of URLs (https).
-    #[serde(rename = "mediaUrls")]
-    #[schema(required = false, value_type = Option<TextOrTexts>)]
-    pub media_urls: Option<String>,
-    /// A video's cover image URL.
-    #[serde(rename = "coverUrl")]
-    #[schema(required = false)]
-    pub cover_url: Option<String>,
-    /// When to publish (RFC 3339); absent: now.
-    #[serde(rename = "scheduledAt")]
-    #[schema(required = false, format = DateTime)]
-    pub scheduled_at: Option<String>,
-}
-
-/// A string or an array of strings.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(untagged)]
-pub enum TextOrTexts {
-    One(String),
-    Many(Vec<String>),
-}
-
-/// Where to publish: `targetType` equals `content.platform`.
-#[derive(Debug, Deserialize, ToSchema)]
-pub struct CreatePostTarget {
-    #[serde(rename = "targetType")]
-    #[schema(value_type = super::schema::PlatformName)]
-    pub target_type: String,
-}
-
-/// TikTok's options.
-#[derive(Debug, Deserialize, ToSchema)]
-pub struct TiktokOptions {
-    /// Send to the creator's drafts instead of publishing.
-    #[schema(required = false)]
-    pub draft: Option<bool>,
-}
+// `POST /v2/posts`: its loose wire types live beside their conversion into the domain's
+// `PostRequest` (the scheduler reads stored requests through the same path).
+pub use crate::publish::validate::{
+    CreatePost, CreatePostContent, CreatePostRequest, CreatePostTarget, TextOrTexts, TiktokOptions,
+};
