@@ -12,7 +12,10 @@ use actix_web::{HttpResponse, middleware::from_fn, web};
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use serde_json::{Value, json};
 
-use super::dto::requests::{BackfillBody, CollectQuery, DaysQuery};
+use super::dto::{
+    requests::{BackfillBody, CollectQuery, DaysQuery},
+    responses::{CollectionStatus, MissingDates, Snapshot},
+};
 use super::{
     auth::{CronCaller, require_operator_or_api_key},
     parse_uuid,
@@ -63,31 +66,29 @@ pub async fn collection_status(
         .await?;
     let unique_dates: HashSet<&str> = rows.iter().map(|r| r.snapshot_date.as_str()).collect();
     let unique_accounts: HashSet<uuid::Uuid> = rows.iter().map(|r| r.account_id).collect();
-    let history: Vec<Value> = rows
+    let history = rows
         .iter()
-        .map(|row| {
-            json!({
-                "snapshot_date_str": row.snapshot_date,
-                "account_id": row.account_id,
-                "platform": row.platform,
-                "page_name": row.page_name,
-                "posts_count": row.posts_count,
-                "page_metrics": row.page_metrics,
-                "failed_metrics": row.failed_metrics,
-                "collected_at": row.collected_at.map(http_date),
-                "status": row.status,
-                "error": row.error,
-            })
+        .map(|row| Snapshot {
+            snapshot_date_str: row.snapshot_date.clone(),
+            account_id: row.account_id,
+            platform: row.platform.clone(),
+            page_name: row.page_name.clone(),
+            posts_count: row.posts_count,
+            page_metrics: row.page_metrics.clone(),
+            failed_metrics: row.failed_metrics.clone(),
+            collected_at: row.collected_at.map(http_date),
+            status: row.status.clone(),
+            error: row.error.clone(),
         })
         .collect();
-    Ok(HttpResponse::Ok().json(json!({
-        "success": true,
-        "days": days,
-        "total_snapshots": rows.len(),
-        "unique_dates": unique_dates.len(),
-        "unique_accounts": unique_accounts.len(),
-        "history": history,
-    })))
+    Ok(HttpResponse::Ok().json(CollectionStatus {
+        success: true,
+        days,
+        total_snapshots: rows.len(),
+        unique_dates: unique_dates.len(),
+        unique_accounts: unique_accounts.len(),
+        history,
+    }))
 }
 
 /// The dates among the last `days` with no collected snapshot.
@@ -107,14 +108,14 @@ pub async fn check_missing(
     let account = find_account(&state, &caller, query.account_id.as_deref()).await?;
     let days = days_param(query.days.as_deref(), DEFAULT_CHECK_DAYS)?;
     let missing = missing_dates(&state, &account, days).await?;
-    Ok(HttpResponse::Ok().json(json!({
-        "success": true,
-        "account_id": account.id,
-        "page_name": account.display_name,
-        "days_checked": days,
-        "missing_dates_count": missing.len(),
-        "missing_dates": missing,
-    })))
+    Ok(HttpResponse::Ok().json(MissingDates {
+        success: true,
+        account_id: account.id,
+        page_name: account.display_name.clone(),
+        days_checked: days,
+        missing_dates_count: missing.len(),
+        missing_dates: missing,
+    }))
 }
 
 /// The dates (`YYYY-MM-DD`, oldest first) among the `days` ending yesterday for which the

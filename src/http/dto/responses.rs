@@ -305,10 +305,33 @@ pub struct CollectionStatus {
     pub total_snapshots: usize,
     pub unique_dates: usize,
     pub unique_accounts: usize,
-    /// One per stored snapshot: `snapshot_date_str`, `account_id`, `platform`, `page_name`,
-    /// `posts_count`, `page_metrics`, `failed_metrics`, `collected_at` (an HTTP date or
-    /// `null`), `status`, `error`.
-    pub history: Vec<OpenObject>,
+    /// One per stored snapshot.
+    pub history: Vec<Snapshot>,
+}
+
+/// A collected day of one account (`GET /api/cron/collection-status`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Snapshot {
+    /// `YYYY-MM-DD`.
+    pub snapshot_date_str: String,
+    pub account_id: Uuid,
+    #[schema(value_type = PlatformName)]
+    pub platform: String,
+    pub page_name: String,
+    pub posts_count: i64,
+    /// The platform's account-level figures, by metric name.
+    #[schema(value_type = Object)]
+    pub page_metrics: Value,
+    /// The metrics the platform did not answer.
+    #[schema(value_type = Vec<String>)]
+    pub failed_metrics: Value,
+    /// When it was collected, as an HTTP date (`Tue, 24 Nov 2026 08:00:00 GMT`).
+    #[schema(required = true)]
+    pub collected_at: Option<String>,
+    /// `success`, `partial` or `failed`; `collecting` while a collection runs.
+    pub status: String,
+    #[schema(required = true)]
+    pub error: Option<String>,
 }
 
 /// `GET /api/cron/check-missing`.
