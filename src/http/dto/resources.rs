@@ -248,11 +248,12 @@ impl TokenInfo {
     }
 }
 
-/// What was posted: the text and the media URLs.
+/// What was posted: the text (one string, or an array for a thread; `null` without text) and
+/// the media URLs.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PostContent {
-    #[schema(required = true)]
-    pub text: Option<String>,
+    #[schema(required = true, value_type = Option<super::requests::TextOrTexts>)]
+    pub text: Value,
     #[schema(value_type = Vec<String>)]
     pub media_urls: Value,
 }
@@ -261,10 +262,7 @@ impl PostContent {
     /// From the stored `content` column (`{text, media_urls}`, written by the service).
     fn from_stored(content: &Value) -> Self {
         Self {
-            text: content
-                .get("text")
-                .and_then(Value::as_str)
-                .map(str::to_string),
+            text: content.get("text").cloned().unwrap_or(Value::Null),
             media_urls: content
                 .get("media_urls")
                 .cloned()
@@ -470,5 +468,43 @@ impl From<&scheduled_post::Model> for ScheduledPost {
             last_attempt_error: row.error.clone().filter(|_| retrying),
             next_attempt_at: retrying.then(|| iso(row.next_attempt_at)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn stored_content_goes_on_the_wire_as_it_was_stored() {
+        // A thread's text is an array; a post without text has `null`; no media is `[]`.
+        for (stored, wire) in [
+            (
+                json!({"text": ["one", "two"], "media_urls": []}),
+                json!({"text": ["one", "two"], "media_urls": []}),
+            ),
+            (
+                json!({"text": "hi", "media_urls": ["https://x/a.jpg"]}),
+                json!({"text": "hi", "media_urls": ["https://x/a.jpg"]}),
+            ),
+            (json!({}), json!({"text": null, "media_urls": []})),
+        ] {
+            let content = PostContent::from_stored(&stored);
+            assert_eq!(serde_json::to_value(&content).unwrap(), wire);
+        }
+    }
+
+    #[test]
+    fn publish_extras_keep_every_recorded_field() {
+        let recorded = json!({"thread_count": 2, "post_ids": ["1", "2"], "warnings": ["w"],
+                              "photo_count": 3, "item_count": 4});
+        let extras: PublishExtras = serde_json::from_value(recorded.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&extras).unwrap(), recorded);
+        let none = serde_json::to_value(PublishExtras::default()).unwrap();
+        assert_eq!(none, json!({}));
     }
 }
