@@ -21,7 +21,8 @@ use serde_json::json;
 
 /// Every error code the service answers with. The spec's codes come first; the rest are our
 /// additions for cases the spec does not show (documented in the README's API notes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// (Its schema lists the codes as clients see them: each variant's name is its code.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, utoipa::ToSchema)]
 pub enum ErrorCode {
     InvalidApiKey,
     Unauthorized,
@@ -204,8 +205,10 @@ impl RateLimitHeaders {
     }
 }
 
-/// The body of the Free-plan quota refusal (spec §7).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// The body of the Free-plan quota refusal (spec §7; 429 `UsageLimitExceeded` on
+/// `POST /v2/posts`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[schema(as = QuotaExceededBody)]
 pub struct QuotaExceeded {
     /// Localized message (English or Traditional Chinese, by `Accept-Language`).
     pub error: String,
@@ -213,6 +216,44 @@ pub struct QuotaExceeded {
     pub current_usage: i64,
     pub limit: i64,
     pub plan: String,
+}
+
+/// The catalogue's error body (spec §7): the answer of every failed request except the
+/// Free-plan quota refusal ([`QuotaExceeded`]) and the performance endpoints
+/// ([`PerformanceErrorBody`]).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// Always `false`.
+    pub success: bool,
+    /// The catalogue code.
+    #[schema(value_type = ErrorCode)]
+    pub error: &'static str,
+    /// A human message.
+    pub message: String,
+    /// Seconds to wait before retrying (429, 503).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = false, value_type = u64)]
+    pub retry_after: Option<u64>,
+    /// Extra detail, when there is some (e.g. the platform's own error).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = false, value_type = String)]
+    pub details: Option<String>,
+    /// The history row to look at (`POST /v2/posts`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = false, value_type = uuid::Uuid)]
+    pub post_submission_id: Option<uuid::Uuid>,
+}
+
+/// The performance endpoints' error body: `error` is the message text.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct PerformanceErrorBody {
+    /// Always `false`.
+    pub success: bool,
+    pub error: String,
+    /// Seconds to wait before retrying (429, 503).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = false, value_type = u64)]
+    pub retry_after: Option<u64>,
 }
 
 /// Which body shape an error is rendered in.
@@ -388,32 +429,23 @@ impl ApiError {
         if let Some(quota) = &self.quota {
             return serde_json::to_value(quota).unwrap_or_else(|_| json!({}));
         }
-        match self.form {
-            BodyForm::Performance => {
-                let mut body = json!({ "success": false, "error": self.message });
-                if let Some(retry_after) = self.retry_after {
-                    body["retry_after"] = json!(retry_after);
-                }
-                body
-            }
-            BodyForm::Standard => {
-                let mut body = json!({
-                    "success": false,
-                    "error": self.code.as_str(),
-                    "message": self.message,
-                });
-                if let Some(retry_after) = self.retry_after {
-                    body["retry_after"] = json!(retry_after);
-                }
-                if let Some(details) = &self.details {
-                    body["details"] = json!(details);
-                }
-                if let Some(id) = &self.submission_id {
-                    body["post_submission_id"] = json!(id);
-                }
-                body
-            }
-        }
+        let body = match self.form {
+            BodyForm::Performance => serde_json::to_value(PerformanceErrorBody {
+                success: false,
+                error: self.message.clone(),
+                retry_after: self.retry_after,
+            }),
+            BodyForm::Standard => serde_json::to_value(ErrorBody {
+                success: false,
+                error: self.code.as_str(),
+                message: self.message.clone(),
+                retry_after: self.retry_after,
+                details: self.details.clone(),
+                post_submission_id: self.submission_id.as_deref().copied(),
+            }),
+        };
+        // Strings, numbers and booleans: serializing cannot fail.
+        body.unwrap_or_else(|_| json!({}))
     }
 }
 
@@ -452,6 +484,26 @@ impl From<sea_orm::DbErr> for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_schema_of_a_code_is_its_wire_text() {
+        let schema = serde_json::to_value(<ErrorCode as utoipa::PartialSchema>::schema()).unwrap();
+        let listed: Vec<&str> = schema["enum"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        for code in [
+            ErrorCode::InvalidApiKey,
+            ErrorCode::InvalidOAuthState,
+            ErrorCode::PublishUnconfirmed,
+            ErrorCode::UsageLimitExceeded,
+        ] {
+            assert!(listed.contains(&code.as_str()), "{code}");
+        }
+        assert_eq!(listed.len(), 39);
+    }
 
     #[test]
     fn standard_body_has_success_error_and_message() {

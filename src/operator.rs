@@ -14,7 +14,7 @@ use crate::{
 };
 
 /// A plan change as an operator requests it.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 pub struct PlanChange {
     pub plan: String,
     /// `monthly` (default for paid plans) or `annual`.
@@ -84,7 +84,7 @@ pub fn is_operator(config: &crate::config::Config, user: &entity::user::Model) -
 }
 
 /// A connected account created by an operator (until OAuth connection lands, and for demos).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 pub struct ManualAccount {
     pub user_id: Uuid,
     pub platform: String,

@@ -3,6 +3,7 @@ use sea_orm::entity::prelude::*;
 /// The six platforms. Stored as its text in every table that names one (accounts, OAuth states,
 /// snapshots, the history, scheduled posts); a stored value that is none of these fails to load
 /// (an error, never a guess).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(
     Debug,
     Clone,

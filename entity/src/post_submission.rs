@@ -43,6 +43,7 @@ pub struct Model {
 }
 
 /// `post_type` of spec §2.3.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(
     Debug,
     Clone,
@@ -90,6 +91,7 @@ impl PostType {
 
 /// Where one publish attempt stands (the history's `status`). Stored as its text; a stored
 /// value that is none of these fails to load (an error, never a guess).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, EnumIter, DeriveActiveEnum, serde::Serialize)]
 #[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 #[serde(rename_all = "snake_case")]

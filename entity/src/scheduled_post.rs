@@ -42,6 +42,7 @@ pub struct Model {
 
 /// Where a scheduled post is in its life (spec §3.1). Stored as its text; a stored value that
 /// is none of these fails to load (an error, never a guess).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, EnumIter, DeriveActiveEnum, serde::Serialize)]
 #[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 #[serde(rename_all = "snake_case")]

@@ -115,7 +115,7 @@ pub fn wants_html(headers: &HeaderMap) -> bool {
 }
 
 /// Middleware: the security headers of every page (and, for `?lang=`, the language cookie).
-async fn page_headers(
+pub(crate) async fn page_headers(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody + 'static>, actix_web::Error> {

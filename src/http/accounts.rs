@@ -3,14 +3,18 @@
 //! programmatic clients can find their `accountId`s).
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
-use serde::Deserialize;
-use serde_json::json;
 
 use super::{
     auth::{ApiCaller, SessionUser, require_api_key, require_session},
+    dto::{
+        requests::TokenInfoRequest,
+        resources::{Account, TokenInfo},
+        responses::{AccountList, AccountListForKey, Done, TokenInfoResponse},
+        schema::ErrorBody,
+    },
     parse_uuid,
 };
-use crate::{AppState, error::ApiError, views};
+use crate::{AppState, error::ApiError};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -35,35 +39,56 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
-async fn accounts_body(
-    state: &AppState,
-    user_id: uuid::Uuid,
-) -> Result<serde_json::Value, ApiError> {
+async fn accounts_of(state: &AppState, user_id: uuid::Uuid) -> Result<Vec<Account>, ApiError> {
     let accounts = state.store.list_connected_accounts(user_id).await?;
-    let accounts: Vec<_> = accounts.iter().map(views::account).collect();
-    Ok(json!({ "accounts": accounts }))
+    Ok(accounts.iter().map(Account::from).collect())
 }
 
+/// The caller's connected accounts.
+#[utoipa::path(get, path = "/api/accounts", tag = "accounts", security(("session" = [])),
+    responses(
+        (status = 200, description = "The connected accounts", body = AccountList),
+        (status = 401, description = "No valid session", body = ErrorBody),
+    ))]
 #[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
-async fn list_accounts(
+pub async fn list_accounts(
     state: web::Data<AppState>,
     session: SessionUser,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(accounts_body(&state, session.user.id).await?))
+    let accounts = accounts_of(&state, session.user.id).await?;
+    Ok(HttpResponse::Ok().json(AccountList { accounts }))
 }
 
+/// The key owner's connected accounts (to find an `accountId`).
+#[utoipa::path(get, path = "/v2/accounts", tag = "accounts", security(("api_key" = [])),
+    responses(
+        (status = 200, description = "The connected accounts", body = AccountListForKey),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody),
+    ))]
 #[tracing::instrument(skip_all, fields(user_id = %caller.user.id))]
-async fn list_accounts_for_key(
+pub async fn list_accounts_for_key(
     state: web::Data<AppState>,
     caller: ApiCaller,
 ) -> Result<HttpResponse, ApiError> {
-    let mut body = accounts_body(&state, caller.user.id).await?;
-    body["success"] = json!(true);
-    Ok(HttpResponse::Ok().json(body))
+    let accounts = accounts_of(&state, caller.user.id).await?;
+    Ok(HttpResponse::Ok().json(AccountListForKey {
+        success: true,
+        accounts,
+    }))
 }
 
+/// Disconnects one of the caller's accounts.
+#[utoipa::path(delete, path = "/api/accounts/{account_id}", tag = "accounts", security(("session" = [])),
+    params(("account_id" = String, Path, description = "The account's id (a UUID)")),
+    responses(
+        (status = 200, description = "Disconnected", body = Done),
+        (status = 401, description = "No valid session", body = ErrorBody),
+        (status = 403, description = "Cross-site request", body = ErrorBody),
+        (status = 404, description = "`AccountNotFound`", body = ErrorBody),
+    ))]
 #[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
-async fn disconnect_account(
+pub async fn disconnect_account(
     state: web::Data<AppState>,
     session: SessionUser,
     path: web::Path<String>,
@@ -76,19 +101,22 @@ async fn disconnect_account(
     if !disconnected {
         return Err(ApiError::account_not_found());
     }
-    Ok(HttpResponse::Ok().json(json!({
-        "success": true,
-        "message": "Account disconnected",
-    })))
+    Ok(HttpResponse::Ok().json(Done::new("Account disconnected")))
 }
 
-#[derive(Deserialize)]
-struct TokenInfoRequest {
-    account_id: Option<String>,
-}
-
+/// The token state of one of the caller's accounts (§4.9).
+#[utoipa::path(post, path = "/api/token/info", tag = "accounts", security(("session" = [])),
+    request_body = TokenInfoRequest,
+    responses(
+        (status = 200, description = "The token's state", body = TokenInfoResponse),
+        (status = 400, description = "`MissingParameter` or a malformed body", body = ErrorBody),
+        (status = 401, description = "No valid session", body = ErrorBody),
+        (status = 403, description = "Cross-site request", body = ErrorBody),
+        (status = 404, description = "`AccountNotFound`", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+    ))]
 #[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
-async fn token_info(
+pub async fn token_info(
     state: web::Data<AppState>,
     session: SessionUser,
     body: web::Json<TokenInfoRequest>,
@@ -104,8 +132,8 @@ async fn token_info(
         .await?
         .filter(|account| !account.disabled)
         .ok_or_else(ApiError::account_not_found)?;
-    Ok(HttpResponse::Ok().json(json!({
-        "success": true,
-        "data": views::token_info(&account, state.clock.now()),
-    })))
+    Ok(HttpResponse::Ok().json(TokenInfoResponse {
+        success: true,
+        data: TokenInfo::new(&account, state.clock.now()),
+    }))
 }

@@ -2,18 +2,21 @@
 //! record a connected account by hand.
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
-use serde::Deserialize;
-use serde_json::json;
 
 use super::{
     auth::{Operator, require_operator},
+    dto::{
+        requests::UsersQuery,
+        resources::{Account, User},
+        responses::{AccountCreated, UserList, UserResponse},
+        schema::ErrorBody,
+    },
     parse_uuid,
 };
 use crate::{
     AppState,
     error::ApiError,
     operator::{self, ManualAccount, PlanChange},
-    views,
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -26,12 +29,15 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
-#[derive(Deserialize)]
-struct UsersQuery {
-    email: Option<String>,
-}
-
-async fn find_users(
+/// Users whose email contains `email`.
+#[utoipa::path(get, path = "/admin/users", tag = "operator", security(("operator_token" = [])),
+    params(UsersQuery),
+    responses(
+        (status = 200, description = "The matching users", body = UserList),
+        (status = 400, description = "`MissingParameter`: no `email`", body = ErrorBody),
+        (status = 401, description = "Missing or wrong operator token", body = ErrorBody),
+    ))]
+pub async fn find_users(
     state: web::Data<AppState>,
     _operator: Operator,
     query: web::Query<UsersQuery>,
@@ -42,11 +48,24 @@ async fn find_users(
         .ok_or_else(|| ApiError::missing_parameter("email"))?;
     super::reject_nul("email", &email)?;
     let users = state.store.find_users_by_email(&email).await?;
-    let users: Vec<_> = users.iter().map(views::user).collect();
-    Ok(HttpResponse::Ok().json(json!({"success": true, "users": users})))
+    Ok(HttpResponse::Ok().json(UserList {
+        success: true,
+        users: users.iter().map(User::from).collect(),
+    }))
 }
 
-async fn set_plan(
+/// Sets a user's plan.
+#[utoipa::path(put, path = "/admin/users/{user_id}/plan", tag = "operator", security(("operator_token" = [])),
+    params(("user_id" = String, Path, description = "The user's id (a UUID)")),
+    request_body = PlanChange,
+    responses(
+        (status = 200, description = "The user, changed", body = UserResponse),
+        (status = 400, description = "Unknown plan or plan type; malformed body", body = ErrorBody),
+        (status = 401, description = "Missing or wrong operator token", body = ErrorBody),
+        (status = 404, description = "`NotFound`: no such user", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+    ))]
+pub async fn set_plan(
     state: web::Data<AppState>,
     _operator: Operator,
     path: web::Path<String>,
@@ -56,10 +75,22 @@ async fn set_plan(
     let user = operator::set_user_plan(&state.store, state.clock.now(), user_id, body.into_inner())
         .await?;
     tracing::info!(user_id = %user.id, plan = %user.plan, "operator set plan");
-    Ok(HttpResponse::Ok().json(json!({"success": true, "user": views::user(&user)})))
+    Ok(HttpResponse::Ok().json(UserResponse {
+        success: true,
+        user: User::from(&user),
+    }))
 }
 
-async fn add_account(
+/// Records a connected account by hand (demos, and until a platform's OAuth lands).
+#[utoipa::path(post, path = "/admin/accounts", tag = "operator", security(("operator_token" = [])),
+    request_body = ManualAccount,
+    responses(
+        (status = 200, description = "The account", body = AccountCreated),
+        (status = 400, description = "Unknown platform or user; malformed body", body = ErrorBody),
+        (status = 401, description = "Missing or wrong operator token", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+    ))]
+pub async fn add_account(
     state: web::Data<AppState>,
     _operator: Operator,
     body: web::Json<ManualAccount>,
@@ -71,5 +102,8 @@ async fn add_account(
         body.into_inner(),
     )
     .await?;
-    Ok(HttpResponse::Ok().json(json!({"success": true, "account": views::account(&account)})))
+    Ok(HttpResponse::Ok().json(AccountCreated {
+        success: true,
+        account: Account::from(&account),
+    }))
 }

@@ -15,16 +15,17 @@
 
 use actix_web::{HttpRequest, HttpResponse, http::header, middleware::from_fn, web};
 use serde::Deserialize;
-use serde_json::json;
 
-use super::auth::{SessionUser, require_session};
+use super::{
+    auth::{SessionUser, require_session},
+    dto::{resources::Account, responses::AccountsConnected, schema::ErrorBody},
+};
 use crate::{
     AppState,
     error::{ApiError, ErrorCode},
     oauth::{LoginRoute, connection::Callback},
     publish::plan::Platform,
     store::StateOwner,
-    views,
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -52,8 +53,9 @@ fn platform_of(raw: &str) -> Result<Platform, ApiError> {
     })
 }
 
-#[derive(Deserialize)]
-struct StartQuery {
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct StartQuery {
     /// Passed to the platform's sign-in page (Google honours it; the simulator signs in as it).
     login_hint: Option<String>,
     /// instagram only: `facebook_login` (default) or `instagram_login`.
@@ -78,8 +80,17 @@ fn route_of(platform: Platform, via: Option<&str>) -> Result<LoginRoute, ApiErro
     }
 }
 
+/// Starts connecting an account: redirects to the platform's authorize page.
+#[utoipa::path(get, path = "/api/connect/{platform}", tag = "accounts", security(("session" = [])),
+    params(("platform" = String, Path, description = "facebook, instagram, threads, tiktok, youtube or x"), StartQuery),
+    responses(
+        (status = 302, description = "To the platform's authorize page",
+            headers(("location" = String, description = "The platform's authorize URL"))),
+        (status = 400, description = "`InvalidPlatform`, or a `via` that does not apply (an HTML page for browsers)", content((ErrorBody = "application/json"), (String = "text/html"))),
+        (status = 401, description = "No valid session", content((ErrorBody = "application/json"), (String = "text/html"))),
+    ))]
 #[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
-async fn start(
+pub async fn start(
     state: web::Data<AppState>,
     session: SessionUser,
     path: web::Path<String>,
@@ -104,8 +115,9 @@ async fn start(
         .finish())
 }
 
-#[derive(Deserialize)]
-struct CallbackQuery {
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct CallbackQuery {
     code: Option<String>,
     state: Option<String>,
     error: Option<String>,
@@ -116,8 +128,17 @@ struct CallbackQuery {
 /// `Accept` that names `text/html` itself counts as a browser (every browser sends it on a
 /// navigation); `*/*`, no header, or `application/json` keep the JSON of the API contract, so
 /// scripts and existing clients see no change.
+#[utoipa::path(get, path = "/api/connect/{platform}/callback", tag = "accounts", security(("session" = [])),
+    params(("platform" = String, Path, description = "The platform the connection started for"), CallbackQuery),
+    responses(
+        (status = 200, description = "The accounts connected (JSON clients)", body = AccountsConnected),
+        (status = 303, description = "Browsers (`Accept: text/html`): to the dashboard's accounts page with a notice",
+            headers(("location" = String))),
+        (status = 400, description = "`InvalidOAuthState`, `ConnectionFailed`, `InvalidPlatform`, `MissingParameter`", content((ErrorBody = "application/json"), (String = "text/html"))),
+        (status = 401, description = "No valid session", content((ErrorBody = "application/json"), (String = "text/html"))),
+    ))]
 #[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
-async fn callback(
+pub async fn callback(
     req: HttpRequest,
     state: web::Data<AppState>,
     session: SessionUser,
@@ -129,12 +150,16 @@ async fn callback(
         return Ok(crate::dashboard::accounts::connect_landing(outcome));
     }
     let (platform, accounts) = outcome?;
-    let connected: Vec<_> = accounts.iter().map(views::account).collect();
-    Ok(HttpResponse::Ok().json(json!({
-        "success": true,
-        "message": format!("Connected {} {} account(s)", connected.len(), platform.as_str()),
-        "accounts": connected,
-    })))
+    let connected: Vec<_> = accounts.iter().map(Account::from).collect();
+    Ok(HttpResponse::Ok().json(AccountsConnected {
+        success: true,
+        message: format!(
+            "Connected {} {} account(s)",
+            connected.len(),
+            platform.as_str()
+        ),
+        accounts: connected,
+    }))
 }
 
 /// Finishes a connection: checks the state, exchanges the code, stores the accounts.

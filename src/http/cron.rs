@@ -10,9 +10,12 @@ use std::collections::HashSet;
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
 use chrono::{DateTime, Duration, NaiveDate, Utc};
-use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::dto::{
+    requests::{BackfillBody, CollectQuery, DaysQuery},
+    responses::{CollectionStatus, MissingDates, Snapshot},
+};
 use super::{
     auth::{CronCaller, require_operator_or_api_key},
     parse_uuid,
@@ -40,13 +43,16 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
-#[derive(Deserialize)]
-struct DaysQuery {
-    days: Option<String>,
-    account_id: Option<String>,
-}
-
-async fn collection_status(
+/// The collected snapshots of the last `days` days.
+#[utoipa::path(get, path = "/api/cron/collection-status", tag = "cron", security(("operator_token" = []), ("api_key" = [])),
+    params(DaysQuery), responses(
+        (status = 200, description = "Done", body = super::dto::responses::CollectionStatus),
+        (status = 400, description = "A bad parameter", body = super::dto::schema::ErrorBody),
+        (status = 401, description = "Missing or wrong operator token or API key", body = super::dto::schema::ErrorBody),
+        (status = 404, description = "`AccountNotFound`", body = super::dto::schema::ErrorBody),
+        (status = 429, description = "Rate limited", body = super::dto::responses::TooManyRequests),
+    ))]
+pub async fn collection_status(
     state: web::Data<AppState>,
     caller: CronCaller,
     query: web::Query<DaysQuery>,
@@ -60,34 +66,41 @@ async fn collection_status(
         .await?;
     let unique_dates: HashSet<&str> = rows.iter().map(|r| r.snapshot_date.as_str()).collect();
     let unique_accounts: HashSet<uuid::Uuid> = rows.iter().map(|r| r.account_id).collect();
-    let history: Vec<Value> = rows
+    let history = rows
         .iter()
-        .map(|row| {
-            json!({
-                "snapshot_date_str": row.snapshot_date,
-                "account_id": row.account_id,
-                "platform": row.platform,
-                "page_name": row.page_name,
-                "posts_count": row.posts_count,
-                "page_metrics": row.page_metrics,
-                "failed_metrics": row.failed_metrics,
-                "collected_at": row.collected_at.map(http_date),
-                "status": row.status,
-                "error": row.error,
-            })
+        .map(|row| Snapshot {
+            snapshot_date_str: row.snapshot_date.clone(),
+            account_id: row.account_id,
+            platform: row.platform,
+            page_name: row.page_name.clone(),
+            posts_count: row.posts_count,
+            page_metrics: row.page_metrics.clone(),
+            failed_metrics: row.failed_metrics.clone(),
+            collected_at: row.collected_at.map(http_date),
+            status: row.status.clone(),
+            error: row.error.clone(),
         })
         .collect();
-    Ok(HttpResponse::Ok().json(json!({
-        "success": true,
-        "days": days,
-        "total_snapshots": rows.len(),
-        "unique_dates": unique_dates.len(),
-        "unique_accounts": unique_accounts.len(),
-        "history": history,
-    })))
+    Ok(HttpResponse::Ok().json(CollectionStatus {
+        success: true,
+        days,
+        total_snapshots: rows.len(),
+        unique_dates: unique_dates.len(),
+        unique_accounts: unique_accounts.len(),
+        history,
+    }))
 }
 
-async fn check_missing(
+/// The dates among the last `days` with no collected snapshot.
+#[utoipa::path(get, path = "/api/cron/check-missing", tag = "cron", security(("operator_token" = []), ("api_key" = [])),
+    params(DaysQuery), responses(
+        (status = 200, description = "Done", body = super::dto::responses::MissingDates),
+        (status = 400, description = "A bad parameter", body = super::dto::schema::ErrorBody),
+        (status = 401, description = "Missing or wrong operator token or API key", body = super::dto::schema::ErrorBody),
+        (status = 404, description = "`AccountNotFound`", body = super::dto::schema::ErrorBody),
+        (status = 429, description = "Rate limited", body = super::dto::responses::TooManyRequests),
+    ))]
+pub async fn check_missing(
     state: web::Data<AppState>,
     caller: CronCaller,
     query: web::Query<DaysQuery>,
@@ -95,14 +108,14 @@ async fn check_missing(
     let account = find_account(&state, &caller, query.account_id.as_deref()).await?;
     let days = days_param(query.days.as_deref(), DEFAULT_CHECK_DAYS)?;
     let missing = missing_dates(&state, &account, days).await?;
-    Ok(HttpResponse::Ok().json(json!({
-        "success": true,
-        "account_id": account.id,
-        "page_name": account.display_name,
-        "days_checked": days,
-        "missing_dates_count": missing.len(),
-        "missing_dates": missing,
-    })))
+    Ok(HttpResponse::Ok().json(MissingDates {
+        success: true,
+        account_id: account.id,
+        page_name: account.display_name.clone(),
+        days_checked: days,
+        missing_dates_count: missing.len(),
+        missing_dates: missing,
+    }))
 }
 
 /// The dates (`YYYY-MM-DD`, oldest first) among the `days` ending yesterday for which the
@@ -135,13 +148,16 @@ pub async fn missing_dates(
         .collect())
 }
 
-#[derive(Deserialize)]
-struct BackfillBody {
-    account_id: Option<String>,
-    missing_dates: Option<Vec<String>>,
-}
-
-async fn backfill(
+/// Collects the given dates again for one account.
+#[utoipa::path(post, path = "/api/cron/backfill", tag = "cron", security(("operator_token" = []), ("api_key" = [])),
+    request_body = BackfillBody, responses(
+        (status = 200, description = "Done", body = super::dto::responses::CronRun),
+        (status = 400, description = "A bad parameter; malformed body", body = super::dto::schema::ErrorBody),
+        (status = 401, description = "Missing or wrong operator token or API key", body = super::dto::schema::ErrorBody),
+        (status = 404, description = "`AccountNotFound`", body = super::dto::schema::ErrorBody),
+        (status = 429, description = "Rate limited", body = super::dto::responses::TooManyRequests),
+    ))]
+pub async fn backfill(
     state: web::Data<AppState>,
     caller: CronCaller,
     body: web::Json<BackfillBody>,
@@ -220,13 +236,16 @@ pub async fn backfill_account(
     Ok(results)
 }
 
-#[derive(Deserialize)]
-struct CollectQuery {
-    date: Option<String>,
-    account_id: Option<String>,
-}
-
-async fn collect_performance(
+/// Collects one day's figures (default yesterday) for every account in scope.
+#[utoipa::path(post, path = "/api/cron/collect-performance", tag = "cron", security(("operator_token" = []), ("api_key" = [])),
+    params(CollectQuery), responses(
+        (status = 200, description = "Done", body = super::dto::responses::CronRun),
+        (status = 400, description = "A bad parameter", body = super::dto::schema::ErrorBody),
+        (status = 401, description = "Missing or wrong operator token or API key", body = super::dto::schema::ErrorBody),
+        (status = 404, description = "`AccountNotFound`", body = super::dto::schema::ErrorBody),
+        (status = 429, description = "Rate limited", body = super::dto::responses::TooManyRequests),
+    ))]
+pub async fn collect_performance(
     state: web::Data<AppState>,
     caller: CronCaller,
     query: web::Query<CollectQuery>,

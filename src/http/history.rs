@@ -1,11 +1,14 @@
 //! `GET /api/published-posts` (session; spec §2.5, §4.10): the publishing history, newest first.
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
-use serde::Deserialize;
-use serde_json::json;
 
-use super::auth::{SessionUser, require_session};
-use crate::{AppState, error::ApiError, views};
+use super::{
+    auth::{SessionUser, require_session},
+    dto::{
+        requests::HistoryQuery, resources::Submission, responses::PublishedPosts, schema::ErrorBody,
+    },
+};
+use crate::{AppState, error::ApiError};
 
 const DEFAULT_LIMIT: i64 = 20;
 const MAX_LIMIT: i64 = 100;
@@ -16,12 +19,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .wrap(from_fn(require_session))
             .route(web::get().to(published_posts)),
     );
-}
-
-#[derive(Deserialize)]
-struct HistoryQuery {
-    limit: Option<i64>,
-    offset: Option<i64>,
 }
 
 /// `limit` above the maximum is clamped to it; a `limit` below 1 or a negative `offset` is refused.
@@ -37,8 +34,16 @@ fn page_bounds(query: &HistoryQuery) -> Result<(u64, u64), ApiError> {
     Ok((limit.min(MAX_LIMIT) as u64, offset as u64))
 }
 
+/// The caller's publishing history, newest first (§4.10).
+#[utoipa::path(get, path = "/api/published-posts", tag = "history", security(("session" = [])),
+    params(HistoryQuery),
+    responses(
+        (status = 200, description = "A page of the history", body = PublishedPosts),
+        (status = 400, description = "`limit` below 1, negative `offset`, or not a number", body = ErrorBody),
+        (status = 401, description = "No valid session", body = ErrorBody),
+    ))]
 #[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
-async fn published_posts(
+pub async fn published_posts(
     state: web::Data<AppState>,
     session: SessionUser,
     query: web::Query<HistoryQuery>,
@@ -48,13 +53,12 @@ async fn published_posts(
         .store
         .list_submissions(session.user.id, limit, offset)
         .await?;
-    let posts: Vec<_> = rows.iter().map(views::submission).collect();
-    Ok(HttpResponse::Ok().json(json!({
-        "posts": posts,
-        "total": total,
-        "limit": limit,
-        "offset": offset,
-    })))
+    Ok(HttpResponse::Ok().json(PublishedPosts {
+        posts: rows.iter().map(Submission::from).collect(),
+        total,
+        limit,
+        offset,
+    }))
 }
 
 #[cfg(test)]

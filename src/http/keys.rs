@@ -1,8 +1,6 @@
 //! API-key management (session): `GET/POST /api/keys`, `DELETE /api/keys/{id}` (spec §2.1, §4.11).
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
-use serde::Deserialize;
-use serde_json::json;
 
 use super::{
     auth::{SessionUser, require_session},
@@ -11,7 +9,13 @@ use super::{
 use crate::{
     AppState, crypto,
     error::{ApiError, ErrorCode},
-    views,
+};
+
+use super::dto::{
+    requests::CreateKeyRequest,
+    resources::ApiKey,
+    responses::{KeyCreated, KeyDeleted, KeyList},
+    schema::ErrorBody,
 };
 
 /// Longest key name accepted (characters).
@@ -31,23 +35,34 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
+/// The caller's active API keys.
+#[utoipa::path(get, path = "/api/keys", tag = "keys", security(("session" = [])),
+    responses(
+        (status = 200, description = "The active keys", body = KeyList),
+        (status = 401, description = "No valid session", body = ErrorBody),
+    ))]
 #[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
-async fn list_keys(
+pub async fn list_keys(
     state: web::Data<AppState>,
     session: SessionUser,
 ) -> Result<HttpResponse, ApiError> {
     let keys = state.store.list_active_keys(session.user.id).await?;
-    let keys: Vec<_> = keys.iter().map(views::api_key).collect();
-    Ok(HttpResponse::Ok().json(json!({ "keys": keys })))
+    let keys = keys.iter().map(ApiKey::from).collect();
+    Ok(HttpResponse::Ok().json(KeyList { keys }))
 }
 
-#[derive(Deserialize)]
-struct CreateKeyRequest {
-    name: Option<String>,
-}
-
+/// Creates an API key; the full key is in this answer only.
+#[utoipa::path(post, path = "/api/keys", tag = "keys", security(("session" = [])),
+    request_body = CreateKeyRequest,
+    responses(
+        (status = 200, description = "Created", body = KeyCreated),
+        (status = 400, description = "Missing, empty or too long name; too many keys; malformed body", body = ErrorBody),
+        (status = 401, description = "No valid session", body = ErrorBody),
+        (status = 403, description = "Cross-site request", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+    ))]
 #[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
-async fn create_key(
+pub async fn create_key(
     state: web::Data<AppState>,
     session: SessionUser,
     body: web::Json<CreateKeyRequest>,
@@ -57,12 +72,12 @@ async fn create_key(
         .name
         .ok_or_else(|| ApiError::missing_parameter("name"))?;
     let (full, stored) = create_api_key(&state, session.user.id, &name).await?;
-    Ok(HttpResponse::Ok().json(json!({
-        "success": true,
-        "message": "API key created. Copy it now: it will not be shown again.",
-        "api_key": full,
-        "key": views::api_key(&stored),
-    })))
+    Ok(HttpResponse::Ok().json(KeyCreated {
+        success: true,
+        message: "API key created. Copy it now: it will not be shown again.".to_string(),
+        api_key: full,
+        key: ApiKey::from(&stored),
+    }))
 }
 
 /// Why a key could not be created: each is the user's to fix, except `Internal`.
@@ -124,8 +139,17 @@ pub async fn create_api_key(
     Ok((key.full, stored))
 }
 
+/// Deactivates one of the caller's keys.
+#[utoipa::path(delete, path = "/api/keys/{id}", tag = "keys", security(("session" = [])),
+    params(("id" = String, Path, description = "The key's id (a UUID)")),
+    responses(
+        (status = 200, description = "Deleted", body = KeyDeleted),
+        (status = 401, description = "No valid session", body = ErrorBody),
+        (status = 403, description = "Cross-site request", body = ErrorBody),
+        (status = 404, description = "`KeyNotFound`: unknown, foreign or already deleted", body = ErrorBody),
+    ))]
 #[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
-async fn delete_key(
+pub async fn delete_key(
     state: web::Data<AppState>,
     session: SessionUser,
     path: web::Path<String>,
@@ -139,9 +163,9 @@ async fn delete_key(
     if !deleted {
         return Err(not_found());
     }
-    Ok(HttpResponse::Ok().json(json!({
-        "success": true,
-        "message": "API key deleted",
-        "id": key_id,
-    })))
+    Ok(HttpResponse::Ok().json(KeyDeleted {
+        success: true,
+        message: "API key deleted".to_string(),
+        id: key_id,
+    }))
 }

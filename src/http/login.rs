@@ -15,17 +15,22 @@ use actix_web::{
 };
 use chrono::Duration;
 use serde::Deserialize;
-use serde_json::json;
 
 use url::{Position, Url};
 
-use super::auth::{SESSION_COOKIE, SessionUser, require_same_origin, require_session};
+use super::{
+    auth::{SESSION_COOKIE, SessionUser, require_same_origin, require_session},
+    dto::{
+        resources::User,
+        responses::{Done, UserResponse},
+        schema::ErrorBody,
+    },
+};
 use crate::{
     AppState,
     crypto::{self, Pkce},
     error::ApiError,
     oidc::OidcError,
-    views,
 };
 
 /// How long a sign-in may take between `/auth/login` and the callback.
@@ -303,11 +308,20 @@ async fn logout(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResp
     }
     Ok(HttpResponse::Ok()
         .cookie(removal)
-        .json(json!({"success": true, "message": "Signed out"})))
+        .json(Done::new("Signed out")))
 }
 
-async fn me(session: SessionUser) -> HttpResponse {
-    HttpResponse::Ok().json(json!({"success": true, "user": views::user(&session.user)}))
+/// The signed-in user.
+#[utoipa::path(get, path = "/auth/me", tag = "auth", security(("session" = [])),
+    responses(
+        (status = 200, description = "The signed-in user", body = UserResponse),
+        (status = 401, description = "No valid session", body = ErrorBody),
+    ))]
+pub async fn me(session: SessionUser) -> HttpResponse {
+    HttpResponse::Ok().json(UserResponse {
+        success: true,
+        user: User::from(&session.user),
+    })
 }
 
 #[cfg(test)]

@@ -10,11 +10,14 @@ pub mod auth;
 pub mod body_deadline;
 pub mod connect;
 pub mod cron;
+pub mod docs;
+pub mod dto;
 pub mod history;
 pub mod idle_watch;
 pub mod keys;
 pub mod login;
 pub mod middleware;
+pub mod openapi;
 pub mod ops;
 pub mod performance;
 pub mod posts;
@@ -27,7 +30,6 @@ use actix_web::{
     error::{JsonPayloadError, PathError, QueryPayloadError},
     web,
 };
-use serde_json::json;
 
 pub use self::middleware::{catalogue_error_for_status, json_error_handlers};
 use crate::error::{ApiError, ErrorCode};
@@ -53,16 +55,25 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     // Before `admin`: its `/admin` scope would otherwise take `/admin/actors`.
     ops::configure(cfg);
     admin::configure(cfg);
+    openapi::configure(cfg);
 }
 
 /// Liveness and database reachability.
-async fn health(state: web::Data<crate::AppState>) -> HttpResponse {
+#[utoipa::path(get, path = "/health", tag = "ops",
+    responses(
+        (status = 200, description = "Up, database reachable", body = dto::responses::Health),
+        (status = 503, description = "Database unreachable (`degraded`)", body = dto::responses::Health),
+    ))]
+pub async fn health(state: web::Data<crate::AppState>) -> HttpResponse {
+    let health = |status: &str, database: &str| dto::responses::Health {
+        status: status.to_string(),
+        database: database.to_string(),
+    };
     match state.store.ping().await {
-        Ok(()) => HttpResponse::Ok().json(json!({"status": "ok", "database": "ok"})),
+        Ok(()) => HttpResponse::Ok().json(health("ok", "ok")),
         Err(err) => {
             tracing::warn!(error = %err, "health: database unreachable");
-            HttpResponse::ServiceUnavailable()
-                .json(json!({"status": "degraded", "database": "unreachable"}))
+            HttpResponse::ServiceUnavailable().json(health("degraded", "unreachable"))
         }
     }
 }

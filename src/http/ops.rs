@@ -5,9 +5,14 @@
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
-use super::auth::{Operator, require_operator};
+use super::{
+    auth::{Operator, require_operator},
+    dto::{
+        responses::{Liveness, OpenObject, Readiness, ReadinessChecks},
+        schema::ErrorBody,
+    },
+};
 use crate::{
     AppState,
     actors::{
@@ -37,38 +42,52 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 /// The process is alive and serving.
-async fn healthz() -> HttpResponse {
-    HttpResponse::Ok().json(json!({"status": "ok"}))
+#[utoipa::path(get, path = "/healthz", tag = "ops",
+    responses((status = 200, description = "Alive", body = Liveness)))]
+pub async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().json(Liveness {
+        status: "ok".to_string(),
+    })
 }
 
 /// Ready for traffic: the database answers, migrations are applied, the supervisor's, the
 /// scheduler's, the collector's and the reconciler's actors run. Says which check failed, never
 /// why (no internals).
-async fn readyz(state: web::Data<AppState>) -> HttpResponse {
+#[utoipa::path(get, path = "/readyz", tag = "ops",
+    responses(
+        (status = 200, description = "Ready", body = Readiness),
+        (status = 503, description = "Not ready: the failed checks say `failed`", body = Readiness),
+    ))]
+pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     let database = state.store.ping().await.is_ok();
     let migrations = database && matches!(state.store.pending_migrations().await, Ok(0));
     let supervisor = state.supervisor.is_running();
-    let mut checks = json!({
-        "database": if database { "ok" } else { "failed" },
-        "migrations": if migrations { "ok" } else { "failed" },
-        "supervisor": if supervisor { "ok" } else { "failed" },
-    });
+    let verdict = |ok: bool| if ok { "ok" } else { "failed" };
     let mut ready = database && migrations && supervisor;
-    if state.config.scheduler.enabled {
+    let scheduler = state.config.scheduler.enabled.then(|| {
         let scheduler = state.background.scheduler().is_some_and(|a| a.connected());
-        checks["scheduler"] = json!(if scheduler { "ok" } else { "failed" });
         ready &= scheduler;
-    }
-    if state.config.collector.enabled {
+        verdict(scheduler)
+    });
+    let collector = state.config.collector.enabled.then(|| {
         let collector = state.background.collector().is_some_and(|a| a.connected());
-        checks["collector"] = json!(if collector { "ok" } else { "failed" });
         ready &= collector;
-    }
+        verdict(collector)
+    });
     // Always running: unconfirmed publishes are checked whatever the scheduler's setting.
     let reconciler = state.background.reconciler().is_some_and(|a| a.connected());
-    checks["reconciler"] = json!(if reconciler { "ok" } else { "failed" });
     ready &= reconciler;
-    let body = json!({"status": if ready { "ready" } else { "not_ready" }, "checks": checks});
+    let body = Readiness {
+        status: if ready { "ready" } else { "not_ready" }.to_string(),
+        checks: ReadinessChecks {
+            database: verdict(database),
+            migrations: verdict(migrations),
+            supervisor: verdict(supervisor),
+            scheduler,
+            collector,
+            reconciler: verdict(reconciler),
+        },
+    };
     if ready {
         HttpResponse::Ok().json(body)
     } else {
@@ -76,7 +95,13 @@ async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     }
 }
 
-async fn metrics(state: web::Data<AppState>, _operator: Operator) -> HttpResponse {
+/// Prometheus metrics (text exposition format).
+#[utoipa::path(get, path = "/metrics", tag = "ops", security(("operator_token" = [])),
+    responses(
+        (status = 200, description = "Prometheus text", content_type = "text/plain", body = String),
+        (status = 401, description = "Missing or wrong operator token", body = ErrorBody),
+    ))]
+pub async fn metrics(state: web::Data<AppState>, _operator: Operator) -> HttpResponse {
     let (open, idle) = state.store.pool_stats();
     let metrics = &state.metrics;
     metrics.gauge_set("db_pool_connections", &[("state", "idle")], idle as i64);
@@ -90,9 +115,12 @@ async fn metrics(state: web::Data<AppState>, _operator: Operator) -> HttpRespons
         .body(metrics.render())
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct ActorsQuery {
+    /// Only this platform's actors.
     pub platform: Option<String>,
+    /// Only actors in this state: `idle`, `publishing`, `backing_off` or `token_invalid`.
     pub state: Option<String>,
 }
 
@@ -165,7 +193,16 @@ pub(crate) async fn view(state: &AppState, query: &ActorsQuery) -> Result<Actors
     })
 }
 
-async fn actors(
+/// Every account actor's health, and the scheduler's, collector's, reconciler's and token
+/// keeper's status (each `null` when not running).
+#[utoipa::path(get, path = "/api/admin/actors", tag = "ops", security(("operator_token" = [])),
+    params(ActorsQuery),
+    responses(
+        (status = 200, description = "The actor view", body = ActorsViewDoc),
+        (status = 400, description = "Unknown `state`", body = ErrorBody),
+        (status = 401, description = "Missing or wrong operator token", body = ErrorBody),
+    ))]
+pub(crate) async fn actors(
     state: web::Data<AppState>,
     _operator: Operator,
     query: web::Query<ActorsQuery>,
@@ -176,7 +213,10 @@ async fn actors(
 /// `GET /admin/actors`: the old token-in-query page went away (issue 14); operators sign in
 /// through the identity provider and find the same view, filterable and refreshing, at
 /// `/dashboard/operator`. Nothing is served here, whoever asks.
-async fn actors_page() -> HttpResponse {
+#[utoipa::path(get, path = "/admin/actors", tag = "ops",
+    responses((status = 303, description = "To `/dashboard/operator`",
+        headers(("location" = String, description = "`/dashboard/operator`")))))]
+pub async fn actors_page() -> HttpResponse {
     HttpResponse::SeeOther()
         .insert_header((actix_web::http::header::LOCATION, OPERATOR_PAGE))
         .finish()
@@ -184,3 +224,19 @@ async fn actors_page() -> HttpResponse {
 
 /// Where the actor view now lives for people.
 pub const OPERATOR_PAGE: &str = "/dashboard/operator";
+
+/// The schema of [`ActorsView`]: its parts are the actors' own status types, documented here as
+/// open objects.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)] // Only its schema is used.
+pub struct ActorsViewDoc {
+    success: bool,
+    count: usize,
+    /// One per account actor: `account_id`, `platform`, `name`, `state`, `queue_depth`,
+    /// `published`, `failed`, `limiter`, `started_at`, ….
+    actors: Vec<OpenObject>,
+    scheduler: Option<OpenObject>,
+    collector: Option<OpenObject>,
+    reconciler: Option<OpenObject>,
+    token_keeper: Option<OpenObject>,
+}

@@ -6,7 +6,6 @@
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
 use chrono::{Duration, NaiveDate};
-use serde::Deserialize;
 
 use super::{
     auth::{ApiCaller, require_api_key},
@@ -40,17 +39,23 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
-#[derive(Deserialize)]
-struct PerformanceQuery {
-    account_id: Option<String>,
-    platform: Option<String>,
-    period: Option<String>,
-    since: Option<String>,
-    until: Option<String>,
-    limit: Option<String>,
-}
+pub use super::dto::requests::PerformanceQuery;
 
-async fn metrics(
+/// The metrics the account's platform offers.
+#[utoipa::path(get, path = "/api/performance/metrics", tag = "performance", security(("api_key" = [])),
+    params(PerformanceQuery),
+    responses(
+        (status = 200, description = "The platform's figures", body = super::dto::responses::PerformanceBody),
+        (status = 400, description = "A bad parameter, or no metrics for this platform", body = super::dto::responses::PerformanceError),
+        (status = 401, description = "Missing or invalid API key; the account's token expired or was revoked", body = super::dto::responses::PerformanceError),
+        (status = 403, description = "The platform refused (permissions)", body = super::dto::responses::PerformanceError),
+        (status = 404, description = "No such account", body = super::dto::responses::PerformanceError),
+        (status = 429, description = "Rate limited (ours or the platform's)", body = super::dto::responses::PerformanceError),
+        (status = 500, description = "The platform failed", body = super::dto::responses::PerformanceError),
+        (status = 503, description = "Unavailable", body = super::dto::responses::PerformanceError),
+        (status = 504, description = "The platform timed out", body = super::dto::responses::PerformanceError),
+    ))]
+pub async fn metrics(
     state: web::Data<AppState>,
     caller: ApiCaller,
     query: web::Query<PerformanceQuery>,
@@ -63,7 +68,21 @@ async fn metrics(
     Ok(HttpResponse::Ok().json(body))
 }
 
-async fn account(
+/// The account's figures over a date range.
+#[utoipa::path(get, path = "/api/performance/account", tag = "performance", security(("api_key" = [])),
+    params(PerformanceQuery),
+    responses(
+        (status = 200, description = "The platform's figures", body = super::dto::responses::PerformanceBody),
+        (status = 400, description = "A bad parameter, or no metrics for this platform", body = super::dto::responses::PerformanceError),
+        (status = 401, description = "Missing or invalid API key; the account's token expired or was revoked", body = super::dto::responses::PerformanceError),
+        (status = 403, description = "The platform refused (permissions)", body = super::dto::responses::PerformanceError),
+        (status = 404, description = "No such account", body = super::dto::responses::PerformanceError),
+        (status = 429, description = "Rate limited (ours or the platform's)", body = super::dto::responses::PerformanceError),
+        (status = 500, description = "The platform failed", body = super::dto::responses::PerformanceError),
+        (status = 503, description = "Unavailable", body = super::dto::responses::PerformanceError),
+        (status = 504, description = "The platform timed out", body = super::dto::responses::PerformanceError),
+    ))]
+pub async fn account(
     state: web::Data<AppState>,
     caller: ApiCaller,
     query: web::Query<PerformanceQuery>,
@@ -75,7 +94,21 @@ async fn account(
     .await
 }
 
-async fn posts(
+/// The account's recent posts with their figures.
+#[utoipa::path(get, path = "/api/performance/posts", tag = "performance", security(("api_key" = [])),
+    params(PerformanceQuery),
+    responses(
+        (status = 200, description = "The platform's figures", body = super::dto::responses::PerformanceBody),
+        (status = 400, description = "A bad parameter, or no metrics for this platform", body = super::dto::responses::PerformanceError),
+        (status = 401, description = "Missing or invalid API key; the account's token expired or was revoked", body = super::dto::responses::PerformanceError),
+        (status = 403, description = "The platform refused (permissions)", body = super::dto::responses::PerformanceError),
+        (status = 404, description = "No such account", body = super::dto::responses::PerformanceError),
+        (status = 429, description = "Rate limited (ours or the platform's)", body = super::dto::responses::PerformanceError),
+        (status = 500, description = "The platform failed", body = super::dto::responses::PerformanceError),
+        (status = 503, description = "Unavailable", body = super::dto::responses::PerformanceError),
+        (status = 504, description = "The platform timed out", body = super::dto::responses::PerformanceError),
+    ))]
+pub async fn posts(
     state: web::Data<AppState>,
     caller: ApiCaller,
     query: web::Query<PerformanceQuery>,
@@ -88,7 +121,21 @@ async fn posts(
     .await
 }
 
-async fn post(
+/// One post's figures.
+#[utoipa::path(get, path = "/api/performance/post/{post_id}", tag = "performance", security(("api_key" = [])),
+    params(("post_id" = String, Path, description = "The platform's post id"), PerformanceQuery),
+    responses(
+        (status = 200, description = "The platform's figures", body = super::dto::responses::PerformanceBody),
+        (status = 400, description = "A bad parameter, or no metrics for this platform", body = super::dto::responses::PerformanceError),
+        (status = 401, description = "Missing or invalid API key; the account's token expired or was revoked", body = super::dto::responses::PerformanceError),
+        (status = 403, description = "The platform refused (permissions)", body = super::dto::responses::PerformanceError),
+        (status = 404, description = "No such account or post", body = super::dto::responses::PerformanceError),
+        (status = 429, description = "Rate limited (ours or the platform's)", body = super::dto::responses::PerformanceError),
+        (status = 500, description = "The platform failed", body = super::dto::responses::PerformanceError),
+        (status = 503, description = "Unavailable", body = super::dto::responses::PerformanceError),
+        (status = 504, description = "The platform timed out", body = super::dto::responses::PerformanceError),
+    ))]
+pub async fn post(
     state: web::Data<AppState>,
     caller: ApiCaller,
     path: web::Path<String>,

@@ -15,7 +15,26 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
-async fn create_post(
+/// Publishes a post now, or schedules it with `content.scheduledAt` (§4.1).
+#[utoipa::path(post, path = "/v2/posts", tag = "posts", security(("api_key" = [])),
+    request_body = super::dto::requests::CreatePostRequest,
+    responses(
+        (status = 200, description = "Published (`data`) or scheduled (`scheduled: true`)",
+            body = super::dto::responses::PostOutcome),
+        (status = 202, description = "`PublishUnconfirmed`: still processing on the platform; the outcome lands in the history. Do not retry.",
+            body = super::dto::schema::ErrorBody),
+        (status = 400, description = "A refused request: `InvalidRequest`, `MissingParameter`, `InvalidAccountId`, `AccountDisabled`, `InvalidPlatform`, `TextRequired`, `TextTooLong`, `InvalidTextFormat`, `MediaRequired`, `InvalidMediaUrl`, `InvalidMediaType`, `MediaTooLarge`, `MediaDownloadFailed`, `InvalidCarouselSize`",
+            body = super::dto::schema::ErrorBody),
+        (status = 401, description = "`InvalidApiKey`; or the account's token: `TokenExpired`, `InvalidToken`", body = super::dto::schema::ErrorBody),
+        (status = 403, description = "`InsufficientPermissions` on the platform", body = super::dto::schema::ErrorBody),
+        (status = 413, description = "Body too large", body = super::dto::schema::ErrorBody),
+        (status = 429, description = "`RateLimitExceeded` (catalogue body), or the Free plan's `UsageLimitExceeded` (its own body)",
+            body = super::dto::responses::TooManyRequests),
+        (status = 500, description = "`PublishingFailed`, `VideoProcessingFailed`, `CarouselCreationFailed`, `InternalServerError`", body = super::dto::schema::ErrorBody),
+        (status = 503, description = "`ServiceUnavailable`", body = super::dto::schema::ErrorBody),
+        (status = 504, description = "`Timeout`", body = super::dto::schema::ErrorBody),
+    ))]
+pub async fn create_post(
     state: web::Data<AppState>,
     caller: ApiCaller,
     body: web::Json<Value>,

@@ -2,11 +2,15 @@
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
 use entity::scheduled_post::ScheduledStatus;
-use serde::Deserialize;
-use serde_json::json;
 
 use super::{
     auth::{ApiCaller, require_api_key},
+    dto::{
+        requests::ScheduledListQuery,
+        resources::ScheduledPost,
+        responses::{ScheduledPostCancelled, ScheduledPosts},
+        schema::ErrorBody,
+    },
     parse_uuid,
 };
 use crate::{
@@ -14,7 +18,6 @@ use crate::{
     error::{ApiError, ErrorCode},
     publish::plan::Platform,
     store::CancelOutcome,
-    views,
 };
 
 const DEFAULT_LIMIT: i64 = 50;
@@ -33,17 +36,19 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
-#[derive(Deserialize)]
-struct ListQuery {
-    status: Option<String>,
-    platform: Option<String>,
-    limit: Option<i64>,
-}
-
-async fn list(
+/// The key owner's scheduled posts (§4.2).
+#[utoipa::path(get, path = "/api/scheduled-posts", tag = "scheduled", security(("api_key" = [])),
+    params(ScheduledListQuery),
+    responses(
+        (status = 200, description = "The scheduled posts", body = ScheduledPosts),
+        (status = 400, description = "Unknown `status` or `platform` (`InvalidPlatform`), `limit` below 1", body = ErrorBody),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody),
+    ))]
+pub async fn list(
     state: web::Data<AppState>,
     caller: ApiCaller,
-    query: web::Query<ListQuery>,
+    query: web::Query<ScheduledListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let status = match query.status.as_deref().filter(|s| !s.is_empty()) {
         None => None,
@@ -74,15 +79,25 @@ async fn list(
             limit.min(MAX_LIMIT) as u64,
         )
         .await?;
-    let posts: Vec<_> = rows.iter().map(views::scheduled_post).collect();
-    Ok(HttpResponse::Ok().json(json!({
-        "success": true,
-        "count": posts.len(),
-        "posts": posts,
-    })))
+    let posts: Vec<_> = rows.iter().map(ScheduledPost::from).collect();
+    Ok(HttpResponse::Ok().json(ScheduledPosts {
+        success: true,
+        count: posts.len(),
+        posts,
+    }))
 }
 
-async fn cancel(
+/// Cancels a scheduled post still `scheduled` (§4.3).
+#[utoipa::path(delete, path = "/api/scheduled-posts/{id}", tag = "scheduled", security(("api_key" = [])),
+    params(("id" = String, Path, description = "The scheduled post's id (a UUID)")),
+    responses(
+        (status = 200, description = "Cancelled", body = ScheduledPostCancelled),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "`ScheduledPostNotFound`", body = ErrorBody),
+        (status = 409, description = "`ScheduledPostNotCancellable`: no longer `scheduled`", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody),
+    ))]
+pub async fn cancel(
     state: web::Data<AppState>,
     caller: ApiCaller,
     id: web::Path<String>,
@@ -99,11 +114,11 @@ async fn cancel(
         .cancel_scheduled(caller.user.id, post_id)
         .await?
     {
-        CancelOutcome::Cancelled => Ok(HttpResponse::Ok().json(json!({
-            "success": true,
-            "message": "Scheduled post cancelled",
-            "scheduledPostId": post_id,
-        }))),
+        CancelOutcome::Cancelled => Ok(HttpResponse::Ok().json(ScheduledPostCancelled {
+            success: true,
+            message: "Scheduled post cancelled".to_string(),
+            scheduled_post_id: post_id,
+        })),
         CancelOutcome::NotFound => Err(not_found()),
         CancelOutcome::NotCancellable(status) => Err(ApiError::new(
             ErrorCode::ScheduledPostNotCancellable,

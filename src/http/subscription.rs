@@ -1,10 +1,16 @@
 //! `GET /api/subscription/status` (session; spec §2.6, §4.12).
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
-use serde_json::json;
 
-use super::auth::{SessionUser, require_session};
-use crate::{AppState, error::ApiError, usage, views};
+use super::{
+    auth::{SessionUser, require_session},
+    dto::{
+        iso,
+        responses::{ApiUsage, Subscription, SubscriptionStatus},
+        schema::ErrorBody,
+    },
+};
+use crate::{AppState, error::ApiError, usage};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -14,8 +20,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
+/// The caller's plan and this period's usage (§4.12).
+#[utoipa::path(get, path = "/api/subscription/status", tag = "account", security(("session" = [])),
+    responses(
+        (status = 200, description = "Plan and usage", body = SubscriptionStatus),
+        (status = 401, description = "No valid session", body = ErrorBody),
+    ))]
 #[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
-async fn subscription_status(
+pub async fn subscription_status(
     state: web::Data<AppState>,
     session: SessionUser,
 ) -> Result<HttpResponse, ApiError> {
@@ -27,26 +39,25 @@ async fn subscription_status(
         limit,
         remaining,
     } = usage_now(&state, user).await?;
-    let mut subscription = json!({
-        "status": plan.subscription_status(),
-        "plan": plan.as_str(),
-    });
-    if plan.is_paid() {
-        subscription["plan_type"] = json!(user.plan_type.as_deref().unwrap_or("monthly"));
-        subscription["current_period_end"] = json!(user.current_period_end.map(views::iso));
-    }
-    Ok(HttpResponse::Ok().json(json!({
-        "success": true,
-        "subscription": subscription,
-        "api_usage": {
-            "current_usage": used,
-            "limit": limit,
-            "remaining": remaining,
-            "current_month": period.month_label(),
-            "period_start": views::iso(period.start),
-            "period_end": views::iso(period.end),
+    let paid = plan.is_paid();
+    let subscription = Subscription {
+        status: plan.subscription_status().to_string(),
+        plan: plan.as_str(),
+        plan_type: paid.then(|| user.plan_type.as_deref().unwrap_or("monthly").to_string()),
+        current_period_end: paid.then(|| user.current_period_end.map(iso)),
+    };
+    Ok(HttpResponse::Ok().json(SubscriptionStatus {
+        success: true,
+        subscription,
+        api_usage: ApiUsage {
+            current_usage: used,
+            limit,
+            remaining,
+            current_month: period.month_label(),
+            period_start: iso(period.start),
+            period_end: iso(period.end),
         },
-    })))
+    }))
 }
 
 /// A user's usage of the current period, as `GET /api/subscription/status` and the dashboard

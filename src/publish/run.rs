@@ -68,7 +68,7 @@ pub struct JobResult {
 
 /// What a publish gives back: the `data` of a `POST /v2/posts` answer (spec §2.3). The
 /// scheduler takes the post id from it and the compose page its link; the API serializes it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PublishReceipt {
     pub post_submission_id: Uuid,
     /// The platform's id of the post (the first one of a thread).
@@ -78,6 +78,7 @@ pub struct PublishReceipt {
     pub page_name: String,
     /// Written as the API writes every time (milliseconds, `Z`).
     #[serde(with = "iso_millis")]
+    #[schema(value_type = String, format = DateTime)]
     pub published_at: DateTime<Utc>,
     /// What the post type adds; absent fields are left out of the answer.
     #[serde(flatten)]
@@ -86,21 +87,26 @@ pub struct PublishReceipt {
 
 /// Fields that depend on the post type (spec §2.3), in the answer and in the history's
 /// `result`. Each is left out when it does not apply (never written as `null`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ResultFields {
     /// A facebook album's photos.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(required = false, value_type = u64)]
     pub photo_count: Option<usize>,
     /// A carousel's items (instagram, threads).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(required = false, value_type = u64)]
     pub item_count: Option<usize>,
     /// A thread's posts (threads, x), with their ids in order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(required = false, value_type = u64)]
     pub thread_count: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(required = false, value_type = Vec<String>)]
     pub post_ids: Option<Vec<String>>,
     /// What went wrong after the post was out; only when something did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(required = false, value_type = Vec<String>)]
     pub warnings: Option<Vec<String>>,
 }
 

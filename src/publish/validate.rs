@@ -11,8 +11,10 @@
 //! is covered by table-driven unit tests below.
 
 use chrono::{DateTime, Utc};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use unicode_segmentation::UnicodeSegmentation;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::plan::{
@@ -110,6 +112,90 @@ fn has_nul(value: &Value) -> bool {
     }
 }
 
+/// `POST /v2/posts` (spec §4.1).
+///
+/// Read loosely: each member is kept as the JSON it came as, and
+/// [`parse_request`] converts it (`TryFrom`) into the domain's `PostRequest`,
+/// naming the exact field and rule in each refusal (`MissingParameter` for an absent or `null`
+/// member, `InvalidRequest` / `InvalidTextFormat` for a wrong type). The schema states the types
+/// a valid request has.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct CreatePostRequest {
+    #[schema(required = true, value_type = CreatePost)]
+    pub post: Option<Value>,
+}
+
+/// The `post` member of `POST /v2/posts`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct CreatePost {
+    /// The connected account to publish with.
+    #[serde(rename = "accountId")]
+    #[schema(required = true, value_type = String, format = Uuid)]
+    pub account_id: Option<Value>,
+    #[schema(required = true, value_type = CreatePostContent)]
+    pub content: Option<Value>,
+    #[schema(required = true, value_type = CreatePostTarget)]
+    pub target: Option<Value>,
+    /// TikTok only.
+    #[serde(rename = "tiktokOptions")]
+    #[schema(required = false, value_type = TiktokOptions)]
+    pub tiktok_options: Option<Value>,
+}
+
+/// What to publish.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct CreatePostContent {
+    /// `facebook`, `instagram`, `threads`, `tiktok`, `youtube` or `x`.
+    #[schema(required = true, value_type = String)]
+    pub platform: Option<Value>,
+    /// A string, or an array of strings (a thread on threads and X).
+    #[schema(required = false, value_type = Option<TextOrTexts>)]
+    pub text: Option<Value>,
+    /// One URL, or an array of URLs.
+    #[serde(rename = "mediaUrls")]
+    #[schema(required = false, value_type = Option<TextOrTexts>)]
+    pub media_urls: Option<Value>,
+    /// A video's cover image URL.
+    #[serde(rename = "coverUrl")]
+    #[schema(required = false, value_type = Option<String>)]
+    pub cover_url: Option<Value>,
+    /// When to publish (RFC 3339); absent: now.
+    #[serde(rename = "scheduledAt")]
+    #[schema(required = false, value_type = Option<String>, format = DateTime)]
+    pub scheduled_at: Option<Value>,
+}
+
+/// A string or an array of strings.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum TextOrTexts {
+    One(String),
+    Many(Vec<String>),
+}
+
+/// Where to publish: `targetType` equals `content.platform`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct CreatePostTarget {
+    /// The same platform name as `content.platform`.
+    #[serde(rename = "targetType")]
+    #[schema(required = true, value_type = String)]
+    pub target_type: Option<Value>,
+}
+
+/// TikTok's options.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct TiktokOptions {
+    /// Send to the creator's drafts instead of publishing.
+    #[schema(required = false, value_type = Option<bool>)]
+    pub draft: Option<Value>,
+}
+
+/// Reads a JSON object into one of the loose request types above. Every member is an
+/// `Option<Value>` (unknown members are ignored), so no object can fail to convert.
+fn loose<T: serde::de::DeserializeOwned + Default>(object: &serde_json::Map<String, Value>) -> T {
+    serde_json::from_value(Value::Object(object.clone())).unwrap_or_default()
+}
+
 /// Step 1: the body's shape.
 pub fn parse_request(body: &Value) -> Result<PostRequest, ApiError> {
     if !body.is_object() {
@@ -122,14 +208,23 @@ pub fn parse_request(body: &Value) -> Result<PostRequest, ApiError> {
             "The request body must not contain NUL characters (\\u0000)",
         ));
     }
-    let post = object(body.get("post"), "post")?;
-    let account_id = required_string(post.get("accountId"), "accountId")?;
-    let content = object(post.get("content"), "content")?;
-    let platform_name = required_string(content.get("platform"), "platform")?;
-    let target = object(post.get("target"), "target")?;
-    let target_type = required_string(target.get("targetType"), "targetType")?;
+    let body: CreatePostRequest = body.as_object().map(loose).unwrap_or_default();
+    PostRequest::try_from(body)
+}
 
-    let platform = Platform::parse(platform_name).ok_or_else(|| {
+impl TryFrom<CreatePostRequest> for PostRequest {
+    type Error = ApiError;
+
+    /// The checks in the order the refusals are given (the first failing one answers).
+    fn try_from(body: CreatePostRequest) -> Result<Self, ApiError> {
+        let post: CreatePost = loose(object(body.post.as_ref(), "post")?);
+        let account_id = required_string(post.account_id.as_ref(), "accountId")?;
+        let content: CreatePostContent = loose(object(post.content.as_ref(), "content")?);
+        let platform_name = required_string(content.platform.as_ref(), "platform")?;
+        let target: CreatePostTarget = loose(object(post.target.as_ref(), "target")?);
+        let target_type = required_string(target.target_type.as_ref(), "targetType")?;
+
+        let platform = Platform::parse(platform_name).ok_or_else(|| {
         ApiError::new(
             ErrorCode::InvalidPlatform,
             format!(
@@ -137,85 +232,86 @@ pub fn parse_request(body: &Value) -> Result<PostRequest, ApiError> {
             ),
         )
     })?;
-    if target_type != platform_name {
-        return Err(ApiError::invalid_request(format!(
-            "target.targetType ('{target_type}') must equal content.platform ('{platform_name}')"
-        )));
-    }
-    let account_id = Uuid::parse_str(account_id.trim()).map_err(|_| {
-        ApiError::new(
-            ErrorCode::InvalidAccountId,
-            format!("Account '{account_id}' not found"),
-        )
-    })?;
+        if target_type != platform_name {
+            return Err(ApiError::invalid_request(format!(
+                "target.targetType ('{target_type}') must equal content.platform ('{platform_name}')"
+            )));
+        }
+        let account_id = Uuid::parse_str(account_id.trim()).map_err(|_| {
+            ApiError::new(
+                ErrorCode::InvalidAccountId,
+                format!("Account '{account_id}' not found"),
+            )
+        })?;
 
-    let text = match content.get("text") {
-        None | Some(Value::Null) => Text::None,
-        Some(Value::String(s)) => Text::One(s.clone()),
-        Some(Value::Array(items)) => Text::Many(
-            items
+        let text = match &content.text {
+            None | Some(Value::Null) => Text::None,
+            Some(Value::String(s)) => Text::One(s.clone()),
+            Some(Value::Array(items)) => Text::Many(
+                items
+                    .iter()
+                    .map(|item| item.as_str().map(str::to_string))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| {
+                        ApiError::new(
+                            ErrorCode::InvalidTextFormat,
+                            "text must be a string or an array of strings",
+                        )
+                    })?,
+            ),
+            Some(_) => {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidTextFormat,
+                    "text must be a string or an array of strings",
+                ));
+            }
+        };
+        let media_urls = match &content.media_urls {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(s)) if s.trim().is_empty() => Vec::new(),
+            Some(Value::String(s)) => vec![s.clone()],
+            Some(Value::Array(items)) => items
                 .iter()
                 .map(|item| item.as_str().map(str::to_string))
                 .collect::<Option<Vec<_>>>()
                 .ok_or_else(|| {
-                    ApiError::new(
-                        ErrorCode::InvalidTextFormat,
-                        "text must be a string or an array of strings",
-                    )
+                    ApiError::invalid_request("mediaUrls must be a string or an array of strings")
                 })?,
-        ),
-        Some(_) => {
-            return Err(ApiError::new(
-                ErrorCode::InvalidTextFormat,
-                "text must be a string or an array of strings",
-            ));
-        }
-    };
-    let media_urls = match content.get("mediaUrls") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::String(s)) if s.trim().is_empty() => Vec::new(),
-        Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|item| item.as_str().map(str::to_string))
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| {
-                ApiError::invalid_request("mediaUrls must be a string or an array of strings")
-            })?,
-        Some(_) => {
-            return Err(ApiError::invalid_request(
-                "mediaUrls must be a string or an array of strings",
-            ));
-        }
-    };
-    let cover_url = string(content.get("coverUrl"), "coverUrl")?
-        .filter(|s| !s.trim().is_empty())
-        .map(str::to_string);
-    let scheduled_at = string(content.get("scheduledAt"), "scheduledAt")?
-        .filter(|s| !s.trim().is_empty())
-        .map(str::to_string);
-    let draft = match post.get("tiktokOptions") {
-        None | Some(Value::Null) => false,
-        Some(Value::Object(options)) => match options.get("draft") {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(b)) => *b,
             Some(_) => {
                 return Err(ApiError::invalid_request(
-                    "tiktokOptions.draft must be a boolean",
+                    "mediaUrls must be a string or an array of strings",
                 ));
             }
-        },
-        Some(_) => return Err(ApiError::invalid_request("tiktokOptions must be an object")),
-    };
-    Ok(PostRequest {
-        account_id,
-        platform,
-        text,
-        media_urls,
-        cover_url,
-        scheduled_at,
-        draft,
-    })
+        };
+        let cover_url = string(content.cover_url.as_ref(), "coverUrl")?
+            .filter(|s| !s.trim().is_empty())
+            .map(str::to_string);
+        let scheduled_at = string(content.scheduled_at.as_ref(), "scheduledAt")?
+            .filter(|s| !s.trim().is_empty())
+            .map(str::to_string);
+        let draft = match &post.tiktok_options {
+            None | Some(Value::Null) => false,
+            Some(Value::Object(options)) => match loose::<TiktokOptions>(options).draft {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(b)) => b,
+                Some(_) => {
+                    return Err(ApiError::invalid_request(
+                        "tiktokOptions.draft must be a boolean",
+                    ));
+                }
+            },
+            Some(_) => return Err(ApiError::invalid_request("tiktokOptions must be an object")),
+        };
+        Ok(PostRequest {
+            account_id,
+            platform,
+            text,
+            media_urls,
+            cover_url,
+            scheduled_at,
+            draft,
+        })
+    }
 }
 
 /// What step 2 needs to know about the account.

@@ -36,6 +36,7 @@ mod instagram_login;
 mod keys;
 mod media;
 mod meta_unknown_views;
+mod openapi;
 mod operator_signin;
 mod ops;
 // The dashboard page tests' shared checks.

@@ -1,0 +1,341 @@
+//! The envelopes each JSON endpoint answers with.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::publish::run::PublishReceipt;
+use entity::platform::Platform;
+
+use super::{
+    resources::{Account, ApiKey, ScheduledPost, Submission, TokenInfo, User},
+    schema::{ErrorBody, QuotaExceededBody},
+};
+
+/// `{success: true, message}`: an action done (disconnect, sign-out).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Done {
+    pub success: bool,
+    pub message: String,
+}
+
+impl Done {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            success: true,
+            message: message.into(),
+        }
+    }
+}
+
+/// `GET /health`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    /// `ok` or `degraded`.
+    pub status: String,
+    /// `ok` or `unreachable`.
+    pub database: String,
+}
+
+/// `GET /healthz`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Liveness {
+    /// Always `ok`.
+    pub status: String,
+}
+
+/// `GET /readyz`: each check is `ok` or `failed`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Readiness {
+    /// `ready` (200) or `not_ready` (503).
+    pub status: String,
+    pub checks: ReadinessChecks,
+}
+
+/// The checks of `GET /readyz` (`ok` or `failed`); `scheduler` and `collector` only when enabled.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReadinessChecks {
+    pub database: &'static str,
+    pub migrations: &'static str,
+    pub supervisor: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = false, value_type = String)]
+    pub scheduler: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = false, value_type = String)]
+    pub collector: Option<&'static str>,
+    pub reconciler: &'static str,
+}
+
+/// `GET /api/keys`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyList {
+    pub keys: Vec<ApiKey>,
+}
+
+/// `POST /api/keys`: the full key, shown once.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyCreated {
+    pub success: bool,
+    pub message: String,
+    /// The full key (`service_` and 40 letters or digits); it is never shown again.
+    #[schema(pattern = "^service_[A-Za-z0-9]{40}$")]
+    pub api_key: String,
+    pub key: ApiKey,
+}
+
+/// `DELETE /api/keys/{id}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyDeleted {
+    pub success: bool,
+    pub message: String,
+    pub id: Uuid,
+}
+
+/// `GET /api/accounts`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AccountList {
+    pub accounts: Vec<Account>,
+}
+
+/// `GET /v2/accounts`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AccountListForKey {
+    pub success: bool,
+    pub accounts: Vec<Account>,
+}
+
+/// `GET /api/connect/{platform}/callback` (JSON clients).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AccountsConnected {
+    pub success: bool,
+    pub message: String,
+    pub accounts: Vec<Account>,
+}
+
+/// `POST /admin/accounts`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AccountCreated {
+    pub success: bool,
+    pub account: Account,
+}
+
+/// `POST /api/token/info`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TokenInfoResponse {
+    pub success: bool,
+    pub data: TokenInfo,
+}
+
+/// `GET /api/published-posts`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PublishedPosts {
+    pub posts: Vec<Submission>,
+    pub total: u64,
+    pub limit: u64,
+    pub offset: u64,
+}
+
+/// `GET /api/scheduled-posts`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ScheduledPosts {
+    pub success: bool,
+    pub count: usize,
+    pub posts: Vec<ScheduledPost>,
+}
+
+/// `DELETE /api/scheduled-posts/{id}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ScheduledPostCancelled {
+    pub success: bool,
+    pub message: String,
+    #[serde(rename = "scheduledPostId")]
+    pub scheduled_post_id: Uuid,
+}
+
+/// `GET /auth/me`, `PUT /admin/users/{id}/plan`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UserResponse {
+    pub success: bool,
+    pub user: User,
+}
+
+/// `GET /admin/users`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UserList {
+    pub success: bool,
+    pub users: Vec<User>,
+}
+
+/// `GET /api/subscription/status`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SubscriptionStatus {
+    pub success: bool,
+    pub subscription: Subscription,
+    pub api_usage: ApiUsage,
+}
+
+/// The plan part of `GET /api/subscription/status`; the paid fields only on paid plans.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Subscription {
+    /// `active` (paid plans) or `free`.
+    pub status: String,
+    pub plan: &'static str,
+    /// Paid plans only: `monthly` or `annual`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = false, value_type = String)]
+    pub plan_type: Option<String>,
+    /// Paid plans only (present, possibly `null`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = false, value_type = Option<String>, format = DateTime)]
+    pub current_period_end: Option<Option<String>>,
+}
+
+/// This period's usage; `limit` and `remaining` are -1 when unlimited.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApiUsage {
+    pub current_usage: i64,
+    pub limit: i64,
+    pub remaining: i64,
+    /// `YYYY-MM` of the period's start.
+    pub current_month: String,
+    #[schema(format = DateTime)]
+    pub period_start: String,
+    #[schema(format = DateTime)]
+    pub period_end: String,
+}
+
+/// `POST /v2/posts`, published now.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PostPublished {
+    pub success: bool,
+    pub message: String,
+    pub data: PublishReceipt,
+}
+
+/// `POST /v2/posts` with `scheduledAt`: scheduled.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PostScheduled {
+    pub success: bool,
+    /// Always `true`.
+    pub scheduled: bool,
+    #[serde(rename = "scheduledPostId")]
+    pub scheduled_post_id: Uuid,
+    pub platform: Platform,
+    #[serde(rename = "scheduledAt")]
+    #[schema(format = DateTime)]
+    pub scheduled_at: String,
+    pub message: String,
+}
+
+/// A JSON object whose members depend on the platform or on what was collected (performance,
+/// collection and actor reports): documented per endpoint, typed as an open object.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(transparent)]
+#[schema(value_type = Object)]
+pub struct OpenObject(pub Map<String, Value>);
+
+/// `POST /v2/posts`: published now, or scheduled.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum PostOutcome {
+    Published(PostPublished),
+    Scheduled(PostScheduled),
+}
+
+/// A 429: the catalogue body (`RateLimitExceeded`) or the Free plan's quota refusal.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum TooManyRequests {
+    RateLimited(ErrorBody),
+    QuotaExceeded(QuotaExceededBody),
+}
+
+/// A performance endpoint's answer: `success` plus the platform's own members (the account's
+/// identity, `metrics`, `data`, `posts` or `post`; see the README's performance notes). Its
+/// members depend on the platform and the endpoint, so the schema is open.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PerformanceBody {
+    /// Always `true`.
+    pub success: bool,
+}
+
+/// A performance endpoint's error: `{success: false, error: <message>}`
+/// ([`PerformanceErrorBody`](super::schema::PerformanceErrorBody)), or the catalogue body
+/// (`error` the code, with `message`) for failures before the endpoint runs (authentication,
+/// rate limits, malformed requests). One schema covers both: `message` is then present.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PerformanceError {
+    /// Always `false`.
+    pub success: bool,
+    /// The message text (performance form) or the catalogue code.
+    pub error: String,
+    /// Catalogue form only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = false, value_type = String)]
+    pub message: Option<String>,
+    /// Seconds to wait before retrying (429, 503).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = false, value_type = u64)]
+    pub retry_after: Option<u64>,
+}
+
+/// `GET /api/cron/collection-status`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CollectionStatus {
+    pub success: bool,
+    pub days: i64,
+    pub total_snapshots: usize,
+    pub unique_dates: usize,
+    pub unique_accounts: usize,
+    /// One per stored snapshot.
+    pub history: Vec<Snapshot>,
+}
+
+/// A collected day of one account (`GET /api/cron/collection-status`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Snapshot {
+    /// `YYYY-MM-DD`.
+    pub snapshot_date_str: String,
+    pub account_id: Uuid,
+    pub platform: Platform,
+    pub page_name: String,
+    pub posts_count: i64,
+    /// The platform's account-level figures, by metric name.
+    #[schema(value_type = Object)]
+    pub page_metrics: Value,
+    /// The metrics the platform did not answer.
+    #[schema(value_type = Vec<String>)]
+    pub failed_metrics: Value,
+    /// When it was collected, as an HTTP date (`Tue, 24 Nov 2026 08:00:00 GMT`).
+    #[schema(required = true)]
+    pub collected_at: Option<String>,
+    /// `success`, `partial` or `failed`; `collecting` while a collection runs.
+    pub status: String,
+    #[schema(required = true)]
+    pub error: Option<String>,
+}
+
+/// `GET /api/cron/check-missing`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MissingDates {
+    pub success: bool,
+    pub account_id: Uuid,
+    pub page_name: String,
+    pub days_checked: i64,
+    pub missing_dates_count: usize,
+    /// `YYYY-MM-DD`, oldest first.
+    #[schema(value_type = Vec<String>)]
+    pub missing_dates: Vec<String>,
+}
+
+/// `POST /api/cron/backfill`, `POST /api/cron/collect-performance`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CronRun {
+    pub success: bool,
+    pub message: String,
+    /// Counts (`success_count`, `failed_count`, `total_dates` / `total_accounts`, `target_date`)
+    /// and one entry per date or account (`dates` / `accounts`: `status`, `error`, `data`).
+    pub results: OpenObject,
+}
