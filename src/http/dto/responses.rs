@@ -5,7 +5,8 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::publish::run::PublishReceipt;
+// The publish outcome is defined beside its use case, which needs nothing from HTTP.
+pub use crate::publish::service::{PostOutcome, PostPublished, PostScheduled};
 use entity::platform::Platform;
 
 use super::{
@@ -206,43 +207,12 @@ pub struct ApiUsage {
     pub period_end: String,
 }
 
-/// `POST /v2/posts`, published now.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct PostPublished {
-    pub success: bool,
-    pub message: String,
-    pub data: PublishReceipt,
-}
-
-/// `POST /v2/posts` with `scheduledAt`: scheduled.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct PostScheduled {
-    pub success: bool,
-    /// Always `true`.
-    pub scheduled: bool,
-    #[serde(rename = "scheduledPostId")]
-    pub scheduled_post_id: Uuid,
-    pub platform: Platform,
-    #[serde(rename = "scheduledAt")]
-    #[schema(format = DateTime)]
-    pub scheduled_at: String,
-    pub message: String,
-}
-
 /// A JSON object whose members depend on the platform or on what was collected (performance,
 /// collection and actor reports): documented per endpoint, typed as an open object.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(transparent)]
 #[schema(value_type = Object)]
 pub struct OpenObject(pub Map<String, Value>);
-
-/// `POST /v2/posts`: published now, or scheduled.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum PostOutcome {
-    Published(PostPublished),
-    Scheduled(PostScheduled),
-}
 
 /// A 429: the catalogue body (`RateLimitExceeded`) or the Free plan's quota refusal.
 #[derive(Debug, Serialize, ToSchema)]
