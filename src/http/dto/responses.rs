@@ -7,6 +7,8 @@ use uuid::Uuid;
 
 // The publish outcome is defined beside its use case, which needs nothing from HTTP.
 pub use crate::publish::service::{PostOutcome, PostPublished, PostScheduled};
+// The performance bodies are built by the insights adapters, beside their platform calls.
+pub use crate::insights::catalogue::MetricsBody;
 use entity::platform::Platform;
 
 use super::{
