@@ -1,6 +1,8 @@
 //! The envelopes each JSON endpoint answers with.
 
 use serde::Serialize;
+use std::collections::BTreeMap;
+
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -8,6 +10,7 @@ use uuid::Uuid;
 // The publish outcome is defined beside its use case, which needs nothing from HTTP.
 pub use crate::publish::service::{PostOutcome, PostPublished, PostScheduled};
 // The performance bodies are built by the insights adapters, beside their platform calls.
+use crate::collection::AccountOutcome;
 pub use crate::insights::catalogue::MetricsBody;
 use entity::platform::Platform;
 
@@ -302,12 +305,74 @@ pub struct MissingDates {
     pub missing_dates: Vec<String>,
 }
 
-/// `POST /api/cron/backfill`, `POST /api/cron/collect-performance`.
+/// `POST /api/cron/backfill`.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct CronRun {
+pub struct BackfillRun {
     pub success: bool,
     pub message: String,
-    /// Counts (`success_count`, `failed_count`, `total_dates` / `total_accounts`, `target_date`)
-    /// and one entry per date or account (`dates` / `accounts`: `status`, `error`, `data`).
-    pub results: OpenObject,
+    pub results: BackfillResults,
+}
+
+/// The dates a backfill collected again.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BackfillResults {
+    pub total_dates: usize,
+    /// `success` and `partial` dates.
+    pub success_count: usize,
+    pub failed_count: usize,
+    /// One per distinct date, in the request's order.
+    pub dates: Vec<BackfilledDate>,
+}
+
+/// One date of a backfill.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BackfilledDate {
+    /// `YYYY-MM-DD`.
+    pub date: String,
+    /// `success`, `partial`, `failed` or `skipped`.
+    #[schema(value_type = String)]
+    pub status: &'static str,
+    #[schema(required = true)]
+    pub data: Option<BackfilledData>,
+    #[schema(required = true)]
+    pub error: Option<String>,
+}
+
+impl BackfilledDate {
+    /// Whether the date was collected (in full or in part).
+    pub fn succeeded(&self) -> bool {
+        matches!(self.status, "success" | "partial")
+    }
+}
+
+/// The figures a backfill collected for a date.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BackfilledData {
+    /// Metric name → value; `null` for a metric the platform would not give (never 0).
+    #[schema(value_type = BTreeMap<String, Option<f64>>)]
+    pub page_metrics: BTreeMap<String, Value>,
+    pub posts_count: u64,
+    /// The views of that day's posts; `null` when one of them failed.
+    #[schema(required = true)]
+    pub total_post_impressions: Option<u64>,
+}
+
+/// `POST /api/cron/collect-performance`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CollectRun {
+    pub success: bool,
+    pub message: String,
+    pub results: CollectResults,
+}
+
+/// What a collection did.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CollectResults {
+    /// `YYYY-MM-DD`.
+    pub target_date: String,
+    pub total_accounts: usize,
+    /// `success` and `partial` outcomes.
+    pub success_count: usize,
+    pub failed_count: usize,
+    pub accounts: Vec<AccountOutcome>,
 }
