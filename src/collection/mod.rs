@@ -47,7 +47,7 @@ pub struct CollectionService {
 }
 
 /// Why a run started (the operator view shows it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Trigger {
     /// The daily time came.

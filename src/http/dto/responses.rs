@@ -3,7 +3,7 @@
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -211,13 +211,6 @@ pub struct ApiUsage {
     #[schema(format = DateTime)]
     pub period_end: String,
 }
-
-/// A JSON object whose members depend on the platform or on what was collected (performance,
-/// collection and actor reports): documented per endpoint, typed as an open object.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(transparent)]
-#[schema(value_type = Object)]
-pub struct OpenObject(pub Map<String, Value>);
 
 /// A 429: the catalogue body (`RateLimitExceeded`) or the Free plan's quota refusal.
 #[derive(Debug, Serialize, ToSchema)]
