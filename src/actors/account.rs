@@ -159,10 +159,12 @@ impl ActorState {
 
 /// The answer to [`GetHealth`].
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(description = "One account actor in the operator's view.")]
 pub struct ActorHealth {
     pub account_id: Uuid,
     pub platform: Platform,
-    /// Shared with the actor: the view copies a pointer, not the text.
+    // Shared with the actor: the view copies a pointer, not the text.
+    /// The account's name.
     #[schema(value_type = String)]
     pub name: Arc<str>,
     pub state: ActorState,
