@@ -136,7 +136,7 @@ pub struct AccountActor {
 }
 
 /// What the actor is doing (the operator view's `state`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ActorState {
     Idle,
@@ -158,11 +158,14 @@ impl ActorState {
 }
 
 /// The answer to [`GetHealth`].
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(description = "One account actor in the operator's view.")]
 pub struct ActorHealth {
     pub account_id: Uuid,
     pub platform: Platform,
-    /// Shared with the actor: the view copies a pointer, not the text.
+    // Shared with the actor: the view copies a pointer, not the text.
+    /// The account's name.
+    #[schema(value_type = String)]
     pub name: Arc<str>,
     pub state: ActorState,
     pub queue_depth: usize,
@@ -174,6 +177,7 @@ pub struct ActorHealth {
     pub in_flight_ms: Option<u64>,
     pub limiter: LimiterState,
     pub token_valid: bool,
+    #[schema(required = true)]
     pub token_expires_at: Option<DateTime<Utc>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,

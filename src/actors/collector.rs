@@ -23,7 +23,7 @@ use super::in_runtime::in_runtime;
 use crate::collection::{CollectionReport, CollectionRun, CollectionService, Trigger};
 
 /// A finished run, as the operator view shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct RunSummary {
     pub trigger: Trigger,
     pub target_date: NaiveDate,
@@ -51,14 +51,16 @@ impl From<&CollectionReport> for RunSummary {
 }
 
 /// What the operator view shows of the collector.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct CollectorStatus {
     pub running: bool,
     /// The next daily run.
     pub next_run: DateTime<Utc>,
     /// The date the latest due run collects.
     pub current_target: NaiveDate,
+    #[schema(required = true)]
     pub last_run: Option<RunSummary>,
+    #[schema(required = true)]
     pub last_error: Option<String>,
     /// Looks that were free to decide whether a pass is due (no pass running), whatever they
     /// decided: a waiter that sees it advance twice knows one such look read the clock after it.

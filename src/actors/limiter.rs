@@ -43,10 +43,12 @@ pub struct AccountLimiter {
 }
 
 /// The limiter as the operator view shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct LimiterState {
     pub capacity: u32,
     pub period_secs: u64,
+    /// `calls` or `quota units`.
+    #[schema(value_type = String)]
     pub unit: &'static str,
     /// Units available now (estimated from the latest admission).
     pub remaining: u32,

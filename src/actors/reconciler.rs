@@ -21,13 +21,14 @@ use super::in_runtime::in_runtime;
 use crate::publish::reconcile::{CheckOutcome, ReconcileService};
 
 /// What the reconciler has done (its health).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
 pub struct ReconcilerStatus {
     pub passes: u64,
     pub published: u64,
     pub failed: u64,
     pub still_processing: u64,
     pub gave_up: u64,
+    #[schema(required = true)]
     pub last_error: Option<String>,
 }
 

@@ -51,19 +51,22 @@ const MAX_RETRY_WAIT_SECS: u64 = 31 * 86_400;
 pub const UNCONFIRMED_MESSAGE: &str = "The service stopped while this post's final publish call was in progress, so whether it was published is unconfirmed: check the platform before posting it again";
 
 /// What the operator view shows of the scheduler.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
 pub struct SchedulerStatus {
     pub instance: String,
     pub running: bool,
     pub draining: bool,
     pub in_flight: usize,
+    #[schema(required = true)]
     pub next_due: Option<DateTime<Utc>>,
     /// How late the latest dispatched post started, in milliseconds.
+    #[schema(required = true)]
     pub last_lag_ms: Option<i64>,
     pub published: u64,
     pub failed: u64,
     pub retried: u64,
     pub settled: u64,
+    #[schema(required = true)]
     pub last_error: Option<String>,
     /// Completed looks at the table (claims and the next due time read, or the read failed):
     /// a waiter that sees it advance twice knows a whole look started after it read this.

@@ -20,7 +20,7 @@ use super::in_runtime::in_runtime;
 use crate::oauth::ConnectionService;
 
 /// What the operator view shows of the token keeper.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
 pub struct TokenKeeperStatus {
     /// A sweep is running.
     pub sweeping: bool,
@@ -28,6 +28,7 @@ pub struct TokenKeeperStatus {
     /// sweep started after it read this. (The refreshes a sweep asks for run on the accounts'
     /// actors and may end after it.)
     pub passes: u64,
+    #[schema(required = true)]
     pub last_error: Option<String>,
 }
 

@@ -47,7 +47,7 @@ pub struct CollectionService {
 }
 
 /// Why a run started (the operator view shows it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Trigger {
     /// The daily time came.
@@ -60,16 +60,19 @@ pub enum Trigger {
     Manual,
 }
 
-/// One account's outcome in a run.
-#[derive(Debug, Clone, Serialize)]
+/// One account's outcome in a run (`POST /api/cron/collect-performance` answers it as is).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct AccountOutcome {
     pub account_id: Uuid,
     pub page_name: String,
     pub platform: Platform,
     /// `success`, `partial` (some metrics failed), `failed`, or `skipped` (collected already,
     /// or another collector is on it).
+    #[schema(value_type = String)]
     pub status: &'static str,
+    #[schema(required = true)]
     pub data: Option<DailyMetrics>,
+    #[schema(required = true)]
     pub error: Option<String>,
 }
 

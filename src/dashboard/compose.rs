@@ -37,7 +37,10 @@ use crate::{
     AppState,
     error::{ApiError, ErrorCode},
     http::auth::{SessionUser, meter_call},
-    publish::{plan::Platform, run::PublishReceipt, service::Publisher},
+    publish::{
+        plan::Platform,
+        service::{PostOutcome, Publisher},
+    },
 };
 
 /// Routes inside the `/dashboard` scope.
@@ -495,41 +498,28 @@ async fn submit(
     Ok(response)
 }
 
-fn outcome_of(answer: &Value, zone: Tz) -> Outcome {
-    let text = |value: &Value| value.as_str().map(str::to_string).unwrap_or_default();
-    if answer["scheduled"] == json!(true) {
-        let at = answer["scheduledAt"]
-            .as_str()
-            .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
-            .map(|at| at.with_timezone(&chrono::Utc));
-        return Outcome::Scheduled {
-            id: text(&answer["scheduledPostId"]),
-            at_utc: at
-                .map(|at| at.format("%Y-%m-%d %H:%M UTC").to_string())
-                .unwrap_or_else(|| text(&answer["scheduledAt"])),
-            at_zone: at
-                .map(|at| {
-                    at.with_timezone(&zone)
-                        .format("%Y-%m-%d %H:%M %Z")
-                        .to_string()
-                })
-                .unwrap_or_default(),
-        };
-    }
-    // The answer's `data` is the publish's receipt, serialized by the service.
-    let receipt = match PublishReceipt::deserialize(&answer["data"]) {
-        Ok(receipt) => receipt,
-        // Not a receipt: the post may well be out, so it is not shown as a failure to retry.
-        Err(e) => {
-            let error = ApiError::internal(format!("the publish answer is not a receipt: {e}"));
-            return Outcome::Unconfirmed(Problem::of(&error));
+fn outcome_of(answer: &PostOutcome, zone: Tz) -> Outcome {
+    match answer {
+        PostOutcome::Scheduled(scheduled) => {
+            let at = scheduled.scheduled_at;
+            Outcome::Scheduled {
+                id: scheduled.scheduled_post_id.to_string(),
+                at_utc: at.format("%Y-%m-%d %H:%M UTC").to_string(),
+                at_zone: at
+                    .with_timezone(&zone)
+                    .format("%Y-%m-%d %H:%M %Z")
+                    .to_string(),
+            }
         }
-    };
-    Outcome::Published {
-        link: public_link(receipt.platform, &receipt.post_id),
-        submission_id: receipt.post_submission_id.to_string(),
-        platform: platform_name(receipt.platform).to_string(),
-        post_id: receipt.post_id,
+        PostOutcome::Published(published) => {
+            let receipt = &published.data;
+            Outcome::Published {
+                link: public_link(receipt.platform, &receipt.post_id),
+                submission_id: receipt.post_submission_id.to_string(),
+                platform: platform_name(receipt.platform).to_string(),
+                post_id: receipt.post_id.clone(),
+            }
+        }
     }
 }
 

@@ -425,10 +425,7 @@ async fn backfill(
         return Ok(see_other(&back));
     }
     let results = backfill_account(&state, account, &missing).await?;
-    let ok = results
-        .iter()
-        .filter(|r| r["status"] == "success" || r["status"] == "partial")
-        .count();
+    let ok = results.iter().filter(|r| r.succeeded()).count();
     Ok(see_other(&format!(
         "{back}&notice=backfilled&ok={ok}&total={}",
         results.len()

@@ -10,11 +10,13 @@ use std::collections::HashSet;
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
 use chrono::{DateTime, Duration, NaiveDate, Utc};
-use serde_json::{Value, json};
 
 use super::dto::{
     requests::{BackfillBody, CollectQuery, DaysQuery},
-    responses::{CollectionStatus, MissingDates, Snapshot},
+    responses::{
+        BackfillResults, BackfillRun, BackfilledData, BackfilledDate, CollectResults, CollectRun,
+        CollectionStatus, MissingDates, Snapshot,
+    },
 };
 use super::{
     auth::{CronCaller, require_operator_or_api_key},
@@ -22,7 +24,7 @@ use super::{
 };
 use crate::{
     AppState,
-    collection::{self, AccountOutcome, CollectionRun, Trigger},
+    collection::{self, CollectionRun, Trigger},
     error::ApiError,
 };
 
@@ -151,7 +153,7 @@ pub async fn missing_dates(
 /// Collects the given dates again for one account.
 #[utoipa::path(post, path = "/api/cron/backfill", tag = "cron", security(("operator_token" = []), ("api_key" = [])),
     request_body = BackfillBody, responses(
-        (status = 200, description = "Done", body = super::dto::responses::CronRun),
+        (status = 200, description = "Done", body = super::dto::responses::BackfillRun),
         (status = 400, description = "A bad parameter; malformed body", body = super::dto::schema::ErrorBody),
         (status = 401, description = "Missing or wrong operator token or API key", body = super::dto::schema::ErrorBody),
         (status = 404, description = "`AccountNotFound`", body = super::dto::schema::ErrorBody),
@@ -167,21 +169,18 @@ pub async fn backfill(
     let raw_dates = body
         .missing_dates
         .ok_or_else(|| ApiError::missing_parameter("missing_dates"))?;
-    let results = backfill_account(&state, account, &raw_dates).await?;
-    let succeeded = results
-        .iter()
-        .filter(|r| r["status"] == "success" || r["status"] == "partial")
-        .count();
-    Ok(HttpResponse::Ok().json(json!({
-        "success": true,
-        "message": format!("Backfilled {succeeded} of {} dates", results.len()),
-        "results": {
-            "total_dates": results.len(),
-            "success_count": succeeded,
-            "failed_count": results.len() - succeeded,
-            "dates": results,
+    let dates = backfill_account(&state, account, &raw_dates).await?;
+    let succeeded = dates.iter().filter(|date| date.succeeded()).count();
+    Ok(HttpResponse::Ok().json(BackfillRun {
+        success: true,
+        message: format!("Backfilled {succeeded} of {} dates", dates.len()),
+        results: BackfillResults {
+            total_dates: dates.len(),
+            success_count: succeeded,
+            failed_count: dates.len() - succeeded,
+            dates,
         },
-    })))
+    }))
 }
 
 /// Collects the account's snapshots of `raw_dates` again (`POST /api/cron/backfill`; the
@@ -191,7 +190,7 @@ pub async fn backfill_account(
     state: &AppState,
     account: entity::account::Model,
     raw_dates: &[String],
-) -> Result<Vec<Value>, ApiError> {
+) -> Result<Vec<BackfilledDate>, ApiError> {
     if raw_dates.is_empty() || raw_dates.len() > MAX_BACKFILL_DATES {
         return Err(ApiError::invalid_request(format!(
             "missing_dates must hold 1 to {MAX_BACKFILL_DATES} dates"
@@ -219,19 +218,22 @@ pub async fn backfill_account(
             })
             .await;
         let outcome = report.accounts.into_iter().next();
-        results.push(json!({
-            "date": date_text(*date),
-            "status": outcome.as_ref().map_or("failed", |o| o.status),
-            "data": outcome.as_ref().and_then(|o| o.data.as_ref()).map(|data| json!({
-                "page_metrics": data.page_metrics,
-                "posts_count": data.posts_count,
-                "total_post_impressions": data.total_post_views,
-            })),
-            "error": outcome.as_ref().map_or_else(
+        results.push(BackfilledDate {
+            date: date_text(*date),
+            status: outcome.as_ref().map_or("failed", |o| o.status),
+            data: outcome
+                .as_ref()
+                .and_then(|o| o.data.as_ref())
+                .map(|data| BackfilledData {
+                    page_metrics: data.page_metrics.clone(),
+                    posts_count: data.posts_count,
+                    total_post_impressions: data.total_post_views,
+                }),
+            error: outcome.as_ref().map_or_else(
                 || Some("performance metrics are not available for this platform".to_string()),
                 |o| o.error.clone(),
             ),
-        }));
+        });
     }
     Ok(results)
 }
@@ -239,7 +241,7 @@ pub async fn backfill_account(
 /// Collects one day's figures (default yesterday) for every account in scope.
 #[utoipa::path(post, path = "/api/cron/collect-performance", tag = "cron", security(("operator_token" = []), ("api_key" = [])),
     params(CollectQuery), responses(
-        (status = 200, description = "Done", body = super::dto::responses::CronRun),
+        (status = 200, description = "Done", body = super::dto::responses::CollectRun),
         (status = 400, description = "A bad parameter", body = super::dto::schema::ErrorBody),
         (status = 401, description = "Missing or wrong operator token or API key", body = super::dto::schema::ErrorBody),
         (status = 404, description = "`AccountNotFound`", body = super::dto::schema::ErrorBody),
@@ -277,39 +279,23 @@ pub async fn collect_performance(
             trigger: Trigger::Manual,
         })
         .await;
-    let accounts: Vec<Value> = report.accounts.iter().map(outcome_json).collect();
-    Ok(HttpResponse::Ok().json(json!({
-        "success": true,
-        "message": format!(
+    Ok(HttpResponse::Ok().json(CollectRun {
+        success: true,
+        message: format!(
             "Collected {} of {} accounts for {}",
             report.success_count,
             report.total_accounts,
             date_text(date)
         ),
-        "results": {
-            "target_date": date_text(date),
-            "total_accounts": report.total_accounts,
-            "success_count": report.success_count,
-            "failed_count": report.failed_count,
-            "accounts": accounts,
+        results: CollectResults {
+            target_date: date_text(date),
+            total_accounts: report.total_accounts,
+            success_count: report.success_count,
+            failed_count: report.failed_count,
+            // Each outcome goes out as it is: its members are the answer's.
+            accounts: report.accounts,
         },
-    })))
-}
-
-fn outcome_json(outcome: &AccountOutcome) -> Value {
-    json!({
-        "account_id": outcome.account_id,
-        "page_name": outcome.page_name,
-        "platform": outcome.platform,
-        "status": outcome.status,
-        "data": outcome.data.as_ref().map(|data| json!({
-            "page_metrics": data.page_metrics,
-            "posts_count": data.posts_count,
-            "total_post_views": data.total_post_views,
-            "failed_metrics": data.failed_metrics,
-        })),
-        "error": outcome.error,
-    })
+    }))
 }
 
 /// The account named by `raw`, if the caller may see it (the operator sees every account).
@@ -376,6 +362,91 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::{
+        collection::AccountOutcome,
+        insights::{DailyMetrics, MetricFailure},
+        publish::plan::Platform,
+    };
+    use serde_json::{Value, json};
+
+    /// The typed results keep the members, nulls and number types the `json!` bodies had.
+    #[test]
+    fn run_results_keep_their_wire_shape() {
+        let data = DailyMetrics {
+            page_metrics: [
+                ("views".to_string(), json!(12)),
+                ("reach".to_string(), Value::Null),
+            ]
+            .into_iter()
+            .collect(),
+            posts_count: 2,
+            total_post_views: None,
+            failed_metrics: vec![MetricFailure {
+                metric: "reach".into(),
+                error: "retired".into(),
+            }],
+        };
+        let id = uuid::Uuid::new_v4();
+        let outcome = AccountOutcome {
+            account_id: id,
+            page_name: "Page".into(),
+            platform: Platform::Facebook,
+            status: "partial",
+            data: Some(data.clone()),
+            error: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&outcome).unwrap(),
+            json!({
+                "account_id": id,
+                "page_name": "Page",
+                "platform": "facebook",
+                "status": "partial",
+                "data": {
+                    "page_metrics": {"views": 12, "reach": null},
+                    "posts_count": 2,
+                    "total_post_views": null,
+                    "failed_metrics": [{"metric": "reach", "error": "retired"}],
+                },
+                "error": null,
+            })
+        );
+        let date = BackfilledDate {
+            date: "2026-11-20".into(),
+            status: "partial",
+            data: Some(BackfilledData {
+                page_metrics: data.page_metrics,
+                posts_count: 2,
+                total_post_impressions: None,
+            }),
+            error: None,
+        };
+        assert!(date.succeeded());
+        assert_eq!(
+            serde_json::to_value(&date).unwrap(),
+            json!({
+                "date": "2026-11-20",
+                "status": "partial",
+                "data": {
+                    "page_metrics": {"views": 12, "reach": null},
+                    "posts_count": 2,
+                    "total_post_impressions": null,
+                },
+                "error": null,
+            })
+        );
+        let failed = BackfilledDate {
+            date: "2026-11-21".into(),
+            status: "failed",
+            data: None,
+            error: Some("gone".into()),
+        };
+        assert!(!failed.succeeded());
+        assert_eq!(
+            serde_json::to_value(&failed).unwrap(),
+            json!({"date": "2026-11-21", "status": "failed", "data": null, "error": "gone"})
+        );
+    }
 
     #[test]
     fn collected_at_is_an_http_date() {

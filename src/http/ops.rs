@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::{
     auth::{Operator, require_operator},
     dto::{
-        responses::{Liveness, OpenObject, Readiness, ReadinessChecks},
+        responses::{Liveness, Readiness, ReadinessChecks},
         schema::ErrorBody,
     },
 };
@@ -124,16 +124,21 @@ pub(crate) struct ActorsQuery {
     pub state: Option<String>,
 }
 
-/// The actor view, serialized in one pass (no intermediate JSON tree: it may hold 10,000
-/// actors).
-#[derive(Serialize)]
+// Serialized in one pass (no intermediate JSON tree: it may hold 10,000 actors).
+/// `GET /api/admin/actors`: the account actors and the background actors' status; a
+/// background actor that is not enabled is `null`.
+#[derive(Serialize, utoipa::ToSchema)]
 pub(crate) struct ActorsView {
     success: bool,
     pub count: usize,
     pub actors: Vec<ActorHealth>,
+    #[schema(required = true)]
     pub scheduler: Option<SchedulerStatus>,
+    #[schema(required = true)]
     pub collector: Option<CollectorStatus>,
+    #[schema(required = true)]
     pub reconciler: Option<ReconcilerStatus>,
+    #[schema(required = true)]
     pub token_keeper: Option<TokenKeeperStatus>,
 }
 
@@ -198,7 +203,7 @@ pub(crate) async fn view(state: &AppState, query: &ActorsQuery) -> Result<Actors
 #[utoipa::path(get, path = "/api/admin/actors", tag = "ops", security(("operator_token" = [])),
     params(ActorsQuery),
     responses(
-        (status = 200, description = "The actor view", body = ActorsViewDoc),
+        (status = 200, description = "The actor view", body = ActorsView),
         (status = 400, description = "Unknown `state`", body = ErrorBody),
         (status = 401, description = "Missing or wrong operator token", body = ErrorBody),
     ))]
@@ -224,19 +229,3 @@ pub async fn actors_page() -> HttpResponse {
 
 /// Where the actor view now lives for people.
 pub const OPERATOR_PAGE: &str = "/dashboard/operator";
-
-/// The schema of [`ActorsView`]: its parts are the actors' own status types, documented here as
-/// open objects.
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)] // Only its schema is used.
-pub struct ActorsViewDoc {
-    success: bool,
-    count: usize,
-    /// One per account actor: `account_id`, `platform`, `name`, `state`, `queue_depth`,
-    /// `published`, `failed`, `limiter`, `started_at`, ….
-    actors: Vec<OpenObject>,
-    scheduler: Option<OpenObject>,
-    collector: Option<OpenObject>,
-    reconciler: Option<OpenObject>,
-    token_keeper: Option<OpenObject>,
-}

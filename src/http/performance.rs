@@ -45,7 +45,7 @@ pub use super::dto::requests::PerformanceQuery;
 #[utoipa::path(get, path = "/api/performance/metrics", tag = "performance", security(("api_key" = [])),
     params(PerformanceQuery),
     responses(
-        (status = 200, description = "The platform's figures", body = super::dto::responses::PerformanceBody),
+        (status = 200, description = "The platform's metric identifiers", body = super::dto::responses::MetricsBody),
         (status = 400, description = "A bad parameter, or no metrics for this platform", body = super::dto::responses::PerformanceError),
         (status = 401, description = "Missing or invalid API key; the account's token expired or was revoked", body = super::dto::responses::PerformanceError),
         (status = 403, description = "The platform refused (permissions)", body = super::dto::responses::PerformanceError),

@@ -43,6 +43,6 @@ pub async fn create_post(
         user: &caller.user,
         plan: caller.plan,
     };
-    let response = state.publishing.handle_post(publisher, &body).await?;
-    Ok(HttpResponse::Ok().json(response))
+    let outcome = state.publishing.handle_post(publisher, &body).await?;
+    Ok(HttpResponse::Ok().json(outcome))
 }

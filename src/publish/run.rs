@@ -119,7 +119,7 @@ impl ResultFields {
 }
 
 /// `published_at` in the API's one time format ([`crate::views::iso`]), read back from it too.
-mod iso_millis {
+pub(crate) mod iso_millis {
     use chrono::{DateTime, Utc};
     use serde::{Deserialize, Deserializer, Serializer};
 

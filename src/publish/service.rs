@@ -7,13 +7,14 @@
 use std::{sync::Arc, time::Duration};
 
 use chrono::{DateTime, FixedOffset, Utc};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use super::{
     plan::{MediaRef, Platform, PublishPlan},
-    run::JobSpec,
+    run::{JobSpec, PublishReceipt, iso_millis},
     steps::ClaimFence,
     validate::{self, AccountFacts, PostRequest},
 };
@@ -45,6 +46,42 @@ pub struct Prepared {
 pub struct Publisher<'a> {
     pub user: &'a entity::user::Model,
     pub plan: Plan,
+}
+
+// The answer the API serializes and the compose page reads. Defined beside the use case (not in
+// `http::dto`, which re-exports it) so publishing needs nothing from HTTP.
+/// `POST /v2/posts`, published now.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct PostPublished {
+    /// Always `true`.
+    pub success: bool,
+    pub message: String,
+    pub data: PublishReceipt,
+}
+
+/// `POST /v2/posts` with `scheduledAt`: scheduled.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct PostScheduled {
+    /// Always `true`.
+    pub success: bool,
+    /// Always `true`.
+    pub scheduled: bool,
+    #[serde(rename = "scheduledPostId")]
+    pub scheduled_post_id: Uuid,
+    pub platform: Platform,
+    /// Written as the API writes every time (milliseconds, `Z`).
+    #[serde(rename = "scheduledAt", with = "iso_millis")]
+    #[schema(value_type = String, format = DateTime)]
+    pub scheduled_at: DateTime<Utc>,
+    pub message: String,
+}
+
+/// `POST /v2/posts`: published now, or scheduled.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum PostOutcome {
+    Published(PostPublished),
+    Scheduled(PostScheduled),
 }
 
 /// The publishing use cases: publish now, schedule, and the checks and hand-over to the account
@@ -101,11 +138,17 @@ impl PublishingService {
         &self,
         publisher: Publisher<'_>,
         body: &Value,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<PostOutcome, ApiError> {
         let request = validate::parse_request(body)?;
         match request.scheduled_at.clone() {
-            Some(at) => self.schedule(publisher, body, request, &at).await,
-            None => self.publish_now(publisher, request).await,
+            Some(at) => self
+                .schedule(publisher, body, request, &at)
+                .await
+                .map(PostOutcome::Scheduled),
+            None => self
+                .publish_now(publisher, request)
+                .await
+                .map(PostOutcome::Published),
         }
     }
 }
@@ -131,7 +174,7 @@ impl PublishingService {
         body: &Value,
         request: PostRequest,
         at: &str,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<PostScheduled, ApiError> {
         let Publisher { user, plan } = publisher;
         let scheduled_at = parse_scheduled_at(at)?;
         let now = self.clock.now();
@@ -168,21 +211,25 @@ impl PublishingService {
             )
             .await?;
         self.wake_scheduler();
-        Ok(json!({
-            "success": true,
-            "scheduled": true,
-            "scheduledPostId": row.id,
-            "platform": platform.as_str(),
-            "scheduledAt": views::iso(scheduled_at),
-            "message": format!("Post scheduled for {} on {}", views::iso(scheduled_at), platform.as_str()),
-        }))
+        Ok(PostScheduled {
+            success: true,
+            scheduled: true,
+            scheduled_post_id: row.id,
+            platform,
+            scheduled_at,
+            message: format!(
+                "Post scheduled for {} on {}",
+                views::iso(scheduled_at),
+                platform.as_str()
+            ),
+        })
     }
 
     async fn publish_now(
         &self,
         publisher: Publisher<'_>,
         request: PostRequest,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<PostPublished, ApiError> {
         let Publisher { user, plan } = publisher;
         let prepared = self.prepare(user, plan, request).await?;
         let platform = prepared.request.platform;
@@ -206,11 +253,11 @@ impl PublishingService {
                 ));
             }
         };
-        Ok(json!({
-            "success": true,
-            "message": format!("Post published successfully to {}", platform.as_str()),
-            "data": data,
-        }))
+        Ok(PostPublished {
+            success: true,
+            message: format!("Post published successfully to {}", platform.as_str()),
+            data,
+        })
     }
 
     /// Every check of §4.1/§7 for `user` on plan `tier`: the account, the platform rules, the x plan,
@@ -397,5 +444,58 @@ mod tests {
         ] {
             assert!(parse_scheduled_at(bad).is_err(), "{bad}");
         }
+    }
+
+    /// The typed outcome serializes to the members the `json!` answers had, with the same
+    /// values and types (the golden test pins them end to end; this pins each variant alone).
+    #[test]
+    fn outcomes_keep_their_wire_shape() {
+        use chrono::TimeZone;
+        use serde_json::json;
+
+        let id = Uuid::new_v4();
+        let at = Utc.with_ymd_and_hms(2026, 12, 1, 1, 30, 0).unwrap();
+        let scheduled = PostOutcome::Scheduled(PostScheduled {
+            success: true,
+            scheduled: true,
+            scheduled_post_id: id,
+            platform: Platform::Threads,
+            scheduled_at: at,
+            message: "Post scheduled for 2026-12-01T01:30:00.000Z on threads".into(),
+        });
+        assert_eq!(
+            serde_json::to_value(&scheduled).unwrap(),
+            json!({
+                "success": true,
+                "scheduled": true,
+                "scheduledPostId": id.to_string(),
+                "platform": "threads",
+                "scheduledAt": "2026-12-01T01:30:00.000Z",
+                "message": "Post scheduled for 2026-12-01T01:30:00.000Z on threads",
+            })
+        );
+
+        let receipt = PublishReceipt {
+            post_submission_id: id,
+            post_id: "p1".into(),
+            post_type: crate::publish::plan::PostType::Text,
+            platform: Platform::X,
+            page_name: "Page".into(),
+            published_at: at,
+            fields: Default::default(),
+        };
+        let published = PostOutcome::Published(PostPublished {
+            success: true,
+            message: "Post published successfully to x".into(),
+            data: receipt.clone(),
+        });
+        assert_eq!(
+            serde_json::to_value(&published).unwrap(),
+            json!({
+                "success": true,
+                "message": "Post published successfully to x",
+                "data": serde_json::to_value(&receipt).unwrap(),
+            })
+        );
     }
 }

@@ -10,6 +10,7 @@ use service_sim::state::{FaultKind, FaultSpec};
 use social_service::store::SnapshotClaim;
 
 use crate::helpers::{Background, Connected, OPERATOR_TOKEN, TestApp, status_and_json};
+use crate::openapi::assert_documented;
 
 async fn operator_get(app: &TestApp, path: &str) -> (u16, Value) {
     let response = app
@@ -79,6 +80,8 @@ async fn a_collection_over_many_accounts_records_the_failures_and_goes_on() {
     let date = taipei_yesterday(&app);
     let (status, body) = operator_post(&app, "/api/cron/collect-performance", None).await;
     assert_eq!(status, 200, "{body}");
+    // Failures included (null data, an error), the answer is what the document says.
+    assert_documented("post", "/api/cron/collect-performance", 200, &body);
     let results = &body["results"];
     assert_eq!(results["target_date"], day(date));
     assert_eq!(results["total_accounts"], 12);
@@ -220,6 +223,7 @@ async fn check_missing_finds_the_gaps_and_backfill_fills_them_once() {
     let backfill = json!({"account_id": page.account.id, "missing_dates": expected});
     let (status, first) = operator_post(&app, "/api/cron/backfill", Some(backfill.clone())).await;
     assert_eq!(status, 200, "{first}");
+    assert_documented("post", "/api/cron/backfill", 200, &first);
     assert_eq!(first["success"], true);
     assert_eq!(first["results"]["total_dates"], expected.len());
     assert_eq!(first["results"]["success_count"], expected.len());

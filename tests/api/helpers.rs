@@ -466,7 +466,12 @@ impl TestApp {
             .send()
             .await
             .unwrap();
-        status_and_json(response).await
+        let (status, answer) = status_and_json(response).await;
+        // Every answer a test gets published or scheduled is what the document says.
+        if status == 200 {
+            crate::openapi::assert_documented("post", "/v2/posts", 200, &answer);
+        }
+        (status, answer)
     }
 
     /// A file on the simulator's media host.

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use reqwest::Method;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::helpers::TestApp;
 use crate::pages::{BROWSER_ACCEPT, page};
@@ -271,4 +271,187 @@ async fn the_reference_page_lists_every_operation() {
         }
     }
     assert!(body.contains("href=\"/openapi.json\""));
+}
+
+/// The committed document (equal to the served one, see above), read once.
+fn committed() -> &'static Value {
+    static DOC: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    DOC.get_or_init(|| {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/openapi.json");
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    })
+}
+
+/// Where `value` breaks `schema` (the subset of JSON Schema the document uses: `$ref`,
+/// `oneOf`/`anyOf`/`allOf`, `type`, `enum`, `properties`, `required`, `additionalProperties`,
+/// `items`); empty when it conforms.
+fn violations(doc: &Value, schema: &Value, value: &Value, at: &str, out: &mut Vec<String>) {
+    check(doc, schema, value, at, true, out);
+}
+
+/// The members `schema` names, through `$ref` and `allOf`.
+fn named(doc: &Value, schema: &Value, names: &mut BTreeSet<String>) {
+    if let Some(reference) = schema["$ref"].as_str() {
+        let name = reference.trim_start_matches("#/components/schemas/");
+        return named(doc, &doc["components"]["schemas"][name], names);
+    }
+    if let Some(properties) = schema["properties"].as_object() {
+        names.extend(properties.keys().cloned());
+    }
+    for part in schema["allOf"].as_array().into_iter().flatten() {
+        named(doc, part, names);
+    }
+}
+
+/// `strict`: a member the object's schema does not name is reported (off for the parts of an
+/// `allOf`, whose members are named by the whole).
+fn check(
+    doc: &Value,
+    schema: &Value,
+    value: &Value,
+    at: &str,
+    strict: bool,
+    out: &mut Vec<String>,
+) {
+    if let Some(reference) = schema["$ref"].as_str() {
+        let name = reference.trim_start_matches("#/components/schemas/");
+        return check(
+            doc,
+            &doc["components"]["schemas"][name],
+            value,
+            at,
+            strict,
+            out,
+        );
+    }
+    for key in ["oneOf", "anyOf"] {
+        if let Some(choices) = schema[key].as_array() {
+            let fits = choices.iter().any(|choice| {
+                let mut found = Vec::new();
+                check(doc, choice, value, at, strict, &mut found);
+                found.is_empty()
+            });
+            if !fits {
+                out.push(format!("{at}: fits none of {key}"));
+            }
+        }
+    }
+    if let Some(parts) = schema["allOf"].as_array() {
+        for part in parts {
+            check(doc, part, value, at, false, out);
+        }
+        if strict && let Value::Object(members) = value {
+            let mut names = BTreeSet::new();
+            named(doc, schema, &mut names);
+            for name in members.keys().filter(|name| !names.contains(*name)) {
+                out.push(format!("{at}.{name}: not documented"));
+            }
+        }
+    }
+    let kind = match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    let types: Vec<&str> = match &schema["type"] {
+        Value::String(t) => vec![t.as_str()],
+        Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let type_fits = types.is_empty()
+        || types.contains(&kind)
+        || (kind == "integer" && types.contains(&"number"));
+    if !type_fits {
+        out.push(format!("{at}: is {kind}, documented {types:?}"));
+        return;
+    }
+    if let Some(allowed) = schema["enum"].as_array()
+        && !allowed.contains(value)
+    {
+        out.push(format!("{at}: {value} is not one of {allowed:?}"));
+    }
+    match value {
+        Value::Object(members) => {
+            for name in schema["required"].as_array().into_iter().flatten() {
+                let name = name.as_str().unwrap_or_default();
+                if !members.contains_key(name) {
+                    out.push(format!("{at}: required `{name}` is absent"));
+                }
+            }
+            for (name, member) in members {
+                let at = format!("{at}.{name}");
+                match schema["properties"].get(name) {
+                    Some(property) => check(doc, property, member, &at, true, out),
+                    None => match &schema["additionalProperties"] {
+                        Value::Bool(false) => out.push(format!("{at}: not documented")),
+                        Value::Object(_) => {
+                            check(doc, &schema["additionalProperties"], member, &at, true, out)
+                        }
+                        // An object with documented properties and nothing about others: a
+                        // member it does not name is a member the document forgot.
+                        _ if strict && schema["properties"].is_object() => {
+                            out.push(format!("{at}: not documented"))
+                        }
+                        _ => {}
+                    },
+                }
+            }
+        }
+        Value::Array(items) if schema["items"].is_object() => {
+            for (i, item) in items.iter().enumerate() {
+                check(
+                    doc,
+                    &schema["items"],
+                    item,
+                    &format!("{at}[{i}]"),
+                    true,
+                    out,
+                );
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Fails unless `body` is what the document says `method path` answers with `status`
+/// (`path` as documented, e.g. `/api/performance/post/{post_id}`).
+pub(crate) fn assert_documented(method: &str, path: &str, status: u16, body: &Value) {
+    let doc = committed();
+    let schema = &doc["paths"][path][method]["responses"][status.to_string()]["content"]["application/json"]
+        ["schema"];
+    assert!(
+        schema.is_object(),
+        "{method} {path} documents no JSON {status}"
+    );
+    let mut found = Vec::new();
+    violations(doc, schema, body, "$", &mut found);
+    assert!(
+        found.is_empty(),
+        "{method} {path} {status} breaks its schema: {found:#?}\n{body:#}"
+    );
+}
+
+/// The checker itself: a member the schema does not name, a wrong type and a missing required
+/// member are each caught.
+#[test]
+fn the_schema_check_catches_what_it_should() {
+    let doc = committed();
+    let schema = json!({"$ref": "#/components/schemas/BackfilledDate"});
+    let good = json!({"date": "2026-11-20", "status": "failed", "data": null, "error": "x"});
+    let mut found = Vec::new();
+    violations(doc, &schema, &good, "$", &mut found);
+    assert!(found.is_empty(), "{found:?}");
+    for bad in [
+        json!({"date": "2026-11-20", "status": "failed", "data": null}),
+        json!({"date": "2026-11-20", "status": "failed", "data": 0, "error": "x"}),
+        json!({"date": "2026-11-20", "status": "failed", "data": null, "error": "x", "more": 1}),
+    ] {
+        let mut found = Vec::new();
+        violations(doc, &schema, &bad, "$", &mut found);
+        assert!(!found.is_empty(), "{bad}");
+    }
 }

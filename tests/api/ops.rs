@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use service_sim::state::{FaultKind, FaultSpec};
 
 use crate::helpers::{OPERATOR_TOKEN, TestApp, status_and_json};
+use crate::openapi::assert_documented;
 
 async fn operator_get(app: &TestApp, path: &str) -> reqwest::Response {
     app.http
@@ -114,6 +115,8 @@ async fn the_actor_view_shows_a_busy_actor_and_its_queue() {
     let ((a, b), (status, view)) = tokio::join!(publishes, look);
     assert_eq!((a.0, b.0), (200, 200));
     assert_eq!(status, 200, "{view}");
+    // Busy (the in-flight members present) and then idle, the view is what the document says.
+    assert_documented("get", "/api/admin/actors", 200, &view);
     assert_eq!(view["count"], 1, "{view}");
     let actor = &view["actors"][0];
     assert_eq!(actor["account_id"], json!(publisher.account.id));
@@ -129,6 +132,7 @@ async fn the_actor_view_shows_a_busy_actor_and_its_queue() {
 
     // Afterwards: idle, with its counts; the threads actor is listed too.
     let (_, view) = status_and_json(operator_get(&app, "/api/admin/actors").await).await;
+    assert_documented("get", "/api/admin/actors", 200, &view);
     assert_eq!(view["count"], 2);
     let facebook = view["actors"]
         .as_array()

@@ -258,3 +258,16 @@ async fn account_posts_and_post_answer_for_every_supported_platform() {
         assert_eq!(post["success"], true);
     }
 }
+
+/// Each platform's metric catalogue is what the document's `MetricsBody` says (one variant per
+/// platform shape, every member named).
+#[actix_rt::test]
+async fn every_platform_catalogue_is_documented() {
+    let app = TestApp::spawn().await;
+    for platform in ["facebook", "instagram", "threads", "youtube", "tiktok"] {
+        let publisher = app.publisher(platform, "pro").await;
+        let (status, body) = perf(&app, &publisher, "metrics", "").await;
+        assert_eq!(status, 200, "{platform}: {body}");
+        crate::openapi::assert_documented("get", "/api/performance/metrics", 200, &body);
+    }
+}

@@ -1,11 +1,17 @@
 //! The envelopes each JSON endpoint answers with.
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::publish::run::PublishReceipt;
+// The publish outcome is defined beside its use case, which needs nothing from HTTP.
+pub use crate::publish::service::{PostOutcome, PostPublished, PostScheduled};
+// The performance bodies are built by the insights adapters, beside their platform calls.
+use crate::collection::AccountOutcome;
+pub use crate::insights::catalogue::MetricsBody;
 use entity::platform::Platform;
 
 use super::{
@@ -206,44 +212,6 @@ pub struct ApiUsage {
     pub period_end: String,
 }
 
-/// `POST /v2/posts`, published now.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct PostPublished {
-    pub success: bool,
-    pub message: String,
-    pub data: PublishReceipt,
-}
-
-/// `POST /v2/posts` with `scheduledAt`: scheduled.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct PostScheduled {
-    pub success: bool,
-    /// Always `true`.
-    pub scheduled: bool,
-    #[serde(rename = "scheduledPostId")]
-    pub scheduled_post_id: Uuid,
-    pub platform: Platform,
-    #[serde(rename = "scheduledAt")]
-    #[schema(format = DateTime)]
-    pub scheduled_at: String,
-    pub message: String,
-}
-
-/// A JSON object whose members depend on the platform or on what was collected (performance,
-/// collection and actor reports): documented per endpoint, typed as an open object.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(transparent)]
-#[schema(value_type = Object)]
-pub struct OpenObject(pub Map<String, Value>);
-
-/// `POST /v2/posts`: published now, or scheduled.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum PostOutcome {
-    Published(PostPublished),
-    Scheduled(PostScheduled),
-}
-
 /// A 429: the catalogue body (`RateLimitExceeded`) or the Free plan's quota refusal.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(untagged)]
@@ -330,12 +298,74 @@ pub struct MissingDates {
     pub missing_dates: Vec<String>,
 }
 
-/// `POST /api/cron/backfill`, `POST /api/cron/collect-performance`.
+/// `POST /api/cron/backfill`.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct CronRun {
+pub struct BackfillRun {
     pub success: bool,
     pub message: String,
-    /// Counts (`success_count`, `failed_count`, `total_dates` / `total_accounts`, `target_date`)
-    /// and one entry per date or account (`dates` / `accounts`: `status`, `error`, `data`).
-    pub results: OpenObject,
+    pub results: BackfillResults,
+}
+
+/// The dates a backfill collected again.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BackfillResults {
+    pub total_dates: usize,
+    /// `success` and `partial` dates.
+    pub success_count: usize,
+    pub failed_count: usize,
+    /// One per distinct date, in the request's order.
+    pub dates: Vec<BackfilledDate>,
+}
+
+/// One date of a backfill.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BackfilledDate {
+    /// `YYYY-MM-DD`.
+    pub date: String,
+    /// `success`, `partial`, `failed` or `skipped`.
+    #[schema(value_type = String)]
+    pub status: &'static str,
+    #[schema(required = true)]
+    pub data: Option<BackfilledData>,
+    #[schema(required = true)]
+    pub error: Option<String>,
+}
+
+impl BackfilledDate {
+    /// Whether the date was collected (in full or in part).
+    pub fn succeeded(&self) -> bool {
+        matches!(self.status, "success" | "partial")
+    }
+}
+
+/// The figures a backfill collected for a date.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BackfilledData {
+    /// Metric name → value; `null` for a metric the platform would not give (never 0).
+    #[schema(value_type = BTreeMap<String, Option<f64>>)]
+    pub page_metrics: BTreeMap<String, Value>,
+    pub posts_count: u64,
+    /// The views of that day's posts; `null` when one of them failed.
+    #[schema(required = true)]
+    pub total_post_impressions: Option<u64>,
+}
+
+/// `POST /api/cron/collect-performance`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CollectRun {
+    pub success: bool,
+    pub message: String,
+    pub results: CollectResults,
+}
+
+/// What a collection did.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CollectResults {
+    /// `YYYY-MM-DD`.
+    pub target_date: String,
+    pub total_accounts: usize,
+    /// `success` and `partial` outcomes.
+    pub success_count: usize,
+    pub failed_count: usize,
+    pub accounts: Vec<AccountOutcome>,
 }
