@@ -23,6 +23,7 @@ pub use scheduled::{CancelOutcome, NewScheduledPost, ScheduledFilter};
 pub use snapshots::SnapshotClaim;
 pub use submissions::{NewSubmission, Page};
 pub use usage::Reservation;
+pub use users::UserSearch;
 
 /// Handle to the database; cheap to clone (it wraps a connection pool).
 #[derive(Clone, Debug)]

@@ -18,7 +18,7 @@ use crate::{
         parse_uuid,
     },
     publish::plan::Platform,
-    store::{Page, ScheduledFilter},
+    store::{Page, ScheduledFilter, UserSearch},
 };
 
 /// `POST /api/keys`.
@@ -153,6 +153,18 @@ impl TryFrom<ScheduledListQuery> for ScheduledFilter {
 pub struct UsersQuery {
     /// Part of an email address.
     pub email: Option<String>,
+}
+
+impl TryFrom<UsersQuery> for UserSearch {
+    type Error = ApiError;
+
+    fn try_from(query: UsersQuery) -> Result<Self, ApiError> {
+        let email = query
+            .email
+            .ok_or_else(|| ApiError::missing_parameter("email"))?;
+        crate::http::reject_nul("email", &email)?;
+        Ok(UserSearch { email })
+    }
 }
 
 /// The performance endpoints' query (`/api/performance/*`).
@@ -376,6 +388,35 @@ mod tests {
             };
             let got = outcome(ScheduledFilter::try_from(query));
             assert_eq!(got, expected, "{status:?} {platform:?} {limit:?}");
+        }
+    }
+
+    #[test]
+    fn user_search_table() {
+        let cases = [
+            (
+                None,
+                Err((
+                    ErrorCode::MissingParameter,
+                    "Missing required parameter: email".to_string(),
+                )),
+            ),
+            (
+                Some("a@example.com"),
+                Ok(UserSearch {
+                    email: "a@example.com".into(),
+                }),
+            ),
+            (
+                Some("a\0b"),
+                Err(invalid("email must not contain NUL characters (\\u0000)")),
+            ),
+        ];
+        for (email, expected) in cases {
+            let query = UsersQuery {
+                email: email.map(str::to_string),
+            };
+            assert_eq!(outcome(UserSearch::try_from(query)), expected, "{email:?}");
         }
     }
 }
