@@ -14,6 +14,7 @@ use uuid::Uuid;
 use crate::{
     error::{ApiError, ErrorCode},
     http::{
+        cron::{self, BackfillDates, CollectTarget, LookBack, Yesterday},
         keys::{KeyName, MAX_NAME_CHARS},
         parse_uuid,
     },
@@ -195,14 +196,37 @@ pub struct DaysQuery {
     pub account_id: Option<String>,
 }
 
+/// `days` only: check-missing reads `account_id` first (with [`cron::account_param`]) and looks
+/// the account up before `days` is read, so a bad `days` never hides a not-found.
+impl TryFrom<DaysQuery> for LookBack {
+    type Error = ApiError;
+
+    fn try_from(query: DaysQuery) -> Result<Self, ApiError> {
+        cron::look_back(query.days.as_deref())
+    }
+}
+
 /// `POST /api/cron/backfill`.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct BackfillBody {
     #[schema(required = true)]
     pub account_id: Option<String>,
-    /// Dates (`YYYY-MM-DD`) to collect again.
-    #[schema(required = true)]
+    /// Dates (`YYYY-MM-DD`) to collect again: 1 to 90, each over already.
+    #[schema(required = true, min_items = 1, max_items = 90)]
     pub missing_dates: Option<Vec<String>>,
+}
+
+// The document's bounds must follow the rule they describe.
+const _: () = assert!(cron::MAX_BACKFILL_DATES == 90);
+
+/// `missing_dates` against the latest collectable day. The body's `account_id` is read and
+/// looked up first, by the handler (the lookup sits between the two checks).
+impl TryFrom<(Vec<String>, Yesterday)> for BackfillDates {
+    type Error = ApiError;
+
+    fn try_from((raw, yesterday): (Vec<String>, Yesterday)) -> Result<Self, ApiError> {
+        BackfillDates::check(&raw, yesterday)
+    }
 }
 
 /// `POST /api/cron/collect-performance`.
@@ -215,6 +239,27 @@ pub struct CollectQuery {
     pub account_id: Option<String>,
 }
 
+/// The date first (readable, and over), then the account id; empty values mean the defaults.
+impl TryFrom<(CollectQuery, Yesterday)> for CollectTarget {
+    type Error = ApiError;
+
+    fn try_from((query, yesterday): (CollectQuery, Yesterday)) -> Result<Self, ApiError> {
+        let date = match query.date.as_deref().filter(|d| !d.is_empty()) {
+            Some(raw) => {
+                let date = cron::parse_date("date", raw)?;
+                cron::check_not_future(date, yesterday.0)?;
+                date
+            }
+            None => yesterday.0,
+        };
+        let account_id = match query.account_id.as_deref().filter(|a| !a.is_empty()) {
+            Some(raw) => Some(cron::account_param(Some(raw))?),
+            None => None,
+        };
+        Ok(CollectTarget { date, account_id })
+    }
+}
+
 // `POST /v2/posts`: its loose wire types live beside their conversion into the domain's
 // `PostRequest` (the scheduler reads stored requests through the same path).
 pub use crate::publish::validate::{
@@ -224,6 +269,8 @@ pub use crate::publish::validate::{
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+
+    use chrono::NaiveDate;
 
     use super::*;
 
@@ -417,6 +464,125 @@ mod tests {
                 email: email.map(str::to_string),
             };
             assert_eq!(outcome(UserSearch::try_from(query)), expected, "{email:?}");
+        }
+    }
+
+    fn day(text: &str) -> NaiveDate {
+        NaiveDate::parse_from_str(text, "%Y-%m-%d").unwrap()
+    }
+
+    const YESTERDAY: &str = "2026-11-23";
+
+    #[test]
+    fn look_back_table() {
+        let bad = invalid("days must be an integer from 1 to 366");
+        let cases = [
+            (None, Ok(LookBack(None))),
+            (Some(""), Ok(LookBack(None))),
+            (Some(" 30 "), Ok(LookBack(Some(30)))),
+            (Some("366"), Ok(LookBack(Some(366)))),
+            (Some("0"), Err(bad.clone())),
+            (Some("367"), Err(bad.clone())),
+            (Some("week"), Err(bad)),
+        ];
+        for (days, expected) in cases {
+            let query = DaysQuery {
+                days: days.map(str::to_string),
+                // Not read by this conversion (check-missing reads it first, by itself).
+                account_id: Some("not-a-uuid".into()),
+            };
+            assert_eq!(outcome(LookBack::try_from(query)), expected, "{days:?}");
+        }
+    }
+
+    #[test]
+    fn collect_target_table() {
+        let id = Uuid::new_v4();
+        let yesterday = Yesterday(day(YESTERDAY));
+        let not_over = invalid(
+            "2026-11-24 is not over yet; the latest date that can be collected is 2026-11-23",
+        );
+        let not_found = (
+            ErrorCode::AccountNotFound,
+            "Account not found or does not belong to you".to_string(),
+        );
+        let target = |date: &str, account_id| {
+            Ok(CollectTarget {
+                date: day(date),
+                account_id,
+            })
+        };
+        let cases = [
+            (None, None, target(YESTERDAY, None)),
+            (Some(""), Some(String::new()), target(YESTERDAY, None)),
+            (
+                Some("2026-11-01"),
+                Some(id.to_string()),
+                target("2026-11-01", Some(id)),
+            ),
+            (Some("2026-11-24"), None, Err(not_over.clone())),
+            (
+                Some("24.11.2026"),
+                None,
+                Err(invalid(
+                    "date must hold dates YYYY-MM-DD, got \"24.11.2026\"",
+                )),
+            ),
+            (None, Some("x".into()), Err(not_found)),
+            (
+                None,
+                Some("  ".into()),
+                Err((
+                    ErrorCode::MissingParameter,
+                    "Missing required parameter: account_id".to_string(),
+                )),
+            ),
+            // The date is checked before the account.
+            (Some("2026-11-24"), Some("x".into()), Err(not_over)),
+        ];
+        for (date, account_id, expected) in cases {
+            let query = CollectQuery {
+                date: date.map(str::to_string),
+                account_id: account_id.clone(),
+            };
+            let got = outcome(CollectTarget::try_from((query, yesterday)));
+            assert_eq!(got, expected, "{date:?} {account_id:?}");
+        }
+    }
+
+    #[test]
+    fn backfill_dates_table() {
+        let yesterday = Yesterday(day(YESTERDAY));
+        let count = invalid("missing_dates must hold 1 to 90 dates");
+        let unreadable = invalid("missing_dates must hold dates YYYY-MM-DD, got \"soon\"");
+        let not_over = invalid(
+            "2026-11-24 is not over yet; the latest date that can be collected is 2026-11-23",
+        );
+        let too_many = vec!["2026-11-01"; 91];
+        let cases: [Case<Vec<&str>, Vec<&str>>; 7] = [
+            (
+                vec!["2026-11-02", "2026-11-01"],
+                Ok(vec!["2026-11-02", "2026-11-01"]),
+            ),
+            // Repeats collect once, in the order first asked.
+            (
+                vec!["2026-11-02", " 2026-11-01 ", "2026-11-02"],
+                Ok(vec!["2026-11-02", "2026-11-01"]),
+            ),
+            (vec![YESTERDAY], Ok(vec![YESTERDAY])),
+            (vec![], Err(count.clone())),
+            (too_many, Err(count)),
+            // The first bad date in the order given is the one reported.
+            (vec!["2026-11-24", "soon"], Err(not_over)),
+            (vec!["soon", "2026-11-24"], Err(unreadable)),
+        ];
+        for (raw, expected) in cases {
+            let label = format!("{raw:?}");
+            let raw: Vec<String> = raw.into_iter().map(str::to_string).collect();
+            let got = outcome(BackfillDates::try_from((raw, yesterday)));
+            let expected =
+                expected.map(|dates| BackfillDates(dates.into_iter().map(day).collect()));
+            assert_eq!(got, expected, "{label}");
         }
     }
 }
