@@ -29,6 +29,7 @@ use crate::{
     AppState,
     error::ApiError,
     http::{auth::SessionUser, parse_uuid},
+    store::Page,
 };
 
 const HISTORY_PATH: &str = "/dashboard/history";
@@ -98,7 +99,13 @@ async fn page(
     let offset = (asked - 1).saturating_mul(PER_PAGE);
     let (mut rows, total) = state
         .store
-        .list_submissions(session.user.id, PER_PAGE, offset)
+        .list_submissions(
+            session.user.id,
+            Page {
+                limit: PER_PAGE,
+                offset,
+            },
+        )
         .await?;
     let pages = total.div_ceil(PER_PAGE).max(1);
     // Past the last page (an old link, an edited URL): the last page, not an empty list that
@@ -107,7 +114,13 @@ async fn page(
         asked = pages;
         rows = state
             .store
-            .list_submissions(session.user.id, PER_PAGE, (pages - 1) * PER_PAGE)
+            .list_submissions(
+                session.user.id,
+                Page {
+                    limit: PER_PAGE,
+                    offset: (pages - 1) * PER_PAGE,
+                },
+            )
             .await?
             .0;
     }

@@ -22,7 +22,7 @@ use crate::{
     error::ApiError,
     http::{
         auth::SessionUser,
-        keys::{CreateKeyError, MAX_NAME_CHARS, create_api_key},
+        keys::{CreateKeyError, KeyName, MAX_NAME_CHARS, create_api_key},
         parse_uuid,
     },
 };
@@ -133,7 +133,12 @@ async fn create(
     let t = layout.t;
     let name = form.into_inner().name.unwrap_or_default();
     let mut name_value = String::new();
-    let created = match create_api_key(&state, session.user.id, &name).await {
+    // The form reports a bad name the same way as too many keys: both are the user's to fix.
+    let attempt = match KeyName::parse(&name) {
+        Ok(key_name) => create_api_key(&state, session.user.id, &key_name).await,
+        Err(error) => Err(error),
+    };
+    let created = match attempt {
         Ok((full, stored)) => Some(CreatedKey {
             title: t.fill(Msg::KeyCreatedTitle, &[("name", &stored.name)]),
             value: full,

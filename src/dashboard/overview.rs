@@ -15,6 +15,7 @@ use crate::{
     AppState,
     error::ApiError,
     http::{auth::SessionUser, subscription::usage_now},
+    store::{Page, ScheduledFilter},
 };
 
 /// How many scheduled posts and results the overview shows.
@@ -82,7 +83,14 @@ pub async fn page(
         .collect();
     let scheduled = state
         .store
-        .list_scheduled_posts(user.id, Some(ScheduledStatus::Scheduled), None, SHOWN)
+        .list_scheduled_posts(
+            user.id,
+            ScheduledFilter {
+                status: Some(ScheduledStatus::Scheduled),
+                platform: None,
+                limit: SHOWN,
+            },
+        )
         .await?
         .into_iter()
         .map(|row| PostRow {
@@ -95,7 +103,16 @@ pub async fn page(
             detail: String::new(),
         })
         .collect();
-    let (results, _) = state.store.list_submissions(user.id, SHOWN, 0).await?;
+    let (results, _) = state
+        .store
+        .list_submissions(
+            user.id,
+            Page {
+                limit: SHOWN,
+                offset: 0,
+            },
+        )
+        .await?;
     let results = results
         .into_iter()
         .map(|row| {

@@ -27,7 +27,7 @@ use crate::{
     error::ApiError,
     http::{
         auth::SessionUser,
-        cron::{backfill_account, missing_dates},
+        cron::{BackfillDates, Yesterday, backfill_account, missing_dates},
         parse_uuid,
         performance::recent_posts,
     },
@@ -424,7 +424,9 @@ async fn backfill(
     if missing.is_empty() {
         return Ok(see_other(&back));
     }
-    let results = backfill_account(&state, account, &missing).await?;
+    let yesterday = Yesterday(state.collection.schedule().yesterday(state.clock.now()));
+    let dates = BackfillDates::try_from((missing, yesterday))?;
+    let results = backfill_account(&state, account, &dates).await?;
     let ok = results.iter().filter(|r| r.succeeded()).count();
     Ok(see_other(&format!(
         "{back}&notice=backfilled&ok={ok}&total={}",

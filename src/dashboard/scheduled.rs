@@ -29,6 +29,7 @@ use crate::{
     http::{auth::SessionUser, parse_uuid},
     publish::plan::Platform,
     store::CancelOutcome,
+    store::ScheduledFilter,
 };
 
 const SCHEDULED_PATH: &str = "/dashboard/scheduled";
@@ -161,7 +162,14 @@ async fn page(
     let now = state.clock.now();
     let posts = state
         .store
-        .list_scheduled_posts(session.user.id, status, platform, SHOWN)
+        .list_scheduled_posts(
+            session.user.id,
+            ScheduledFilter {
+                status,
+                platform,
+                limit: SHOWN,
+            },
+        )
         .await?;
     let capped = posts.len() as u64 >= SHOWN;
     let rows = posts

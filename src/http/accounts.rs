@@ -121,11 +121,7 @@ pub async fn token_info(
     session: SessionUser,
     body: web::Json<TokenInfoRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let raw = body
-        .into_inner()
-        .account_id
-        .ok_or_else(|| ApiError::missing_parameter("account_id"))?;
-    let account_id = parse_uuid(&raw).ok_or_else(ApiError::account_not_found)?;
+    let account_id = uuid::Uuid::try_from(body.into_inner())?;
     let account = state
         .store
         .find_owned_account(session.user.id, account_id)

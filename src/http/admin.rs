@@ -16,7 +16,8 @@ use super::{
 use crate::{
     AppState,
     error::ApiError,
-    operator::{self, ManualAccount, PlanChange},
+    operator::{self, CheckedAccount, ManualAccount, PlanChange, PlanSetting},
+    store::UserSearch,
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -42,12 +43,8 @@ pub async fn find_users(
     _operator: Operator,
     query: web::Query<UsersQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let email = query
-        .into_inner()
-        .email
-        .ok_or_else(|| ApiError::missing_parameter("email"))?;
-    super::reject_nul("email", &email)?;
-    let users = state.store.find_users_by_email(&email).await?;
+    let search = UserSearch::try_from(query.into_inner())?;
+    let users = state.store.find_users(&search).await?;
     Ok(HttpResponse::Ok().json(UserList {
         success: true,
         users: users.iter().map(User::from).collect(),
@@ -72,8 +69,8 @@ pub async fn set_plan(
     body: web::Json<PlanChange>,
 ) -> Result<HttpResponse, ApiError> {
     let user_id = parse_uuid(&path).ok_or_else(|| ApiError::not_found("User not found"))?;
-    let user = operator::set_user_plan(&state.store, state.clock.now(), user_id, body.into_inner())
-        .await?;
+    let setting = PlanSetting::try_from(body.into_inner())?;
+    let user = operator::apply_plan(&state.store, state.clock.now(), user_id, setting).await?;
     tracing::info!(user_id = %user.id, plan = %user.plan, "operator set plan");
     Ok(HttpResponse::Ok().json(UserResponse {
         success: true,
@@ -95,13 +92,9 @@ pub async fn add_account(
     _operator: Operator,
     body: web::Json<ManualAccount>,
 ) -> Result<HttpResponse, ApiError> {
-    let account = operator::add_account(
-        &state.store,
-        &state.cipher,
-        state.clock.now(),
-        body.into_inner(),
-    )
-    .await?;
+    let account = CheckedAccount::try_from(body.into_inner())?;
+    let account =
+        operator::record_account(&state.store, &state.cipher, state.clock.now(), account).await?;
     Ok(HttpResponse::Ok().json(AccountCreated {
         success: true,
         account: Account::from(&account),

@@ -59,7 +59,7 @@ pub async fn collection_status(
     caller: CronCaller,
     query: web::Query<DaysQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let days = days_param(query.days.as_deref(), DEFAULT_STATUS_DAYS)?;
+    let days = LookBack::try_from(query.into_inner())?.or(DEFAULT_STATUS_DAYS);
     let yesterday = state.collection.schedule().yesterday(state.clock.now());
     let from = yesterday - Duration::days(days - 1);
     let rows = state
@@ -107,8 +107,12 @@ pub async fn check_missing(
     caller: CronCaller,
     query: web::Query<DaysQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let account = find_account(&state, &caller, query.account_id.as_deref()).await?;
-    let days = days_param(query.days.as_deref(), DEFAULT_CHECK_DAYS)?;
+    let query = query.into_inner();
+    // The account is looked up before `days` is read: a bad `days` for an account the caller
+    // cannot see stays a not-found.
+    let account_id = account_param(query.account_id.as_deref())?;
+    let account = find_account(&state, &caller, account_id).await?;
+    let days = LookBack::try_from(query)?.or(DEFAULT_CHECK_DAYS);
     let missing = missing_dates(&state, &account, days).await?;
     Ok(HttpResponse::Ok().json(MissingDates {
         success: true,
@@ -165,11 +169,15 @@ pub async fn backfill(
     body: web::Json<BackfillBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.into_inner();
-    let account = find_account(&state, &caller, body.account_id.as_deref()).await?;
+    // The account is looked up before the dates are read (as it always was).
+    let account_id = account_param(body.account_id.as_deref())?;
+    let account = find_account(&state, &caller, account_id).await?;
     let raw_dates = body
         .missing_dates
         .ok_or_else(|| ApiError::missing_parameter("missing_dates"))?;
-    let dates = backfill_account(&state, account, &raw_dates).await?;
+    let yesterday = Yesterday(state.collection.schedule().yesterday(state.clock.now()));
+    let dates = BackfillDates::try_from((raw_dates, yesterday))?;
+    let dates = backfill_account(&state, account, &dates).await?;
     let succeeded = dates.iter().filter(|date| date.succeeded()).count();
     Ok(HttpResponse::Ok().json(BackfillRun {
         success: true,
@@ -183,31 +191,17 @@ pub async fn backfill(
     }))
 }
 
-/// Collects the account's snapshots of `raw_dates` again (`POST /api/cron/backfill`; the
-/// dashboard's Backfill button does the same): one result per distinct date, in the body's
-/// form. Refused as a whole when a date is unreadable or not over yet.
+/// Collects the account's snapshots of `dates` again (`POST /api/cron/backfill`; the
+/// dashboard's Backfill button does the same): one result per date, in the body's form.
 pub async fn backfill_account(
     state: &AppState,
     account: entity::account::Model,
-    raw_dates: &[String],
+    dates: &BackfillDates,
 ) -> Result<Vec<BackfilledDate>, ApiError> {
-    if raw_dates.is_empty() || raw_dates.len() > MAX_BACKFILL_DATES {
-        return Err(ApiError::invalid_request(format!(
-            "missing_dates must hold 1 to {MAX_BACKFILL_DATES} dates"
-        )));
-    }
-    let yesterday = state.collection.schedule().yesterday(state.clock.now());
-    let mut dates = Vec::with_capacity(raw_dates.len());
-    for raw in raw_dates {
-        let date = parse_date("missing_dates", raw)?;
-        check_not_future(date, yesterday)?;
-        if !dates.contains(&date) {
-            dates.push(date);
-        }
-    }
+    let dates = dates.as_slice();
     let accounts = collection::collectable(vec![account]);
     let mut results = Vec::with_capacity(dates.len());
-    for date in &dates {
+    for date in dates {
         let report = state
             .collection
             .collect(CollectionRun {
@@ -252,17 +246,11 @@ pub async fn collect_performance(
     caller: CronCaller,
     query: web::Query<CollectQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let yesterday = state.collection.schedule().yesterday(state.clock.now());
-    let date = match query.date.as_deref().filter(|d| !d.is_empty()) {
-        Some(raw) => {
-            let date = parse_date("date", raw)?;
-            check_not_future(date, yesterday)?;
-            date
-        }
-        None => yesterday,
-    };
-    let accounts = match query.account_id.as_deref().filter(|a| !a.is_empty()) {
-        Some(raw) => vec![find_account(&state, &caller, Some(raw)).await?],
+    let yesterday = Yesterday(state.collection.schedule().yesterday(state.clock.now()));
+    let CollectTarget { date, account_id } =
+        CollectTarget::try_from((query.into_inner(), yesterday))?;
+    let accounts = match account_id {
+        Some(id) => vec![find_account(&state, &caller, id).await?],
         None => {
             state
                 .store
@@ -298,17 +286,22 @@ pub async fn collect_performance(
     }))
 }
 
-/// The account named by `raw`, if the caller may see it (the operator sees every account).
-async fn find_account(
-    state: &AppState,
-    caller: &CronCaller,
-    raw: Option<&str>,
-) -> Result<entity::account::Model, ApiError> {
+/// The `account_id` a cron call names: present (after trimming) and a UUID; anything else
+/// than a UUID is simply not found.
+pub(crate) fn account_param(raw: Option<&str>) -> Result<uuid::Uuid, ApiError> {
     let raw = raw
         .map(str::trim)
         .filter(|id| !id.is_empty())
         .ok_or_else(|| ApiError::missing_parameter("account_id"))?;
-    let id = parse_uuid(raw).ok_or_else(ApiError::account_not_found)?;
+    parse_uuid(raw).ok_or_else(ApiError::account_not_found)
+}
+
+/// The account `id`, if the caller may see it (the operator sees every account).
+async fn find_account(
+    state: &AppState,
+    caller: &CronCaller,
+    id: uuid::Uuid,
+) -> Result<entity::account::Model, ApiError> {
     let account = match caller.user_scope() {
         Some(user) => state.store.find_owned_account(user, id).await?,
         None => state.store.find_account(id).await?,
@@ -318,26 +311,81 @@ async fn find_account(
         .ok_or_else(ApiError::account_not_found)
 }
 
-fn days_param(raw: Option<&str>, default: i64) -> Result<i64, ApiError> {
+/// How many days back a report looks (1 to [`MAX_DAYS`]); `None`: the endpoint's default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LookBack(pub Option<i64>);
+
+impl LookBack {
+    pub fn or(self, default: i64) -> i64 {
+        self.0.unwrap_or(default)
+    }
+}
+
+/// The latest day that can be collected (yesterday in the collector's zone): what a requested
+/// date is checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Yesterday(pub NaiveDate);
+
+/// Dates to collect again: 1 to [`MAX_BACKFILL_DATES`] asked, each over already, distinct, in
+/// the order asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackfillDates(pub(crate) Vec<NaiveDate>);
+
+impl BackfillDates {
+    /// Refused as a whole when the count is out of range or a date is unreadable or not over
+    /// yet; the first bad date (in the order given) is the one reported.
+    pub fn check(raw_dates: &[String], yesterday: Yesterday) -> Result<Self, ApiError> {
+        if raw_dates.is_empty() || raw_dates.len() > MAX_BACKFILL_DATES {
+            return Err(ApiError::invalid_request(format!(
+                "missing_dates must hold 1 to {MAX_BACKFILL_DATES} dates"
+            )));
+        }
+        let mut dates = Vec::with_capacity(raw_dates.len());
+        for raw in raw_dates {
+            let date = parse_date("missing_dates", raw)?;
+            check_not_future(date, yesterday.0)?;
+            if !dates.contains(&date) {
+                dates.push(date);
+            }
+        }
+        Ok(Self(dates))
+    }
+
+    pub fn as_slice(&self) -> &[NaiveDate] {
+        &self.0
+    }
+}
+
+/// What `POST /api/cron/collect-performance` collects: the day, and one account (`None`:
+/// every account in scope).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CollectTarget {
+    pub date: NaiveDate,
+    pub account_id: Option<uuid::Uuid>,
+}
+
+/// `days`: empty or absent is the default; else an integer from 1 to [`MAX_DAYS`].
+pub(crate) fn look_back(raw: Option<&str>) -> Result<LookBack, ApiError> {
     match raw.map(str::trim).filter(|s| !s.is_empty()) {
-        None => Ok(default),
+        None => Ok(LookBack(None)),
         Some(text) => text
             .parse::<i64>()
             .ok()
             .filter(|n| (1..=MAX_DAYS).contains(n))
+            .map(|n| LookBack(Some(n)))
             .ok_or_else(|| {
                 ApiError::invalid_request(format!("days must be an integer from 1 to {MAX_DAYS}"))
             }),
     }
 }
 
-fn parse_date(name: &str, raw: &str) -> Result<NaiveDate, ApiError> {
+pub(crate) fn parse_date(name: &str, raw: &str) -> Result<NaiveDate, ApiError> {
     NaiveDate::parse_from_str(raw.trim(), "%Y-%m-%d").map_err(|_| {
         ApiError::invalid_request(format!("{name} must hold dates YYYY-MM-DD, got {raw:?}"))
     })
 }
 
-fn check_not_future(date: NaiveDate, yesterday: NaiveDate) -> Result<(), ApiError> {
+pub(crate) fn check_not_future(date: NaiveDate, yesterday: NaiveDate) -> Result<(), ApiError> {
     if date > yesterday {
         return Err(ApiError::invalid_request(format!(
             "{} is not over yet; the latest date that can be collected is {}",
@@ -458,11 +506,12 @@ mod tests {
 
     #[test]
     fn days_default_and_bounds() {
-        assert_eq!(days_param(None, 7).unwrap(), 7);
-        assert_eq!(days_param(Some("1"), 7).unwrap(), 1);
-        assert_eq!(days_param(Some("366"), 7).unwrap(), 366);
+        assert_eq!(look_back(None).unwrap().or(7), 7);
+        assert_eq!(look_back(Some(" ")).unwrap().or(7), 7);
+        assert_eq!(look_back(Some("1")).unwrap().or(7), 1);
+        assert_eq!(look_back(Some("366")).unwrap().or(7), 366);
         for bad in ["0", "367", "-3", "week"] {
-            assert!(days_param(Some(bad), 7).is_err(), "{bad}");
+            assert!(look_back(Some(bad)).is_err(), "{bad}");
         }
     }
 }

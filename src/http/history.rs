@@ -8,10 +8,7 @@ use super::{
         requests::HistoryQuery, resources::Submission, responses::PublishedPosts, schema::ErrorBody,
     },
 };
-use crate::{AppState, error::ApiError};
-
-const DEFAULT_LIMIT: i64 = 20;
-const MAX_LIMIT: i64 = 100;
+use crate::{AppState, error::ApiError, store::Page};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -19,19 +16,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .wrap(from_fn(require_session))
             .route(web::get().to(published_posts)),
     );
-}
-
-/// `limit` above the maximum is clamped to it; a `limit` below 1 or a negative `offset` is refused.
-fn page_bounds(query: &HistoryQuery) -> Result<(u64, u64), ApiError> {
-    let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
-    if limit < 1 {
-        return Err(ApiError::invalid_request("limit must be at least 1"));
-    }
-    let offset = query.offset.unwrap_or(0);
-    if offset < 0 {
-        return Err(ApiError::invalid_request("offset must not be negative"));
-    }
-    Ok((limit.min(MAX_LIMIT) as u64, offset as u64))
 }
 
 /// The caller's publishing history, newest first (§4.10).
@@ -48,30 +32,12 @@ pub async fn published_posts(
     session: SessionUser,
     query: web::Query<HistoryQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let (limit, offset) = page_bounds(&query)?;
-    let (rows, total) = state
-        .store
-        .list_submissions(session.user.id, limit, offset)
-        .await?;
+    let page = Page::try_from(query.into_inner())?;
+    let (rows, total) = state.store.list_submissions(session.user.id, page).await?;
     Ok(HttpResponse::Ok().json(PublishedPosts {
         posts: rows.iter().map(Submission::from).collect(),
         total,
-        limit,
-        offset,
+        limit: page.limit,
+        offset: page.offset,
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn page_bounds_table() {
-        let q = |limit, offset| HistoryQuery { limit, offset };
-        assert_eq!(page_bounds(&q(None, None)).unwrap(), (20, 0));
-        assert_eq!(page_bounds(&q(Some(100), Some(5))).unwrap(), (100, 5));
-        assert_eq!(page_bounds(&q(Some(500), None)).unwrap(), (100, 0));
-        assert!(page_bounds(&q(Some(0), None)).is_err());
-        assert!(page_bounds(&q(Some(10), Some(-1))).is_err());
-    }
 }

@@ -67,10 +67,7 @@ pub async fn create_key(
     session: SessionUser,
     body: web::Json<CreateKeyRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let name = body
-        .into_inner()
-        .name
-        .ok_or_else(|| ApiError::missing_parameter("name"))?;
+    let name = KeyName::try_from(body.into_inner())?;
     let (full, stored) = create_api_key(&state, session.user.id, &name).await?;
     Ok(HttpResponse::Ok().json(KeyCreated {
         success: true,
@@ -106,21 +103,36 @@ impl From<CreateKeyError> for ApiError {
     }
 }
 
-/// Creates a key named `name` (trimmed) for `user_id` and returns its full value (to show
-/// once) with the stored row. Shared by `POST /api/keys` and the dashboard's key form.
+/// A key's name as stored: trimmed, 1 to [`MAX_NAME_CHARS`] characters, no NUL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyName(String);
+
+impl KeyName {
+    /// Checks in the order the API has always answered: NUL, then empty, then too long.
+    pub fn parse(raw: &str) -> Result<Self, CreateKeyError> {
+        let name = raw.trim();
+        super::reject_nul("name", name).map_err(CreateKeyError::NameHasNul)?;
+        if name.is_empty() {
+            return Err(CreateKeyError::NameEmpty);
+        }
+        if name.chars().count() > MAX_NAME_CHARS {
+            return Err(CreateKeyError::NameTooLong);
+        }
+        Ok(Self(name.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Creates a key named `name` for `user_id` and returns its full value (to show once) with the
+/// stored row. Shared by `POST /api/keys` and the dashboard's key form.
 pub async fn create_api_key(
     state: &AppState,
     user_id: uuid::Uuid,
-    name: &str,
+    name: &KeyName,
 ) -> Result<(String, entity::api_key::Model), CreateKeyError> {
-    let name = name.trim();
-    super::reject_nul("name", name).map_err(CreateKeyError::NameHasNul)?;
-    if name.is_empty() {
-        return Err(CreateKeyError::NameEmpty);
-    }
-    if name.chars().count() > MAX_NAME_CHARS {
-        return Err(CreateKeyError::NameTooLong);
-    }
     let max_keys = state.config.auth.max_api_keys_per_user;
     let active = state
         .store
@@ -133,7 +145,7 @@ pub async fn create_api_key(
     let key = crypto::generate_api_key();
     let stored = state
         .store
-        .insert_api_key(user_id, name, &key, state.clock.now())
+        .insert_api_key(user_id, name.as_str(), &key, state.clock.now())
         .await
         .map_err(|e| CreateKeyError::Internal(e.into()))?;
     Ok((key.full, stored))

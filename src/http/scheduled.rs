@@ -1,7 +1,6 @@
 //! `GET /api/scheduled-posts` and `DELETE /api/scheduled-posts/{id}` (API key; spec §4.2, §4.3).
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
-use entity::scheduled_post::ScheduledStatus;
 
 use super::{
     auth::{ApiCaller, require_api_key},
@@ -16,12 +15,8 @@ use super::{
 use crate::{
     AppState,
     error::{ApiError, ErrorCode},
-    publish::plan::Platform,
-    store::CancelOutcome,
+    store::{CancelOutcome, ScheduledFilter},
 };
-
-const DEFAULT_LIMIT: i64 = 50;
-const MAX_LIMIT: i64 = 100;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -50,34 +45,10 @@ pub async fn list(
     caller: ApiCaller,
     query: web::Query<ScheduledListQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let status = match query.status.as_deref().filter(|s| !s.is_empty()) {
-        None => None,
-        Some(raw) => Some(ScheduledStatus::parse(raw).ok_or_else(|| {
-            let all: Vec<&str> = ScheduledStatus::ALL.iter().map(|s| s.as_str()).collect();
-            ApiError::invalid_request(format!("status must be one of {}", all.join(", ")))
-        })?),
-    };
-    let platform = match query.platform.as_deref().filter(|s| !s.is_empty()) {
-        None => None,
-        Some(raw) => Some(Platform::parse(raw).ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::InvalidPlatform,
-                format!("Invalid platform '{raw}'"),
-            )
-        })?),
-    };
-    let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
-    if limit < 1 {
-        return Err(ApiError::invalid_request("limit must be at least 1"));
-    }
+    let filter = ScheduledFilter::try_from(query.into_inner())?;
     let rows = state
         .store
-        .list_scheduled_posts(
-            caller.user.id,
-            status,
-            platform,
-            limit.min(MAX_LIMIT) as u64,
-        )
+        .list_scheduled_posts(caller.user.id, filter)
         .await?;
     let posts: Vec<_> = rows.iter().map(ScheduledPost::from).collect();
     Ok(HttpResponse::Ok().json(ScheduledPosts {

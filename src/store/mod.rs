@@ -19,10 +19,11 @@ use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbBackend, DbErr};
 
 pub use accounts::{NewAccount, NewTokens, ReEncryptError};
 pub use oauth_states::StateOwner;
-pub use scheduled::{CancelOutcome, NewScheduledPost};
+pub use scheduled::{CancelOutcome, NewScheduledPost, ScheduledFilter};
 pub use snapshots::SnapshotClaim;
-pub use submissions::NewSubmission;
+pub use submissions::{NewSubmission, Page};
 pub use usage::Reservation;
+pub use users::UserSearch;
 
 /// Handle to the database; cheap to clone (it wraps a connection pool).
 #[derive(Clone, Debug)]

@@ -13,6 +13,14 @@ use uuid::Uuid;
 
 use super::Store;
 
+/// Which of a user's scheduled posts to list: `None` is "any"; at most `limit` rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScheduledFilter {
+    pub status: Option<ScheduledStatus>,
+    pub platform: Option<Platform>,
+    pub limit: u64,
+}
+
 /// A post accepted for later.
 #[derive(Debug, Clone)]
 pub struct NewScheduledPost {
@@ -72,10 +80,13 @@ impl Store {
     pub async fn list_scheduled_posts(
         &self,
         user_id: Uuid,
-        status: Option<ScheduledStatus>,
-        platform: Option<Platform>,
-        limit: u64,
+        filter: ScheduledFilter,
     ) -> Result<Vec<scheduled_post::Model>, DbErr> {
+        let ScheduledFilter {
+            status,
+            platform,
+            limit,
+        } = filter;
         let mut query =
             scheduled_post::Entity::find().filter(scheduled_post::Column::UserId.eq(user_id));
         if let Some(status) = status {

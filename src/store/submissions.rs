@@ -12,6 +12,14 @@ use uuid::Uuid;
 
 use super::Store;
 
+/// A window of a list: `limit` rows after skipping `offset`. Readers build it already bounded
+/// (the API's `HistoryQuery` clamps and refuses out-of-range values), so the store takes it as is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Page {
+    pub limit: u64,
+    pub offset: u64,
+}
+
 /// A history row as the publisher records it.
 #[derive(Debug, Clone)]
 pub struct NewSubmission {
@@ -75,9 +83,9 @@ impl Store {
     pub async fn list_submissions(
         &self,
         user_id: Uuid,
-        limit: u64,
-        offset: u64,
+        page: Page,
     ) -> Result<(Vec<post_submission::Model>, u64), DbErr> {
+        let Page { limit, offset } = page;
         let query =
             post_submission::Entity::find().filter(post_submission::Column::UserId.eq(user_id));
         let total = query.clone().count(&self.db).await?;

@@ -11,6 +11,13 @@ use uuid::Uuid;
 use super::Store;
 use crate::usage::Plan;
 
+/// An operator's user search: the e-mail address to look for (free of NUL, which no stored
+/// address holds and some databases refuse in a query).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserSearch {
+    pub email: String,
+}
+
 impl Store {
     /// Finds the user of an identity-provider identity, creating it (Free plan) on first sign-in.
     /// Profile fields are refreshed on every sign-in.
@@ -71,6 +78,11 @@ impl Store {
     }
 
     /// Users with this e-mail address (several identity providers may share one).
+    /// The users an operator's search matches.
+    pub async fn find_users(&self, search: &UserSearch) -> Result<Vec<user::Model>, DbErr> {
+        self.find_users_by_email(&search.email).await
+    }
+
     pub async fn find_users_by_email(&self, email: &str) -> Result<Vec<user::Model>, DbErr> {
         user::Entity::find()
             .filter(user::Column::Email.eq(email))

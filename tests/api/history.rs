@@ -165,7 +165,13 @@ async fn stored_steps_documents_load_typed_and_a_damaged_one_is_an_error() {
     let id = app
         .state
         .store
-        .list_submissions(dashboard.user_id, 10, 0)
+        .list_submissions(
+            dashboard.user_id,
+            social_service::store::Page {
+                limit: 10,
+                offset: 0,
+            },
+        )
         .await
         .unwrap()
         .0[0]
