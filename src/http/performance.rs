@@ -15,7 +15,7 @@ use crate::{
     AppState,
     actors::account::{InsightsOutput, InsightsWork},
     error::{ApiError, ErrorCode},
-    insights::{self, AccountSummary, InsightsQuery, PostId, catalogue},
+    insights::{self, AccountSummary, InsightsQuery, PostId, bodies::InsightsBody, catalogue},
     platforms::PlatformError,
     publish::plan::Platform,
 };
@@ -72,7 +72,7 @@ pub async fn metrics(
 #[utoipa::path(get, path = "/api/performance/account", tag = "performance", security(("api_key" = [])),
     params(PerformanceQuery),
     responses(
-        (status = 200, description = "The platform's figures", body = super::dto::responses::PerformanceBody),
+        (status = 200, description = "The platform's figures", body = super::dto::responses::AccountBody),
         (status = 400, description = "A bad parameter, or no metrics for this platform", body = super::dto::responses::PerformanceError),
         (status = 401, description = "Missing or invalid API key; the account's token expired or was revoked", body = super::dto::responses::PerformanceError),
         (status = 403, description = "The platform refused (permissions)", body = super::dto::responses::PerformanceError),
@@ -188,10 +188,11 @@ pub async fn recent_posts(
         until: None,
         limit: None,
     };
-    read(state, user_id, &params, |_| {
+    let body = read(state, user_id, &params, |_| {
         Ok(InsightsQuery::Posts { limit })
     })
-    .await
+    .await?;
+    serde_json::to_value(body).map_err(|e| ApiError::internal(e.to_string()))
 }
 
 /// Finds `user_id`'s account, builds the query, and reads it through the account's actor.
@@ -200,7 +201,7 @@ async fn read(
     user_id: uuid::Uuid,
     params: &PerformanceQuery,
     build: impl FnOnce(&AccountSummary) -> Result<InsightsQuery, ApiError>,
-) -> Result<serde_json::Value, ApiError> {
+) -> Result<InsightsBody, ApiError> {
     let (account, summary) = find_account(state, user_id, params).await?;
     if !insights::supported(summary.platform) {
         return Err(not_available(&summary));

@@ -7,8 +7,13 @@ use chrono::{Duration, NaiveDate};
 use serde_json::{Value, json};
 
 use super::{
-    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId, day_window, each_metric,
-    failed_as_null, meta_day, meta_value, values_on, with_failures,
+    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId,
+    bodies::{
+        AccountBody, DateRange, DatedValue, FacebookAccountBody, FacebookAccountData, InsightsBody,
+        MetricValues, TimeSeries,
+    },
+    day_window, each_metric, failed_as_none, failed_as_null, meta_day, meta_value, values_on,
+    with_failures,
 };
 use crate::{
     platforms::{
@@ -42,7 +47,7 @@ fn graph<'a>(ctx: &'a InsightsContext<'a>) -> Graph<'a> {
 pub async fn query(
     ctx: &InsightsContext<'_>,
     query: &InsightsQuery,
-) -> Result<Value, PlatformError> {
+) -> Result<InsightsBody, PlatformError> {
     let page_id = &ctx.credentials.external_id;
     let head = json!({
         "account_id": ctx.account.account_id,
@@ -56,8 +61,8 @@ pub async fn query(
             until,
         } => {
             let (series, failures) = page_series(ctx, period, *since, *until).await?;
-            let mut metrics = serde_json::Map::new();
-            let mut time_series = serde_json::Map::new();
+            let mut metrics = MetricValues::new();
+            let mut time_series = TimeSeries::new();
             for (name, points) in series {
                 // A daily value adds up over the range; a rolling one (week, days_28) is read
                 // at the range's end.
@@ -66,29 +71,42 @@ pub async fn query(
                 } else {
                     points.last().map(|(_, v)| *v).unwrap_or(0)
                 };
-                metrics.insert(name.clone(), json!(total));
+                metrics.insert(name.clone(), Some(total));
                 time_series.insert(
                     name,
                     points
                         .iter()
-                        .map(|(date, value)| json!({"date": date.to_string(), "value": value}))
+                        .map(|(date, value)| DatedValue {
+                            date: *date,
+                            value: *value,
+                        })
                         .collect(),
                 );
             }
             // A failed metric is null here and has no time series.
-            metrics.extend(failed_as_null(&failures));
-            let mut body = head;
-            body["page_id"] = json!(page_id);
-            body["data"] = json!({
-                "page_id": page_id,
-                "platform": Platform::Facebook,
-                "data_type": "page",
-                "period": period,
-                "date_range": {"start": since.to_string(), "end": until.to_string()},
-                "metrics": metrics,
-                "time_series": time_series,
-            });
-            (body, failures)
+            metrics.extend(failed_as_none(&failures));
+            return Ok(InsightsBody::Account(AccountBody::Facebook(
+                FacebookAccountBody {
+                    success: true,
+                    account_id: ctx.account.account_id,
+                    page_name: ctx.account.name.clone(),
+                    platform: Platform::Facebook,
+                    page_id: page_id.clone(),
+                    data: FacebookAccountData {
+                        page_id: page_id.clone(),
+                        platform: Platform::Facebook,
+                        data_type: "page",
+                        period: period.clone(),
+                        date_range: DateRange {
+                            start: *since,
+                            end: *until,
+                        },
+                        metrics,
+                        time_series,
+                    },
+                    failed_metrics: failures,
+                },
+            )));
         }
         InsightsQuery::Posts { limit } => {
             let (posts, failures) = list_posts(ctx, &[("limit", &limit.to_string())]).await?;
@@ -108,7 +126,7 @@ pub async fn query(
         }
     };
     body = with_failures(body, &failures);
-    Ok(body)
+    Ok(InsightsBody::Open(body))
 }
 
 /// Each page metric's daily points over `since..=until`.

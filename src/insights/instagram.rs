@@ -6,8 +6,14 @@ use chrono::{Duration, NaiveDate};
 use serde_json::{Value, json};
 
 use super::{
-    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId, day_window, each_metric,
-    facebook::series_of, failed_as_null, meta_value, unix_day, values_on, with_failures,
+    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId,
+    bodies::{
+        AccountBody, DateRange, DatedValue, IgAccountId, InsightsBody, InstagramAccountBody,
+        InstagramAccountData, MetricValues, TimeSeries,
+    },
+    day_window, each_metric,
+    facebook::series_of,
+    failed_as_none, failed_as_null, meta_value, unix_day, values_on, with_failures,
 };
 use crate::{
     platforms::{
@@ -66,20 +72,21 @@ fn metrics_for(media_type: &str) -> &'static [&'static str] {
     }
 }
 
-fn ig_account_id(ctx: &InsightsContext<'_>) -> Value {
-    let id = &ctx.credentials.external_id;
-    id.parse::<u64>()
-        .map(|n| json!(n))
-        .unwrap_or_else(|_| json!(id))
+/// The username, or the account's name where there is none.
+fn ig_username(ctx: &InsightsContext<'_>) -> String {
+    ctx.account
+        .username
+        .clone()
+        .unwrap_or_else(|| ctx.account.name.clone())
 }
 
 pub async fn query(
     ctx: &InsightsContext<'_>,
     query: &InsightsQuery,
-) -> Result<Value, PlatformError> {
+) -> Result<InsightsBody, PlatformError> {
     let mut body = json!({
         "account_id": ctx.account.account_id,
-        "ig_username": ctx.account.username.clone().unwrap_or_else(|| ctx.account.name.clone()),
+        "ig_username": ig_username(ctx),
         "platform": Platform::Instagram,
     });
     let failures = match query {
@@ -89,8 +96,8 @@ pub async fn query(
             until,
         } => {
             let insights = account_insights(ctx, period, *since, *until).await?;
-            let mut metrics = serde_json::Map::new();
-            let mut time_series = serde_json::Map::new();
+            let mut metrics = MetricValues::new();
+            let mut time_series = TimeSeries::new();
             for (name, points) in insights.series {
                 let total: u64 = if period == "day" && name != "follower_count" {
                     points.iter().map(|(_, v)| v).sum()
@@ -98,30 +105,43 @@ pub async fn query(
                     // Follower counts and rolling periods are levels, not flows.
                     points.last().map(|(_, v)| *v).unwrap_or(0)
                 };
-                metrics.insert(name.clone(), json!(total));
+                metrics.insert(name.clone(), Some(total));
                 time_series.insert(
                     name,
                     points
                         .iter()
-                        .map(|(d, v)| json!({"date": d.to_string(), "value": v}))
+                        .map(|(date, value)| DatedValue {
+                            date: *date,
+                            value: *value,
+                        })
                         .collect(),
                 );
             }
             // Totals over the range have no series of their own.
-            metrics.extend(insights.totals.into_iter().map(|(n, v)| (n, json!(v))));
-            metrics.extend(failed_as_null(&insights.failures));
-            let failures = insights.failures;
-            body["ig_account_id"] = json!(ctx.credentials.external_id);
-            body["data"] = json!({
-                "ig_account_id": ig_account_id(ctx),
-                "platform": Platform::Instagram,
-                "data_type": "account",
-                "period": period,
-                "date_range": {"start": since.to_string(), "end": until.to_string()},
-                "metrics": metrics,
-                "time_series": time_series,
-            });
-            failures
+            metrics.extend(insights.totals.into_iter().map(|(n, v)| (n, Some(v))));
+            metrics.extend(failed_as_none(&insights.failures));
+            return Ok(InsightsBody::Account(AccountBody::Instagram(
+                InstagramAccountBody {
+                    success: true,
+                    account_id: ctx.account.account_id,
+                    ig_username: ig_username(ctx),
+                    platform: Platform::Instagram,
+                    ig_account_id: ctx.credentials.external_id.clone(),
+                    data: InstagramAccountData {
+                        ig_account_id: IgAccountId::of(&ctx.credentials.external_id),
+                        platform: Platform::Instagram,
+                        data_type: "account",
+                        period: period.clone(),
+                        date_range: DateRange {
+                            start: *since,
+                            end: *until,
+                        },
+                        metrics,
+                        time_series,
+                    },
+                    failed_metrics: insights.failures,
+                },
+            )));
         }
         InsightsQuery::Posts { limit } => {
             let (media, failures) = list_media(ctx, &[("limit", &limit.to_string())]).await?;
@@ -144,7 +164,7 @@ pub async fn query(
             failures
         }
     };
-    Ok(with_failures(body, &failures))
+    Ok(InsightsBody::Open(with_failures(body, &failures)))
 }
 
 /// The account's insights over `since..=until`: the series metrics day by day, the

@@ -11,6 +11,7 @@
 //! These functions are called by the account actor (never by handlers directly), so the calls
 //! share the account's rate limiter with publishing.
 
+pub mod bodies;
 pub mod catalogue;
 pub mod facebook;
 pub mod instagram;
@@ -191,6 +192,17 @@ pub(crate) fn failed_as_null(failures: &[MetricFailure]) -> impl Iterator<Item =
         .map(|metric| (metric.to_string(), Value::Null))
 }
 
+/// `(metric, None)` for every metric named in `failures`, for typed metric maps (see
+/// [`failed_as_null`]).
+pub(crate) fn failed_as_none<T>(
+    failures: &[MetricFailure],
+) -> impl Iterator<Item = (String, Option<T>)> + '_ {
+    failures
+        .iter()
+        .flat_map(|f| f.metric.split(','))
+        .map(|metric| (metric.to_string(), None))
+}
+
 /// Whether `metric` is named in `failures`.
 pub(crate) fn has_failed(failures: &[MetricFailure], metric: &str) -> bool {
     failures
@@ -299,7 +311,7 @@ pub fn estimated_daily_calls(platform: Platform) -> u32 {
 pub async fn query(
     ctx: &InsightsContext<'_>,
     query: &InsightsQuery,
-) -> Result<Value, PlatformError> {
+) -> Result<bodies::InsightsBody, PlatformError> {
     match ctx.account.platform {
         Platform::Facebook => facebook::query(ctx, query).await,
         Platform::Instagram => instagram::query(ctx, query).await,

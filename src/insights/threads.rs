@@ -8,8 +8,12 @@ use chrono::{Duration, NaiveDate};
 use serde_json::{Value, json};
 
 use super::{
-    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId, day_window, each_metric,
-    failed_as_null, has_failed, meta_value, unix_day, with_failures,
+    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId,
+    bodies::{
+        AccountBody, InsightsBody, MetaPoint, ThreadsAccountBody, ThreadsAccountData,
+        ThreadsRawMetric, ThreadsSeriesMetric, ThreadsTotalMetric, TotalValue,
+    },
+    day_window, each_metric, failed_as_null, has_failed, meta_value, unix_day, with_failures,
 };
 use crate::{
     platforms::{
@@ -49,7 +53,7 @@ fn graph<'a>(ctx: &'a InsightsContext<'a>) -> Graph<'a> {
 pub async fn query(
     ctx: &InsightsContext<'_>,
     query: &InsightsQuery,
-) -> Result<Value, PlatformError> {
+) -> Result<InsightsBody, PlatformError> {
     let mut data = json!({
         "account_id": ctx.account.account_id,
         "account_name": ctx.account.name,
@@ -59,33 +63,56 @@ pub async fn query(
         InsightsQuery::Account { since, until, .. } => {
             let (raw, failures) = account_raw(ctx, *since, *until).await?;
             // A failed `views` is unknown: null, and named in failed_metrics, never 0.
-            data["views"] = if has_failed(&failures, "views") {
-                Value::Null
-            } else {
-                json!(
-                    raw.iter()
-                        .filter(|item| item["name"] == "views")
-                        .map(total_of)
-                        .sum::<u64>()
-                )
-            };
-            data["raw_data"] = Value::Array(
-                raw.into_iter()
-                    .map(|item| {
-                        let mut entry =
-                            json!({"name": item["name"], "description": item["description"]});
-                        if item.get("total_value").is_some() {
-                            entry["total_value"] =
-                                json!({"value": meta_value(&item["total_value"]["value"])});
-                        } else {
-                            entry["period"] = item["period"].clone();
-                            entry["values"] = item["values"].clone();
-                        }
-                        entry
-                    })
-                    .collect(),
-            );
-            failures
+            let views = (!has_failed(&failures, "views")).then(|| {
+                raw.iter()
+                    .filter(|item| item["name"] == "views")
+                    .map(total_of)
+                    .sum::<u64>()
+            });
+            let text = |v: &Value| v.as_str().map(str::to_string);
+            let raw_data = raw
+                .iter()
+                .map(|item| {
+                    let (name, description) = (text(&item["name"]), text(&item["description"]));
+                    if item.get("total_value").is_some() {
+                        ThreadsRawMetric::Total(ThreadsTotalMetric {
+                            name,
+                            description,
+                            total_value: TotalValue {
+                                value: meta_value(&item["total_value"]["value"]),
+                            },
+                        })
+                    } else {
+                        ThreadsRawMetric::Series(ThreadsSeriesMetric {
+                            name,
+                            description,
+                            period: text(&item["period"]),
+                            values: item["values"]
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .map(|v| MetaPoint {
+                                    value: meta_value(&v["value"]),
+                                    end_time: text(&v["end_time"]),
+                                })
+                                .collect(),
+                        })
+                    }
+                })
+                .collect();
+            return Ok(InsightsBody::Account(AccountBody::Threads(
+                ThreadsAccountBody {
+                    success: true,
+                    data: ThreadsAccountData {
+                        account_id: ctx.account.account_id,
+                        account_name: ctx.account.name.clone(),
+                        platform: Platform::Threads,
+                        views,
+                        raw_data,
+                    },
+                    failed_metrics: failures,
+                },
+            )));
         }
         InsightsQuery::Posts { limit } => {
             let (threads, failures) = list_threads(ctx, &[("limit", &limit.to_string())]).await?;
@@ -105,7 +132,10 @@ pub async fn query(
             failures
         }
     };
-    Ok(with_failures(json!({ "data": data }), &failures))
+    Ok(InsightsBody::Open(with_failures(
+        json!({ "data": data }),
+        &failures,
+    )))
 }
 
 /// A metric's value over the range: its total, or the sum of its daily values.

@@ -9,7 +9,9 @@ use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
 use super::{
-    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId, has_failed, with_failures,
+    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId,
+    bodies::{AccountBody, InsightsBody, TiktokAccountBody, TiktokAccountData},
+    has_failed, with_failures,
 };
 use crate::{
     platforms::{
@@ -188,7 +190,7 @@ async fn videos(
 pub async fn query(
     ctx: &InsightsContext<'_>,
     query: &InsightsQuery,
-) -> Result<Value, PlatformError> {
+) -> Result<InsightsBody, PlatformError> {
     let mut data = json!({
         "account_id": ctx.account.account_id,
         "account_name": ctx.account.name,
@@ -198,9 +200,24 @@ pub async fn query(
     match query {
         InsightsQuery::Account { .. } => {
             let user = user(ctx).await?;
-            data["username"] = user["username"].clone();
-            data["as_of"] = json!(Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-            data["metrics"] = Value::Object(metrics_of(&user, &ACCOUNT_METRICS, &mut failures));
+            let metrics = metrics_of(&user, &ACCOUNT_METRICS, &mut failures)
+                .into_iter()
+                .map(|(name, value)| (name, value.as_u64()))
+                .collect();
+            return Ok(InsightsBody::Account(AccountBody::Tiktok(
+                TiktokAccountBody {
+                    success: true,
+                    data: TiktokAccountData {
+                        account_id: ctx.account.account_id,
+                        account_name: ctx.account.name.clone(),
+                        platform: Platform::Tiktok,
+                        username: user["username"].as_str().map(str::to_string),
+                        as_of: Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                        metrics,
+                    },
+                    failed_metrics: failures,
+                },
+            )));
         }
         InsightsQuery::Posts { limit } => {
             let items: Vec<Value> = videos(ctx, *limit, None)
@@ -233,7 +250,10 @@ pub async fn query(
             data["video"] = video_item(&raw, &mut failures);
         }
     }
-    Ok(with_failures(json!({ "data": data }), &failures))
+    Ok(InsightsBody::Open(with_failures(
+        json!({ "data": data }),
+        &failures,
+    )))
 }
 
 pub async fn daily(

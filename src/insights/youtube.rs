@@ -10,8 +10,12 @@ use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
 use super::{
-    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId, each_metric,
-    failed_as_null, has_failed, with_failures,
+    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId,
+    bodies::{
+        AccountBody, DateRange, InsightsBody, YoutubeAccountBody, YoutubeAccountData,
+        number_or_null,
+    },
+    each_metric, failed_as_null, has_failed, with_failures,
 };
 use crate::{
     platforms::{
@@ -343,7 +347,7 @@ fn video_item(
 pub async fn query(
     ctx: &InsightsContext<'_>,
     query: &InsightsQuery,
-) -> Result<Value, PlatformError> {
+) -> Result<InsightsBody, PlatformError> {
     let mut data = json!({
         "account_id": ctx.account.account_id,
         "account_name": ctx.account.name,
@@ -353,10 +357,31 @@ pub async fn query(
         InsightsQuery::Account { since, until, .. } => {
             let (channel_id, _) = channel(ctx).await?;
             let (rows, failures) = report(ctx, &CHANNEL_METRICS, *since, *until, None, &[]).await?;
-            data["channel_id"] = json!(channel_id);
-            data["date_range"] = json!({"start": since.to_string(), "end": until.to_string()});
-            data["metrics"] = json!(rows.into_iter().next().map(|(_, m)| m).unwrap_or_default());
-            failures
+            let metrics = rows
+                .into_iter()
+                .next()
+                .map(|(_, m)| m)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(name, value)| (name, number_or_null(&value)))
+                .collect();
+            return Ok(InsightsBody::Account(AccountBody::Youtube(
+                YoutubeAccountBody {
+                    success: true,
+                    data: YoutubeAccountData {
+                        account_id: ctx.account.account_id,
+                        account_name: ctx.account.name.clone(),
+                        platform: Platform::Youtube,
+                        channel_id,
+                        date_range: DateRange {
+                            start: *since,
+                            end: *until,
+                        },
+                        metrics,
+                    },
+                    failed_metrics: failures,
+                },
+            )));
         }
         InsightsQuery::Posts { limit } => {
             let (_, playlist) = channel(ctx).await?;
@@ -406,7 +431,10 @@ pub async fn query(
             failures
         }
     };
-    Ok(with_failures(json!({ "data": data }), &failures))
+    Ok(InsightsBody::Open(with_failures(
+        json!({ "data": data }),
+        &failures,
+    )))
 }
 
 pub async fn daily(

@@ -235,6 +235,7 @@ async fn account_posts_and_post_answer_for_every_supported_platform() {
         let (status, account) = perf(&app, &publisher, "account", "").await;
         assert_eq!(status, 200, "{platform}: {account}");
         assert_eq!(account["success"], true);
+        crate::openapi::assert_documented("get", "/api/performance/account", 200, &account);
         assert_eq!(
             account["failed_metrics"],
             json!([]),
