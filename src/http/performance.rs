@@ -15,7 +15,11 @@ use crate::{
     AppState,
     actors::account::{InsightsOutput, InsightsWork},
     error::{ApiError, ErrorCode},
-    insights::{self, AccountSummary, InsightsQuery, PostId, bodies::InsightsBody, catalogue},
+    insights::{
+        self, AccountSummary, InsightsQuery, PostId,
+        bodies::{InsightsBody, PostsBody},
+        catalogue,
+    },
     platforms::PlatformError,
     publish::plan::Platform,
 };
@@ -98,7 +102,7 @@ pub async fn account(
 #[utoipa::path(get, path = "/api/performance/posts", tag = "performance", security(("api_key" = [])),
     params(PerformanceQuery),
     responses(
-        (status = 200, description = "The platform's figures", body = super::dto::responses::PerformanceBody),
+        (status = 200, description = "The platform's figures", body = super::dto::responses::PostsBody),
         (status = 400, description = "A bad parameter, or no metrics for this platform", body = super::dto::responses::PerformanceError),
         (status = 401, description = "Missing or invalid API key; the account's token expired or was revoked", body = super::dto::responses::PerformanceError),
         (status = 403, description = "The platform refused (permissions)", body = super::dto::responses::PerformanceError),
@@ -179,7 +183,7 @@ pub async fn recent_posts(
     user_id: uuid::Uuid,
     account_id: &str,
     limit: u32,
-) -> Result<serde_json::Value, ApiError> {
+) -> Result<PostsBody, ApiError> {
     let params = PerformanceQuery {
         account_id: Some(account_id.to_string()),
         platform: None,
@@ -188,11 +192,16 @@ pub async fn recent_posts(
         until: None,
         limit: None,
     };
-    let body = read(state, user_id, &params, |_| {
+    match read(state, user_id, &params, |_| {
         Ok(InsightsQuery::Posts { limit })
     })
-    .await?;
-    serde_json::to_value(body).map_err(|e| ApiError::internal(e.to_string()))
+    .await?
+    {
+        InsightsBody::Posts(posts) => Ok(posts),
+        _ => Err(ApiError::internal(
+            "the account actor answered a posts query with another body",
+        )),
+    }
 }
 
 /// Finds `user_id`'s account, builds the query, and reads it through the account's actor.

@@ -21,7 +21,8 @@ use crate::publish::plan::Platform;
 #[serde(untagged)]
 pub enum InsightsBody {
     Account(AccountBody),
-    /// `posts` and `post/{post_id}` bodies not typed yet (`PerformanceBody` in the document).
+    Posts(PostsBody),
+    /// `post/{post_id}` bodies not typed yet (`PerformanceBody` in the document).
     Open(Value),
 }
 
@@ -256,4 +257,208 @@ pub(crate) fn number_or_null(value: &Value) -> Option<serde_json::Number> {
         Value::Number(n) => Some(n.clone()),
         _ => None,
     }
+}
+
+/// `GET /api/performance/posts`: the account's most recent posts with their figures, newest
+/// first. Each platform's body has its own shape, so the variants are untagged.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum PostsBody {
+    Facebook(FacebookPostsBody),
+    Instagram(InstagramPostsBody),
+    Threads(ThreadsPostsBody),
+    Youtube(YoutubePostsBody),
+    Tiktok(TiktokPostsBody),
+}
+
+/// A Facebook page post with its figures (spec §4.6).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FacebookPost {
+    /// As Graph gives it (`{page}_{post}`).
+    #[schema(required = true)]
+    pub post_id: Option<String>,
+    /// Empty when the post has no text.
+    pub message: String,
+    /// As Graph writes it (`2026-11-20T10:00:00+0000`).
+    #[schema(required = true)]
+    pub created_time: Option<String>,
+    pub reactions: u64,
+    pub comments: u64,
+    /// 0 when Graph leaves `shares` out (it does when there are none).
+    pub shares: u64,
+    pub insights: FacebookPostInsights,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FacebookPostInsights {
+    /// `post_media_view`; `null` when Meta would not give it.
+    #[schema(value_type = BTreeMap<String, Option<u64>>)]
+    pub metrics: MetricValues,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FacebookPostsBody {
+    /// Always `true`.
+    pub success: bool,
+    pub account_id: Uuid,
+    pub page_name: String,
+    pub platform: Platform,
+    pub total_posts: usize,
+    pub posts: Vec<FacebookPost>,
+    pub failed_metrics: Vec<MetricFailure>,
+}
+
+/// An Instagram media with its figures.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct InstagramMedia {
+    pub media_id: String,
+    /// Empty when the media has no caption.
+    pub caption: String,
+    /// `IMAGE`, `VIDEO`, `CAROUSEL_ALBUM` or `REELS`.
+    pub media_type: String,
+    #[schema(required = true)]
+    pub permalink: Option<String>,
+    /// As Graph writes it.
+    #[schema(required = true)]
+    pub timestamp: Option<String>,
+    pub like_count: u64,
+    pub comments_count: u64,
+    pub insights: InstagramMediaInsights,
+}
+
+/// A media's lifetime metrics for its type (reels have more).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct InstagramMediaInsights {
+    pub platform: Platform,
+    /// Always `media`.
+    pub data_type: &'static str,
+    /// `null` for a metric Meta would not give, or answered "unavailable" (an empty `values`).
+    #[schema(value_type = BTreeMap<String, Option<u64>>)]
+    pub metrics: MetricValues,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct InstagramPostsBody {
+    /// Always `true`.
+    pub success: bool,
+    pub account_id: Uuid,
+    pub ig_username: String,
+    pub platform: Platform,
+    pub data: InstagramMediaList,
+    pub failed_metrics: Vec<MetricFailure>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct InstagramMediaList {
+    pub total: usize,
+    pub media: Vec<InstagramMedia>,
+}
+
+/// A thread with its figures.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ThreadsPost {
+    pub id: String,
+    /// Empty when the thread has no text.
+    pub text: String,
+    #[schema(required = true)]
+    pub timestamp: Option<String>,
+    /// As Threads writes it (`TEXT_POST`, `IMAGE`…).
+    #[schema(required = true)]
+    pub media_type: Option<String>,
+    #[schema(required = true)]
+    pub permalink: Option<String>,
+    /// Always `false`: the threads read here are the user's own, never replies.
+    pub is_reply: bool,
+    /// Metric → value; `null` when Threads would not give it.
+    #[schema(value_type = BTreeMap<String, Option<u64>>)]
+    pub insights: MetricValues,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ThreadsPostsBody {
+    /// Always `true`.
+    pub success: bool,
+    pub data: ThreadsPostsData,
+    pub failed_metrics: Vec<MetricFailure>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ThreadsPostsData {
+    pub account_id: Uuid,
+    pub account_name: String,
+    pub platform: Platform,
+    pub count: usize,
+    pub threads: Vec<ThreadsPost>,
+}
+
+/// A YouTube video with its lifetime figures.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct YoutubeVideo {
+    pub video_id: String,
+    pub title: String,
+    /// RFC 3339 as YouTube writes it; empty when it gives none.
+    pub published_at: String,
+    /// Empty when there is none.
+    pub thumbnail: String,
+    /// As YouTube Analytics gives them; 0 when nothing was measured, `null` for a failed one.
+    #[schema(value_type = BTreeMap<String, Option<f64>>)]
+    pub metrics: BTreeMap<String, Option<serde_json::Number>>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct YoutubePostsBody {
+    /// Always `true`.
+    pub success: bool,
+    pub data: YoutubePostsData,
+    pub failed_metrics: Vec<MetricFailure>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct YoutubePostsData {
+    pub account_id: Uuid,
+    pub account_name: String,
+    pub platform: Platform,
+    pub count: usize,
+    pub videos: Vec<YoutubeVideo>,
+}
+
+/// A TikTok video with its figures as TikTok gives them.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TiktokVideo {
+    #[schema(required = true)]
+    pub video_id: Option<String>,
+    pub title: String,
+    /// RFC 3339 (seconds) from TikTok's `create_time`.
+    #[schema(required = true)]
+    pub published_at: Option<String>,
+    /// TikTok's `cover_image_url`.
+    #[schema(required = true)]
+    pub thumbnail: Option<String>,
+    #[schema(required = true)]
+    pub share_url: Option<String>,
+    /// `null` for a metric TikTok left out.
+    #[schema(value_type = BTreeMap<String, Option<u64>>)]
+    pub metrics: MetricValues,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TiktokPostsBody {
+    /// Always `true`.
+    pub success: bool,
+    pub data: TiktokPostsData,
+    pub failed_metrics: Vec<MetricFailure>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TiktokPostsData {
+    pub account_id: Uuid,
+    pub account_name: String,
+    pub platform: Platform,
+    pub count: usize,
+    pub videos: Vec<TiktokVideo>,
+}
+
+/// A JSON string as text, `None` for anything else (absent, null).
+pub(crate) fn text(value: &Value) -> Option<String> {
+    value.as_str().map(str::to_string)
 }

@@ -9,8 +9,9 @@ use serde_json::{Value, json};
 use super::{
     DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId,
     bodies::{
-        AccountBody, DateRange, DatedValue, FacebookAccountBody, FacebookAccountData, InsightsBody,
-        MetricValues, TimeSeries,
+        AccountBody, DateRange, DatedValue, FacebookAccountBody, FacebookAccountData, FacebookPost,
+        FacebookPostInsights, FacebookPostsBody, InsightsBody, MetricValues, PostsBody, TimeSeries,
+        text,
     },
     day_window, each_metric, failed_as_none, failed_as_null, meta_day, meta_value, values_on,
     with_failures,
@@ -110,10 +111,17 @@ pub async fn query(
         }
         InsightsQuery::Posts { limit } => {
             let (posts, failures) = list_posts(ctx, &[("limit", &limit.to_string())]).await?;
-            let mut body = head;
-            body["total_posts"] = json!(posts.len());
-            body["posts"] = Value::Array(posts);
-            (body, failures)
+            return Ok(InsightsBody::Posts(PostsBody::Facebook(
+                FacebookPostsBody {
+                    success: true,
+                    account_id: ctx.account.account_id,
+                    page_name: ctx.account.name.clone(),
+                    platform: Platform::Facebook,
+                    total_posts: posts.len(),
+                    posts,
+                    failed_metrics: failures,
+                },
+            )));
         }
         InsightsQuery::Post { post_id } => {
             let PostId::Facebook(id) = post_id else {
@@ -121,7 +129,7 @@ pub async fn query(
             };
             let (post, failures) = each_post(ctx, id).await?;
             let mut body = head;
-            body["post"] = post;
+            body["post"] = serde_json::to_value(post).unwrap_or_default();
             (body, failures)
         }
     };
@@ -191,28 +199,28 @@ pub(crate) fn series_of(body: &Value) -> Vec<(String, Vec<(NaiveDate, u64)>)> {
 }
 
 /// A post of the list in the spec's shape (§4.6); the metrics of `failures` are null.
-fn post_item(raw: &Value, failures: &[MetricFailure]) -> Value {
+fn post_item(raw: &Value, failures: &[MetricFailure]) -> FacebookPost {
     let count = |v: &Value| v.as_u64().unwrap_or(0);
-    let mut metrics = serde_json::Map::new();
+    let mut metrics = MetricValues::new();
     for item in raw["insights"]["data"].as_array().into_iter().flatten() {
         if let Some(name) = item["name"].as_str() {
             metrics.insert(
                 name.to_string(),
-                json!(meta_value(&item["values"][0]["value"])),
+                Some(meta_value(&item["values"][0]["value"])),
             );
         }
     }
-    metrics.extend(failed_as_null(failures));
-    json!({
-        "post_id": raw["id"],
-        "message": raw["message"].as_str().unwrap_or_default(),
-        "created_time": raw["created_time"],
-        "reactions": count(&raw["reactions"]["summary"]["total_count"]),
-        "comments": count(&raw["comments"]["summary"]["total_count"]),
+    metrics.extend(failed_as_none(failures));
+    FacebookPost {
+        post_id: text(&raw["id"]),
+        message: raw["message"].as_str().unwrap_or_default().to_string(),
+        created_time: text(&raw["created_time"]),
+        reactions: count(&raw["reactions"]["summary"]["total_count"]),
+        comments: count(&raw["comments"]["summary"]["total_count"]),
         // Graph leaves `shares` out when there are none.
-        "shares": count(&raw["shares"]["count"]),
-        "insights": {"metrics": metrics},
-    })
+        shares: count(&raw["shares"]["count"]),
+        insights: FacebookPostInsights { metrics },
+    }
 }
 
 fn expanded_fields() -> String {
@@ -224,7 +232,7 @@ fn expanded_fields() -> String {
 async fn list_posts(
     ctx: &InsightsContext<'_>,
     extra: &[(&str, &str)],
-) -> Result<(Vec<Value>, Vec<MetricFailure>), PlatformError> {
+) -> Result<(Vec<FacebookPost>, Vec<MetricFailure>), PlatformError> {
     let graph = graph(ctx);
     let path = ApiPath::id(&ctx.credentials.graph_id()?).then("posts");
     let fields = expanded_fields();
@@ -256,7 +264,7 @@ async fn list_posts(
 async fn each_post(
     ctx: &InsightsContext<'_>,
     post_id: &FacebookPostId,
-) -> Result<(Value, Vec<MetricFailure>), PlatformError> {
+) -> Result<(FacebookPost, Vec<MetricFailure>), PlatformError> {
     let graph = graph(ctx);
     let path = ApiPath::id(post_id);
     let fields = expanded_fields();
@@ -294,7 +302,7 @@ pub async fn daily(
         // Unknown (None) when any post's views failed: null there, listed in failed_metrics.
         total_post_views: posts
             .iter()
-            .map(|p| p["insights"]["metrics"]["post_media_view"].as_u64())
+            .map(|p| p.insights.metrics.get("post_media_view").copied().flatten())
             .sum(),
         failed_metrics,
     })

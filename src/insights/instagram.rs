@@ -9,7 +9,8 @@ use super::{
     DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId,
     bodies::{
         AccountBody, DateRange, DatedValue, IgAccountId, InsightsBody, InstagramAccountBody,
-        InstagramAccountData, MetricValues, TimeSeries,
+        InstagramAccountData, InstagramMedia, InstagramMediaInsights, InstagramMediaList,
+        InstagramPostsBody, MetricValues, PostsBody, TimeSeries, text,
     },
     day_window, each_metric,
     facebook::series_of,
@@ -145,8 +146,19 @@ pub async fn query(
         }
         InsightsQuery::Posts { limit } => {
             let (media, failures) = list_media(ctx, &[("limit", &limit.to_string())]).await?;
-            body["data"] = json!({"total": media.len(), "media": media});
-            failures
+            return Ok(InsightsBody::Posts(PostsBody::Instagram(
+                InstagramPostsBody {
+                    success: true,
+                    account_id: ctx.account.account_id,
+                    ig_username: ig_username(ctx),
+                    platform: Platform::Instagram,
+                    data: InstagramMediaList {
+                        total: media.len(),
+                        media,
+                    },
+                    failed_metrics: failures,
+                },
+            )));
         }
         InsightsQuery::Post { post_id } => {
             let PostId::Instagram(id) = post_id else {
@@ -242,7 +254,7 @@ async fn media_metrics(
     ctx: &InsightsContext<'_>,
     media_id: &GraphId,
     media_type: &str,
-) -> Result<(serde_json::Map<String, Value>, Vec<MetricFailure>), PlatformError> {
+) -> Result<(MetricValues, Vec<MetricFailure>), PlatformError> {
     let graph = graph(ctx);
     let path = ApiPath::id(media_id).then("insights");
     let (items, failures) = each_metric(metrics_for(media_type), |metrics| {
@@ -259,13 +271,10 @@ async fn media_metrics(
             Some((
                 item["name"].as_str()?.to_string(),
                 // "Unavailable" comes as an empty `values` array, not 0.
-                item["values"][0]
-                    .get("value")
-                    .map(|v| json!(meta_value(v)))
-                    .unwrap_or(Value::Null),
+                item["values"][0].get("value").map(meta_value),
             ))
         })
-        .chain(failed_as_null(&failures))
+        .chain(failed_as_none(&failures))
         .collect();
     Ok((metrics, failures))
 }
@@ -274,7 +283,7 @@ async fn media_metrics(
 async fn list_media(
     ctx: &InsightsContext<'_>,
     extra: &[(&str, &str)],
-) -> Result<(Vec<Value>, Vec<MetricFailure>), PlatformError> {
+) -> Result<(Vec<InstagramMedia>, Vec<MetricFailure>), PlatformError> {
     let path = ApiPath::id(&ctx.credentials.graph_id()?).then("media");
     let mut params = vec![("fields", MEDIA_FIELDS)];
     params.extend_from_slice(extra);
@@ -291,16 +300,20 @@ async fn list_media(
                 failures.push(failure);
             }
         }
-        media.push(json!({
-            "media_id": id.as_str(),
-            "caption": raw["caption"].as_str().unwrap_or_default(),
-            "media_type": kind,
-            "permalink": raw["permalink"],
-            "timestamp": raw["timestamp"],
-            "like_count": raw["like_count"].as_u64().unwrap_or(0),
-            "comments_count": raw["comments_count"].as_u64().unwrap_or(0),
-            "insights": {"platform": Platform::Instagram, "data_type": "media", "metrics": metrics},
-        }));
+        media.push(InstagramMedia {
+            media_id: id.as_str().to_string(),
+            caption: raw["caption"].as_str().unwrap_or_default().to_string(),
+            media_type: kind,
+            permalink: text(&raw["permalink"]),
+            timestamp: text(&raw["timestamp"]),
+            like_count: raw["like_count"].as_u64().unwrap_or(0),
+            comments_count: raw["comments_count"].as_u64().unwrap_or(0),
+            insights: InstagramMediaInsights {
+                platform: Platform::Instagram,
+                data_type: "media",
+                metrics,
+            },
+        });
     }
     Ok((media, failures))
 }
@@ -329,7 +342,7 @@ pub async fn daily(
         // Unknown (None) when any media's reach failed: null there, listed in failed_metrics.
         total_post_views: media
             .iter()
-            .map(|m| m["insights"]["metrics"]["reach"].as_u64())
+            .map(|m| m.insights.metrics.get("reach").copied().flatten())
             .sum(),
         failed_metrics,
     })

@@ -10,10 +10,12 @@ use serde_json::{Value, json};
 use super::{
     DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId,
     bodies::{
-        AccountBody, InsightsBody, MetaPoint, ThreadsAccountBody, ThreadsAccountData,
-        ThreadsRawMetric, ThreadsSeriesMetric, ThreadsTotalMetric, TotalValue,
+        AccountBody, InsightsBody, MetaPoint, MetricValues, PostsBody, ThreadsAccountBody,
+        ThreadsAccountData, ThreadsPost, ThreadsPostsBody, ThreadsPostsData, ThreadsRawMetric,
+        ThreadsSeriesMetric, ThreadsTotalMetric, TotalValue, text,
     },
-    day_window, each_metric, failed_as_null, has_failed, meta_value, unix_day, with_failures,
+    day_window, each_metric, failed_as_none, failed_as_null, has_failed, meta_value, unix_day,
+    with_failures,
 };
 use crate::{
     platforms::{
@@ -116,9 +118,17 @@ pub async fn query(
         }
         InsightsQuery::Posts { limit } => {
             let (threads, failures) = list_threads(ctx, &[("limit", &limit.to_string())]).await?;
-            data["count"] = json!(threads.len());
-            data["threads"] = Value::Array(threads);
-            failures
+            return Ok(InsightsBody::Posts(PostsBody::Threads(ThreadsPostsBody {
+                success: true,
+                data: ThreadsPostsData {
+                    account_id: ctx.account.account_id,
+                    account_name: ctx.account.name.clone(),
+                    platform: Platform::Threads,
+                    count: threads.len(),
+                    threads,
+                },
+                failed_metrics: failures,
+            })));
         }
         InsightsQuery::Post { post_id } => {
             let PostId::Threads(id) = post_id else {
@@ -128,7 +138,7 @@ pub async fn query(
                 .get(&ApiPath::id(id), &[("fields", THREAD_FIELDS)])
                 .await?;
             let (thread, failures) = thread_item(ctx, &raw).await?;
-            data["thread"] = thread;
+            data["thread"] = serde_json::to_value(thread).unwrap_or_default();
             failures
         }
     };
@@ -181,7 +191,7 @@ async fn account_raw(
 async fn thread_item(
     ctx: &InsightsContext<'_>,
     raw: &Value,
-) -> Result<(Value, Vec<MetricFailure>), PlatformError> {
+) -> Result<(ThreadsPost, Vec<MetricFailure>), PlatformError> {
     let id =
         GraphId::parse(raw["id"].as_str().unwrap_or_default()).map_err(InvalidId::unexpected)?;
     let graph = graph(ctx);
@@ -194,27 +204,27 @@ async fn thread_item(
         }
     })
     .await?;
-    let mut insights = serde_json::Map::new();
+    let mut insights = MetricValues::new();
     for item in &items {
         if let Some(name) = item["name"].as_str() {
-            insights.insert(name.to_string(), json!(total_of(item)));
+            insights.insert(name.to_string(), Some(total_of(item)));
         }
     }
     // A failed metric is null, as on the other Meta platforms: unknown, not 0.
-    insights.extend(failed_as_null(&failures));
+    insights.extend(failed_as_none(&failures));
     Ok((
-        json!({
-            "id": id.as_str(),
-            "text": raw["text"].as_str().unwrap_or_default(),
-            "timestamp": raw["timestamp"],
-            "media_type": raw["media_type"],
-            "permalink": raw["permalink"],
+        ThreadsPost {
+            id: id.as_str().to_string(),
+            text: raw["text"].as_str().unwrap_or_default().to_string(),
+            timestamp: text(&raw["timestamp"]),
+            media_type: text(&raw["media_type"]),
+            permalink: text(&raw["permalink"]),
             // `/{user}/threads` lists the user's own threads, not their replies (those are on
             // `/{user}/replies`), so a listed thread is never a reply; a single post is read
             // with the same fields, which carry no reply flag (README, the platform simulator).
-            "is_reply": false,
-            "insights": insights,
-        }),
+            is_reply: false,
+            insights,
+        },
         failures,
     ))
 }
@@ -222,7 +232,7 @@ async fn thread_item(
 async fn list_threads(
     ctx: &InsightsContext<'_>,
     extra: &[(&str, &str)],
-) -> Result<(Vec<Value>, Vec<MetricFailure>), PlatformError> {
+) -> Result<(Vec<ThreadsPost>, Vec<MetricFailure>), PlatformError> {
     let path = ApiPath::id(&ctx.credentials.graph_id()?).then("threads");
     let mut params = vec![("fields", THREAD_FIELDS)];
     params.extend_from_slice(extra);
@@ -265,7 +275,7 @@ pub async fn daily(
         // Unknown (None) when any thread's views failed: null there, listed in failed_metrics.
         total_post_views: threads
             .iter()
-            .map(|t| t["insights"]["views"].as_u64())
+            .map(|t| t.insights.get("views").copied().flatten())
             .sum(),
         failed_metrics,
     })

@@ -10,7 +10,10 @@ use serde_json::{Value, json};
 
 use super::{
     DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId,
-    bodies::{AccountBody, InsightsBody, TiktokAccountBody, TiktokAccountData},
+    bodies::{
+        AccountBody, InsightsBody, PostsBody, TiktokAccountBody, TiktokAccountData,
+        TiktokPostsBody, TiktokPostsData, TiktokVideo, text,
+    },
     has_failed, with_failures,
 };
 use crate::{
@@ -127,20 +130,22 @@ fn metrics_of(
         .collect()
 }
 
-fn video_item(raw: &Value, failures: &mut Vec<MetricFailure>) -> Value {
+fn video_item(raw: &Value, failures: &mut Vec<MetricFailure>) -> TiktokVideo {
     let published = raw["create_time"]
         .as_i64()
         .and_then(|t| DateTime::from_timestamp(t, 0))
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-    let metrics = metrics_of(raw, &VIDEO_METRICS, failures);
-    json!({
-        "video_id": raw["id"],
-        "title": raw["title"].as_str().unwrap_or_default(),
-        "published_at": published,
-        "thumbnail": raw["cover_image_url"],
-        "share_url": raw["share_url"],
-        "metrics": metrics,
-    })
+    TiktokVideo {
+        video_id: text(&raw["id"]),
+        title: raw["title"].as_str().unwrap_or_default().to_string(),
+        published_at: published,
+        thumbnail: text(&raw["cover_image_url"]),
+        share_url: text(&raw["share_url"]),
+        metrics: metrics_of(raw, &VIDEO_METRICS, failures)
+            .into_iter()
+            .map(|(name, value)| (name, value.as_u64()))
+            .collect(),
+    }
 }
 
 /// The latest videos, newest first, following the cursor until `limit` or `older_than_day`.
@@ -220,13 +225,22 @@ pub async fn query(
             )));
         }
         InsightsQuery::Posts { limit } => {
-            let items: Vec<Value> = videos(ctx, *limit, None)
+            let items: Vec<TiktokVideo> = videos(ctx, *limit, None)
                 .await?
                 .iter()
                 .map(|raw| video_item(raw, &mut failures))
                 .collect();
-            data["count"] = json!(items.len());
-            data["videos"] = Value::Array(items);
+            return Ok(InsightsBody::Posts(PostsBody::Tiktok(TiktokPostsBody {
+                success: true,
+                data: TiktokPostsData {
+                    account_id: ctx.account.account_id,
+                    account_name: ctx.account.name.clone(),
+                    platform: Platform::Tiktok,
+                    count: items.len(),
+                    videos: items,
+                },
+                failed_metrics: failures,
+            })));
         }
         InsightsQuery::Post { post_id } => {
             let PostId::Tiktok(id) = post_id else {
@@ -247,7 +261,8 @@ pub async fn query(
                     "tiktok has no video {id} on this account"
                 )));
             };
-            data["video"] = video_item(&raw, &mut failures);
+            data["video"] =
+                serde_json::to_value(video_item(&raw, &mut failures)).unwrap_or_default();
         }
     }
     Ok(InsightsBody::Open(with_failures(

@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 use super::{
     DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId,
     bodies::{
-        AccountBody, DateRange, InsightsBody, YoutubeAccountBody, YoutubeAccountData,
-        number_or_null,
+        AccountBody, DateRange, InsightsBody, PostsBody, YoutubeAccountBody, YoutubeAccountData,
+        YoutubePostsBody, YoutubePostsData, YoutubeVideo, number_or_null,
     },
     each_metric, failed_as_null, has_failed, with_failures,
 };
@@ -317,31 +317,31 @@ fn video_item(
     video: &(String, String, String, String),
     metrics: Option<&BTreeMap<String, Value>>,
     failures: &[MetricFailure],
-) -> Value {
+) -> YoutubeVideo {
     let (id, title, published_at, thumbnail) = video;
     // A video without a row had nothing measured in the range (0); a failed metric is unknown
     // (null) whatever the rows say.
-    let metrics: serde_json::Map<String, Value> = VIDEO_METRICS
+    let metrics = VIDEO_METRICS
         .iter()
         .map(|m| {
             let value = if has_failed(failures, m) {
-                Value::Null
+                None
             } else {
-                metrics
-                    .and_then(|all| all.get(*m))
-                    .cloned()
-                    .unwrap_or(json!(0))
+                match metrics.and_then(|all| all.get(*m)) {
+                    Some(cell) => number_or_null(cell),
+                    None => Some(0.into()),
+                }
             };
             ((*m).to_string(), value)
         })
         .collect();
-    json!({
-        "video_id": id,
-        "title": title,
-        "published_at": published_at,
-        "thumbnail": thumbnail,
-        "metrics": metrics,
-    })
+    YoutubeVideo {
+        video_id: id.clone(),
+        title: title.clone(),
+        published_at: published_at.clone(),
+        thumbnail: thumbnail.clone(),
+        metrics,
+    }
 }
 
 pub async fn query(
@@ -387,13 +387,21 @@ pub async fn query(
             let (_, playlist) = channel(ctx).await?;
             let videos = uploads(ctx, &playlist, *limit).await?;
             let (metrics, failures) = video_metrics(ctx, &videos).await?;
-            let items: Vec<Value> = videos
+            let items: Vec<YoutubeVideo> = videos
                 .iter()
                 .map(|v| video_item(v, metrics.get(&v.0), &failures))
                 .collect();
-            data["count"] = json!(items.len());
-            data["videos"] = Value::Array(items);
-            failures
+            return Ok(InsightsBody::Posts(PostsBody::Youtube(YoutubePostsBody {
+                success: true,
+                data: YoutubePostsData {
+                    account_id: ctx.account.account_id,
+                    account_name: ctx.account.name.clone(),
+                    platform: Platform::Youtube,
+                    count: items.len(),
+                    videos: items,
+                },
+                failed_metrics: failures,
+            })));
         }
         InsightsQuery::Post { post_id } => {
             let PostId::Youtube(id) = post_id else {
@@ -427,7 +435,9 @@ pub async fn query(
                     .to_string(),
             );
             let (metrics, failures) = video_metrics(ctx, std::slice::from_ref(&video)).await?;
-            data["video"] = video_item(&video, metrics.get(id.as_str()), &failures);
+            data["video"] =
+                serde_json::to_value(video_item(&video, metrics.get(id.as_str()), &failures))
+                    .unwrap_or_default();
             failures
         }
     };

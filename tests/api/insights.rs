@@ -33,6 +33,7 @@ async fn get(app: &TestApp, p: &Publisher, endpoint: &str, extra: &str) -> Value
 fn documented_path(endpoint: &str) -> Option<&'static str> {
     match endpoint {
         "account" => Some("/api/performance/account"),
+        "posts" => Some("/api/performance/posts"),
         _ => None,
     }
 }

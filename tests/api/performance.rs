@@ -243,6 +243,7 @@ async fn account_posts_and_post_answer_for_every_supported_platform() {
         );
         let (status, posts) = perf(&app, &publisher, "posts", "&limit=3").await;
         assert_eq!(status, 200, "{platform}: {posts}");
+        crate::openapi::assert_documented("get", "/api/performance/posts", 200, &posts);
         // The first listed post, read on its own.
         let first = match platform {
             "facebook" => posts["posts"][0]["post_id"].clone(),

@@ -11,7 +11,10 @@ use uuid::Uuid;
 pub use crate::publish::service::{PostOutcome, PostPublished, PostScheduled};
 // The performance bodies are built by the insights adapters, beside their platform calls.
 use crate::collection::AccountOutcome;
-pub use crate::insights::{bodies::AccountBody, catalogue::MetricsBody};
+pub use crate::insights::{
+    bodies::{AccountBody, PostsBody},
+    catalogue::MetricsBody,
+};
 use entity::platform::Platform;
 
 use super::{
