@@ -129,7 +129,7 @@ pub async fn posts(
 #[utoipa::path(get, path = "/api/performance/post/{post_id}", tag = "performance", security(("api_key" = [])),
     params(("post_id" = String, Path, description = "The platform's post id"), PerformanceQuery),
     responses(
-        (status = 200, description = "The platform's figures", body = super::dto::responses::PerformanceBody),
+        (status = 200, description = "The platform's figures", body = super::dto::responses::PostBody),
         (status = 400, description = "A bad parameter, or no metrics for this platform", body = super::dto::responses::PerformanceError),
         (status = 401, description = "Missing or invalid API key; the account's token expired or was revoked", body = super::dto::responses::PerformanceError),
         (status = 403, description = "The platform refused (permissions)", body = super::dto::responses::PerformanceError),

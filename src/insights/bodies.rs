@@ -22,8 +22,7 @@ use crate::publish::plan::Platform;
 pub enum InsightsBody {
     Account(AccountBody),
     Posts(PostsBody),
-    /// `post/{post_id}` bodies not typed yet (`PerformanceBody` in the document).
-    Open(Value),
+    Post(PostBody),
 }
 
 /// Metric name → value over the range; `null` for a metric the platform would not give.
@@ -461,4 +460,87 @@ pub struct TiktokPostsData {
 /// A JSON string as text, `None` for anything else (absent, null).
 pub(crate) fn text(value: &Value) -> Option<String> {
     value.as_str().map(str::to_string)
+}
+
+/// `GET /api/performance/post/{post_id}`: one post's figures. Each platform's body has its own
+/// shape, so the variants are untagged.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum PostBody {
+    Facebook(FacebookPostBody),
+    Instagram(InstagramPostBody),
+    Threads(ThreadsPostBody),
+    Youtube(YoutubePostBody),
+    Tiktok(TiktokPostBody),
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FacebookPostBody {
+    /// Always `true`.
+    pub success: bool,
+    pub account_id: Uuid,
+    pub page_name: String,
+    pub platform: Platform,
+    pub post: FacebookPost,
+    pub failed_metrics: Vec<MetricFailure>,
+}
+
+/// An Instagram media's figures: `data` is its insights (as in a posts item).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct InstagramPostBody {
+    /// Always `true`.
+    pub success: bool,
+    pub account_id: Uuid,
+    pub ig_username: String,
+    pub platform: Platform,
+    pub data: InstagramMediaInsights,
+    pub failed_metrics: Vec<MetricFailure>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ThreadsPostBody {
+    /// Always `true`.
+    pub success: bool,
+    pub data: ThreadsPostData,
+    pub failed_metrics: Vec<MetricFailure>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ThreadsPostData {
+    pub account_id: Uuid,
+    pub account_name: String,
+    pub platform: Platform,
+    pub thread: ThreadsPost,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct YoutubePostBody {
+    /// Always `true`.
+    pub success: bool,
+    pub data: YoutubePostData,
+    pub failed_metrics: Vec<MetricFailure>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct YoutubePostData {
+    pub account_id: Uuid,
+    pub account_name: String,
+    pub platform: Platform,
+    pub video: YoutubeVideo,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TiktokPostBody {
+    /// Always `true`.
+    pub success: bool,
+    pub data: TiktokPostData,
+    pub failed_metrics: Vec<MetricFailure>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TiktokPostData {
+    pub account_id: Uuid,
+    pub account_name: String,
+    pub platform: Platform,
+    pub video: TiktokVideo,
 }

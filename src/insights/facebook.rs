@@ -4,17 +4,16 @@
 //! impressions metrics are never requested.
 
 use chrono::{Duration, NaiveDate};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{
     DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId,
     bodies::{
         AccountBody, DateRange, DatedValue, FacebookAccountBody, FacebookAccountData, FacebookPost,
-        FacebookPostInsights, FacebookPostsBody, InsightsBody, MetricValues, PostsBody, TimeSeries,
-        text,
+        FacebookPostBody, FacebookPostInsights, FacebookPostsBody, InsightsBody, MetricValues,
+        PostBody, PostsBody, TimeSeries, text,
     },
     day_window, each_metric, failed_as_none, failed_as_null, meta_day, meta_value, values_on,
-    with_failures,
 };
 use crate::{
     platforms::{
@@ -50,12 +49,7 @@ pub async fn query(
     query: &InsightsQuery,
 ) -> Result<InsightsBody, PlatformError> {
     let page_id = &ctx.credentials.external_id;
-    let head = json!({
-        "account_id": ctx.account.account_id,
-        "page_name": ctx.account.name,
-        "platform": Platform::Facebook,
-    });
-    let (mut body, failures) = match query {
+    match query {
         InsightsQuery::Account {
             period,
             since,
@@ -86,7 +80,7 @@ pub async fn query(
             }
             // A failed metric is null here and has no time series.
             metrics.extend(failed_as_none(&failures));
-            return Ok(InsightsBody::Account(AccountBody::Facebook(
+            Ok(InsightsBody::Account(AccountBody::Facebook(
                 FacebookAccountBody {
                     success: true,
                     account_id: ctx.account.account_id,
@@ -107,11 +101,11 @@ pub async fn query(
                     },
                     failed_metrics: failures,
                 },
-            )));
+            )))
         }
         InsightsQuery::Posts { limit } => {
             let (posts, failures) = list_posts(ctx, &[("limit", &limit.to_string())]).await?;
-            return Ok(InsightsBody::Posts(PostsBody::Facebook(
+            Ok(InsightsBody::Posts(PostsBody::Facebook(
                 FacebookPostsBody {
                     success: true,
                     account_id: ctx.account.account_id,
@@ -121,20 +115,23 @@ pub async fn query(
                     posts,
                     failed_metrics: failures,
                 },
-            )));
+            )))
         }
         InsightsQuery::Post { post_id } => {
             let PostId::Facebook(id) = post_id else {
                 return Err(post_id.mismatch(Platform::Facebook));
             };
             let (post, failures) = each_post(ctx, id).await?;
-            let mut body = head;
-            body["post"] = serde_json::to_value(post).unwrap_or_default();
-            (body, failures)
+            Ok(InsightsBody::Post(PostBody::Facebook(FacebookPostBody {
+                success: true,
+                account_id: ctx.account.account_id,
+                page_name: ctx.account.name.clone(),
+                platform: Platform::Facebook,
+                post,
+                failed_metrics: failures,
+            })))
         }
-    };
-    body = with_failures(body, &failures);
-    Ok(InsightsBody::Open(body))
+    }
 }
 
 /// Each page metric's daily points over `since..=until`.

@@ -10,11 +10,11 @@ use super::{
     bodies::{
         AccountBody, DateRange, DatedValue, IgAccountId, InsightsBody, InstagramAccountBody,
         InstagramAccountData, InstagramMedia, InstagramMediaInsights, InstagramMediaList,
-        InstagramPostsBody, MetricValues, PostsBody, TimeSeries, text,
+        InstagramPostBody, InstagramPostsBody, MetricValues, PostBody, PostsBody, TimeSeries, text,
     },
     day_window, each_metric,
     facebook::series_of,
-    failed_as_none, failed_as_null, meta_value, unix_day, values_on, with_failures,
+    failed_as_none, failed_as_null, meta_value, unix_day, values_on,
 };
 use crate::{
     platforms::{
@@ -85,12 +85,7 @@ pub async fn query(
     ctx: &InsightsContext<'_>,
     query: &InsightsQuery,
 ) -> Result<InsightsBody, PlatformError> {
-    let mut body = json!({
-        "account_id": ctx.account.account_id,
-        "ig_username": ig_username(ctx),
-        "platform": Platform::Instagram,
-    });
-    let failures = match query {
+    match query {
         InsightsQuery::Account {
             period,
             since,
@@ -121,7 +116,7 @@ pub async fn query(
             // Totals over the range have no series of their own.
             metrics.extend(insights.totals.into_iter().map(|(n, v)| (n, Some(v))));
             metrics.extend(failed_as_none(&insights.failures));
-            return Ok(InsightsBody::Account(AccountBody::Instagram(
+            Ok(InsightsBody::Account(AccountBody::Instagram(
                 InstagramAccountBody {
                     success: true,
                     account_id: ctx.account.account_id,
@@ -142,11 +137,11 @@ pub async fn query(
                     },
                     failed_metrics: insights.failures,
                 },
-            )));
+            )))
         }
         InsightsQuery::Posts { limit } => {
             let (media, failures) = list_media(ctx, &[("limit", &limit.to_string())]).await?;
-            return Ok(InsightsBody::Posts(PostsBody::Instagram(
+            Ok(InsightsBody::Posts(PostsBody::Instagram(
                 InstagramPostsBody {
                     success: true,
                     account_id: ctx.account.account_id,
@@ -158,7 +153,7 @@ pub async fn query(
                     },
                     failed_metrics: failures,
                 },
-            )));
+            )))
         }
         InsightsQuery::Post { post_id } => {
             let PostId::Instagram(id) = post_id else {
@@ -171,12 +166,20 @@ pub async fn query(
                 )
                 .await?;
             let (metrics, failures) = media_metrics(ctx, id, &media_type(&raw)).await?;
-            body["data"] =
-                json!({"platform": Platform::Instagram, "data_type": "media", "metrics": metrics});
-            failures
+            Ok(InsightsBody::Post(PostBody::Instagram(InstagramPostBody {
+                success: true,
+                account_id: ctx.account.account_id,
+                ig_username: ig_username(ctx),
+                platform: Platform::Instagram,
+                data: InstagramMediaInsights {
+                    platform: Platform::Instagram,
+                    data_type: "media",
+                    metrics,
+                },
+                failed_metrics: failures,
+            })))
         }
-    };
-    Ok(InsightsBody::Open(with_failures(body, &failures)))
+    }
 }
 
 /// The account's insights over `since..=until`: the series metrics day by day, the

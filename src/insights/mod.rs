@@ -259,14 +259,6 @@ pub(crate) fn unix_day(date: NaiveDate) -> i64 {
         .unwrap_or_default()
 }
 
-/// The body shared by every account/posts/post answer: `success` and `failed_metrics`.
-pub(crate) fn with_failures(mut body: Value, failures: &[MetricFailure]) -> Value {
-    body["success"] = Value::Bool(true);
-    body["failed_metrics"] =
-        serde_json::to_value(failures).unwrap_or_else(|_| Value::Array(Vec::new()));
-    body
-}
-
 /// Whether the platform has performance insights here (x does not: see the README).
 pub fn supported(platform: Platform) -> bool {
     !matches!(platform, Platform::X)

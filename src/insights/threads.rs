@@ -10,12 +10,12 @@ use serde_json::{Value, json};
 use super::{
     DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId,
     bodies::{
-        AccountBody, InsightsBody, MetaPoint, MetricValues, PostsBody, ThreadsAccountBody,
-        ThreadsAccountData, ThreadsPost, ThreadsPostsBody, ThreadsPostsData, ThreadsRawMetric,
-        ThreadsSeriesMetric, ThreadsTotalMetric, TotalValue, text,
+        AccountBody, InsightsBody, MetaPoint, MetricValues, PostBody, PostsBody,
+        ThreadsAccountBody, ThreadsAccountData, ThreadsPost, ThreadsPostBody, ThreadsPostData,
+        ThreadsPostsBody, ThreadsPostsData, ThreadsRawMetric, ThreadsSeriesMetric,
+        ThreadsTotalMetric, TotalValue, text,
     },
     day_window, each_metric, failed_as_none, failed_as_null, has_failed, meta_value, unix_day,
-    with_failures,
 };
 use crate::{
     platforms::{
@@ -56,12 +56,7 @@ pub async fn query(
     ctx: &InsightsContext<'_>,
     query: &InsightsQuery,
 ) -> Result<InsightsBody, PlatformError> {
-    let mut data = json!({
-        "account_id": ctx.account.account_id,
-        "account_name": ctx.account.name,
-        "platform": Platform::Threads,
-    });
-    let failures = match query {
+    match query {
         InsightsQuery::Account { since, until, .. } => {
             let (raw, failures) = account_raw(ctx, *since, *until).await?;
             // A failed `views` is unknown: null, and named in failed_metrics, never 0.
@@ -102,7 +97,7 @@ pub async fn query(
                     }
                 })
                 .collect();
-            return Ok(InsightsBody::Account(AccountBody::Threads(
+            Ok(InsightsBody::Account(AccountBody::Threads(
                 ThreadsAccountBody {
                     success: true,
                     data: ThreadsAccountData {
@@ -114,11 +109,11 @@ pub async fn query(
                     },
                     failed_metrics: failures,
                 },
-            )));
+            )))
         }
         InsightsQuery::Posts { limit } => {
             let (threads, failures) = list_threads(ctx, &[("limit", &limit.to_string())]).await?;
-            return Ok(InsightsBody::Posts(PostsBody::Threads(ThreadsPostsBody {
+            Ok(InsightsBody::Posts(PostsBody::Threads(ThreadsPostsBody {
                 success: true,
                 data: ThreadsPostsData {
                     account_id: ctx.account.account_id,
@@ -128,7 +123,7 @@ pub async fn query(
                     threads,
                 },
                 failed_metrics: failures,
-            })));
+            })))
         }
         InsightsQuery::Post { post_id } => {
             let PostId::Threads(id) = post_id else {
@@ -138,14 +133,18 @@ pub async fn query(
                 .get(&ApiPath::id(id), &[("fields", THREAD_FIELDS)])
                 .await?;
             let (thread, failures) = thread_item(ctx, &raw).await?;
-            data["thread"] = serde_json::to_value(thread).unwrap_or_default();
-            failures
+            Ok(InsightsBody::Post(PostBody::Threads(ThreadsPostBody {
+                success: true,
+                data: ThreadsPostData {
+                    account_id: ctx.account.account_id,
+                    account_name: ctx.account.name.clone(),
+                    platform: Platform::Threads,
+                    thread,
+                },
+                failed_metrics: failures,
+            })))
         }
-    };
-    Ok(InsightsBody::Open(with_failures(
-        json!({ "data": data }),
-        &failures,
-    )))
+    }
 }
 
 /// A metric's value over the range: its total, or the sum of its daily values.

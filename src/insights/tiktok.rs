@@ -11,10 +11,10 @@ use serde_json::{Value, json};
 use super::{
     DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId,
     bodies::{
-        AccountBody, InsightsBody, PostsBody, TiktokAccountBody, TiktokAccountData,
-        TiktokPostsBody, TiktokPostsData, TiktokVideo, text,
+        AccountBody, InsightsBody, PostBody, PostsBody, TiktokAccountBody, TiktokAccountData,
+        TiktokPostBody, TiktokPostData, TiktokPostsBody, TiktokPostsData, TiktokVideo, text,
     },
-    has_failed, with_failures,
+    has_failed,
 };
 use crate::{
     platforms::{
@@ -196,11 +196,6 @@ pub async fn query(
     ctx: &InsightsContext<'_>,
     query: &InsightsQuery,
 ) -> Result<InsightsBody, PlatformError> {
-    let mut data = json!({
-        "account_id": ctx.account.account_id,
-        "account_name": ctx.account.name,
-        "platform": Platform::Tiktok,
-    });
     let mut failures = Vec::new();
     match query {
         InsightsQuery::Account { .. } => {
@@ -209,7 +204,7 @@ pub async fn query(
                 .into_iter()
                 .map(|(name, value)| (name, value.as_u64()))
                 .collect();
-            return Ok(InsightsBody::Account(AccountBody::Tiktok(
+            Ok(InsightsBody::Account(AccountBody::Tiktok(
                 TiktokAccountBody {
                     success: true,
                     data: TiktokAccountData {
@@ -222,7 +217,7 @@ pub async fn query(
                     },
                     failed_metrics: failures,
                 },
-            )));
+            )))
         }
         InsightsQuery::Posts { limit } => {
             let items: Vec<TiktokVideo> = videos(ctx, *limit, None)
@@ -230,7 +225,7 @@ pub async fn query(
                 .iter()
                 .map(|raw| video_item(raw, &mut failures))
                 .collect();
-            return Ok(InsightsBody::Posts(PostsBody::Tiktok(TiktokPostsBody {
+            Ok(InsightsBody::Posts(PostsBody::Tiktok(TiktokPostsBody {
                 success: true,
                 data: TiktokPostsData {
                     account_id: ctx.account.account_id,
@@ -240,7 +235,7 @@ pub async fn query(
                     videos: items,
                 },
                 failed_metrics: failures,
-            })));
+            })))
         }
         InsightsQuery::Post { post_id } => {
             let PostId::Tiktok(id) = post_id else {
@@ -261,14 +256,19 @@ pub async fn query(
                     "tiktok has no video {id} on this account"
                 )));
             };
-            data["video"] =
-                serde_json::to_value(video_item(&raw, &mut failures)).unwrap_or_default();
+            let video = video_item(&raw, &mut failures);
+            Ok(InsightsBody::Post(PostBody::Tiktok(TiktokPostBody {
+                success: true,
+                data: TiktokPostData {
+                    account_id: ctx.account.account_id,
+                    account_name: ctx.account.name.clone(),
+                    platform: Platform::Tiktok,
+                    video,
+                },
+                failed_metrics: failures,
+            })))
         }
     }
-    Ok(InsightsBody::Open(with_failures(
-        json!({ "data": data }),
-        &failures,
-    )))
 }
 
 pub async fn daily(

@@ -12,10 +12,11 @@ use serde_json::{Value, json};
 use super::{
     DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId,
     bodies::{
-        AccountBody, DateRange, InsightsBody, PostsBody, YoutubeAccountBody, YoutubeAccountData,
-        YoutubePostsBody, YoutubePostsData, YoutubeVideo, number_or_null,
+        AccountBody, DateRange, InsightsBody, PostBody, PostsBody, YoutubeAccountBody,
+        YoutubeAccountData, YoutubePostBody, YoutubePostData, YoutubePostsBody, YoutubePostsData,
+        YoutubeVideo, number_or_null,
     },
-    each_metric, failed_as_null, has_failed, with_failures,
+    each_metric, failed_as_null, has_failed,
 };
 use crate::{
     platforms::{
@@ -348,12 +349,7 @@ pub async fn query(
     ctx: &InsightsContext<'_>,
     query: &InsightsQuery,
 ) -> Result<InsightsBody, PlatformError> {
-    let mut data = json!({
-        "account_id": ctx.account.account_id,
-        "account_name": ctx.account.name,
-        "platform": Platform::Youtube,
-    });
-    let failures = match query {
+    match query {
         InsightsQuery::Account { since, until, .. } => {
             let (channel_id, _) = channel(ctx).await?;
             let (rows, failures) = report(ctx, &CHANNEL_METRICS, *since, *until, None, &[]).await?;
@@ -365,7 +361,7 @@ pub async fn query(
                 .into_iter()
                 .map(|(name, value)| (name, number_or_null(&value)))
                 .collect();
-            return Ok(InsightsBody::Account(AccountBody::Youtube(
+            Ok(InsightsBody::Account(AccountBody::Youtube(
                 YoutubeAccountBody {
                     success: true,
                     data: YoutubeAccountData {
@@ -381,7 +377,7 @@ pub async fn query(
                     },
                     failed_metrics: failures,
                 },
-            )));
+            )))
         }
         InsightsQuery::Posts { limit } => {
             let (_, playlist) = channel(ctx).await?;
@@ -391,7 +387,7 @@ pub async fn query(
                 .iter()
                 .map(|v| video_item(v, metrics.get(&v.0), &failures))
                 .collect();
-            return Ok(InsightsBody::Posts(PostsBody::Youtube(YoutubePostsBody {
+            Ok(InsightsBody::Posts(PostsBody::Youtube(YoutubePostsBody {
                 success: true,
                 data: YoutubePostsData {
                     account_id: ctx.account.account_id,
@@ -401,7 +397,7 @@ pub async fn query(
                     videos: items,
                 },
                 failed_metrics: failures,
-            })));
+            })))
         }
         InsightsQuery::Post { post_id } => {
             let PostId::Youtube(id) = post_id else {
@@ -435,16 +431,19 @@ pub async fn query(
                     .to_string(),
             );
             let (metrics, failures) = video_metrics(ctx, std::slice::from_ref(&video)).await?;
-            data["video"] =
-                serde_json::to_value(video_item(&video, metrics.get(id.as_str()), &failures))
-                    .unwrap_or_default();
-            failures
+            let video = video_item(&video, metrics.get(id.as_str()), &failures);
+            Ok(InsightsBody::Post(PostBody::Youtube(YoutubePostBody {
+                success: true,
+                data: YoutubePostData {
+                    account_id: ctx.account.account_id,
+                    account_name: ctx.account.name.clone(),
+                    platform: Platform::Youtube,
+                    video,
+                },
+                failed_metrics: failures,
+            })))
         }
-    };
-    Ok(InsightsBody::Open(with_failures(
-        json!({ "data": data }),
-        &failures,
-    )))
+    }
 }
 
 pub async fn daily(

@@ -258,6 +258,7 @@ async fn account_posts_and_post_answer_for_every_supported_platform() {
         let (status, post) = perf(&app, &publisher, &format!("post/{first}"), "").await;
         assert_eq!(status, 200, "{platform}: {post}");
         assert_eq!(post["success"], true);
+        crate::openapi::assert_documented("get", "/api/performance/post/{post_id}", 200, &post);
     }
 }
 
