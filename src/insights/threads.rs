@@ -66,7 +66,6 @@ pub async fn query(
                     .map(total_of)
                     .sum::<u64>()
             });
-            let text = |v: &Value| v.as_str().map(str::to_string);
             let raw_data = raw
                 .iter()
                 .map(|item| {
