@@ -680,7 +680,7 @@ pub enum InsightsWork {
 #[derive(Debug, Clone)]
 pub enum InsightsOutput {
     /// The whole response body of a query.
-    Body(serde_json::Value),
+    Body(crate::insights::bodies::InsightsBody),
     Daily(DailyMetrics),
 }
 

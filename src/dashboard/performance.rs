@@ -31,6 +31,7 @@ use crate::{
         parse_uuid,
         performance::recent_posts,
     },
+    insights::bodies::{MetricValues, PostsBody},
 };
 
 const PERFORMANCE_PATH: &str = "/dashboard/performance";
@@ -234,66 +235,114 @@ fn charts(
         .collect()
 }
 
-/// The posts of `GET /api/performance/posts`'s body, whatever the platform's shape: an id, a
-/// text, a time, and every number found at the top level or under `metrics` /
-/// `insights.metrics`.
-fn post_rows(t: T, body: &Value, now: DateTime<Utc>) -> Vec<PostRow> {
-    let first_str = |post: &Value, names: &[&str]| {
-        names
-            .iter()
-            .find_map(|n| post.get(*n).and_then(Value::as_str))
-            .unwrap_or("")
-            .to_string()
+/// The posts of `GET /api/performance/posts`'s body, each platform's shape read through its
+/// type: an id, a text, a time, and the post's numbers (its counts, then its metrics).
+fn post_rows(t: T, body: &PostsBody, now: DateTime<Utc>) -> Vec<PostRow> {
+    let row = |id: &str, text: &str, created: &str, metrics: Vec<(String, String)>| PostRow {
+        id: id.to_string(),
+        text: text.to_string(),
+        // Graph writes `+0000`, the others RFC 3339.
+        created: DateTime::parse_from_rfc3339(created)
+            .or_else(|_| DateTime::parse_from_str(created, "%Y-%m-%dT%H:%M:%S%z"))
+            .map(|at| When::new(t, at.with_timezone(&Utc), now))
+            .map_err(|_| created.to_string()),
+        metrics,
     };
-    let posts = body
-        .get("posts")
-        .or_else(|| body.pointer("/data/posts"))
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    posts
-        .iter()
-        .map(|post| {
-            let mut metrics = Vec::new();
-            let mut collect = |object: Option<&Value>| {
-                for (name, value) in object.and_then(Value::as_object).into_iter().flatten() {
-                    match value {
-                        Value::Number(n) => {
-                            metrics.push((name.clone(), n.as_f64().map_or(n.to_string(), number)))
-                        }
-                        Value::Null => metrics.push((name.clone(), "—".to_string())),
-                        _ => {}
-                    }
-                }
-            };
-            collect(Some(post));
-            collect(post.get("metrics"));
-            collect(post.pointer("/insights/metrics"));
-            PostRow {
-                id: first_str(post, &["post_id", "id", "video_id", "media_id"]),
-                text: first_str(
-                    post,
-                    &["message", "text", "caption", "title", "description"],
-                ),
-                created: {
-                    let raw = first_str(post, &["created_time", "timestamp", "published_at"]);
-                    // Graph writes `+0000`, the others RFC 3339; tiktok a unix time.
-                    DateTime::parse_from_rfc3339(&raw)
-                        .or_else(|_| DateTime::parse_from_str(&raw, "%Y-%m-%dT%H:%M:%S%z"))
-                        .map(|at| at.with_timezone(&Utc))
-                        .ok()
-                        .or_else(|| {
-                            post.get("create_time")
-                                .and_then(Value::as_i64)
-                                .and_then(|secs| DateTime::from_timestamp(secs, 0))
-                        })
-                        .map(|at| When::new(t, at, now))
-                        .ok_or(raw)
-                },
-                metrics,
-            }
-        })
-        .collect()
+    let count = |name: &str, value: u64| (name.to_string(), number(value as f64));
+    match body {
+        PostsBody::Facebook(body) => body
+            .posts
+            .iter()
+            .map(|post| {
+                let mut metrics = vec![
+                    count("comments", post.comments),
+                    count("reactions", post.reactions),
+                    count("shares", post.shares),
+                ];
+                metrics.extend(metric_cells(&post.insights.metrics));
+                row(
+                    post.post_id.as_deref().unwrap_or_default(),
+                    &post.message,
+                    post.created_time.as_deref().unwrap_or_default(),
+                    metrics,
+                )
+            })
+            .collect(),
+        PostsBody::Instagram(body) => body
+            .data
+            .media
+            .iter()
+            .map(|media| {
+                let mut metrics = vec![
+                    count("comments_count", media.comments_count),
+                    count("like_count", media.like_count),
+                ];
+                metrics.extend(metric_cells(&media.insights.metrics));
+                row(
+                    &media.media_id,
+                    &media.caption,
+                    media.timestamp.as_deref().unwrap_or_default(),
+                    metrics,
+                )
+            })
+            .collect(),
+        PostsBody::Threads(body) => body
+            .data
+            .threads
+            .iter()
+            .map(|thread| {
+                row(
+                    &thread.id,
+                    &thread.text,
+                    thread.timestamp.as_deref().unwrap_or_default(),
+                    metric_cells(&thread.insights).collect(),
+                )
+            })
+            .collect(),
+        PostsBody::Youtube(body) => body
+            .data
+            .videos
+            .iter()
+            .map(|video| {
+                let metrics = video
+                    .metrics
+                    .iter()
+                    .map(|(name, value)| {
+                        let cell = value
+                            .as_ref()
+                            .and_then(serde_json::Number::as_f64)
+                            .map_or_else(|| "—".to_string(), number);
+                        (name.clone(), cell)
+                    })
+                    .collect();
+                row(&video.video_id, &video.title, &video.published_at, metrics)
+            })
+            .collect(),
+        PostsBody::Tiktok(body) => body
+            .data
+            .videos
+            .iter()
+            .map(|video| {
+                row(
+                    video.video_id.as_deref().unwrap_or_default(),
+                    &video.title,
+                    video.published_at.as_deref().unwrap_or_default(),
+                    metric_cells(&video.metrics).collect(),
+                )
+            })
+            .collect(),
+    }
+}
+
+/// `name: value` cells of a metric map; a `null` metric (the platform would not give it) reads
+/// "—", never 0.
+fn metric_cells(metrics: &MetricValues) -> impl Iterator<Item = (String, String)> + '_ {
+    metrics.iter().map(|(name, value)| {
+        (
+            name.clone(),
+            value.map_or_else(|| "—".to_string(), |v| number(v as f64)),
+        )
+    })
 }
 
 #[tracing::instrument(skip_all, fields(user_id = %session.user.id))]

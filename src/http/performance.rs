@@ -15,7 +15,11 @@ use crate::{
     AppState,
     actors::account::{InsightsOutput, InsightsWork},
     error::{ApiError, ErrorCode},
-    insights::{self, AccountSummary, InsightsQuery, PostId, catalogue},
+    insights::{
+        self, AccountSummary, InsightsQuery, PostId,
+        bodies::{InsightsBody, PostsBody},
+        catalogue,
+    },
     platforms::PlatformError,
     publish::plan::Platform,
 };
@@ -72,7 +76,7 @@ pub async fn metrics(
 #[utoipa::path(get, path = "/api/performance/account", tag = "performance", security(("api_key" = [])),
     params(PerformanceQuery),
     responses(
-        (status = 200, description = "The platform's figures", body = super::dto::responses::PerformanceBody),
+        (status = 200, description = "The platform's figures", body = super::dto::responses::AccountBody),
         (status = 400, description = "A bad parameter, or no metrics for this platform", body = super::dto::responses::PerformanceError),
         (status = 401, description = "Missing or invalid API key; the account's token expired or was revoked", body = super::dto::responses::PerformanceError),
         (status = 403, description = "The platform refused (permissions)", body = super::dto::responses::PerformanceError),
@@ -98,7 +102,7 @@ pub async fn account(
 #[utoipa::path(get, path = "/api/performance/posts", tag = "performance", security(("api_key" = [])),
     params(PerformanceQuery),
     responses(
-        (status = 200, description = "The platform's figures", body = super::dto::responses::PerformanceBody),
+        (status = 200, description = "The platform's figures", body = super::dto::responses::PostsBody),
         (status = 400, description = "A bad parameter, or no metrics for this platform", body = super::dto::responses::PerformanceError),
         (status = 401, description = "Missing or invalid API key; the account's token expired or was revoked", body = super::dto::responses::PerformanceError),
         (status = 403, description = "The platform refused (permissions)", body = super::dto::responses::PerformanceError),
@@ -125,7 +129,7 @@ pub async fn posts(
 #[utoipa::path(get, path = "/api/performance/post/{post_id}", tag = "performance", security(("api_key" = [])),
     params(("post_id" = String, Path, description = "The platform's post id"), PerformanceQuery),
     responses(
-        (status = 200, description = "The platform's figures", body = super::dto::responses::PerformanceBody),
+        (status = 200, description = "The platform's figures", body = super::dto::responses::PostBody),
         (status = 400, description = "A bad parameter, or no metrics for this platform", body = super::dto::responses::PerformanceError),
         (status = 401, description = "Missing or invalid API key; the account's token expired or was revoked", body = super::dto::responses::PerformanceError),
         (status = 403, description = "The platform refused (permissions)", body = super::dto::responses::PerformanceError),
@@ -179,7 +183,7 @@ pub async fn recent_posts(
     user_id: uuid::Uuid,
     account_id: &str,
     limit: u32,
-) -> Result<serde_json::Value, ApiError> {
+) -> Result<PostsBody, ApiError> {
     let params = PerformanceQuery {
         account_id: Some(account_id.to_string()),
         platform: None,
@@ -188,10 +192,16 @@ pub async fn recent_posts(
         until: None,
         limit: None,
     };
-    read(state, user_id, &params, |_| {
+    match read(state, user_id, &params, |_| {
         Ok(InsightsQuery::Posts { limit })
     })
-    .await
+    .await?
+    {
+        InsightsBody::Posts(posts) => Ok(posts),
+        _ => Err(ApiError::internal(
+            "the account actor answered a posts query with another body",
+        )),
+    }
 }
 
 /// Finds `user_id`'s account, builds the query, and reads it through the account's actor.
@@ -200,7 +210,7 @@ async fn read(
     user_id: uuid::Uuid,
     params: &PerformanceQuery,
     build: impl FnOnce(&AccountSummary) -> Result<InsightsQuery, ApiError>,
-) -> Result<serde_json::Value, ApiError> {
+) -> Result<InsightsBody, ApiError> {
     let (account, summary) = find_account(state, user_id, params).await?;
     if !insights::supported(summary.platform) {
         return Err(not_available(&summary));

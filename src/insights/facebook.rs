@@ -4,11 +4,16 @@
 //! impressions metrics are never requested.
 
 use chrono::{Duration, NaiveDate};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{
-    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId, day_window, each_metric,
-    failed_as_null, meta_day, meta_value, values_on, with_failures,
+    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId,
+    bodies::{
+        AccountBody, DateRange, DatedValue, FacebookAccountBody, FacebookAccountData, FacebookPost,
+        FacebookPostBody, FacebookPostInsights, FacebookPostsBody, InsightsBody, MetricValues,
+        PostBody, PostsBody, TimeSeries, text,
+    },
+    day_window, each_metric, failed_as_none, failed_as_null, meta_day, meta_value, values_on,
 };
 use crate::{
     platforms::{
@@ -42,22 +47,17 @@ fn graph<'a>(ctx: &'a InsightsContext<'a>) -> Graph<'a> {
 pub async fn query(
     ctx: &InsightsContext<'_>,
     query: &InsightsQuery,
-) -> Result<Value, PlatformError> {
+) -> Result<InsightsBody, PlatformError> {
     let page_id = &ctx.credentials.external_id;
-    let head = json!({
-        "account_id": ctx.account.account_id,
-        "page_name": ctx.account.name,
-        "platform": Platform::Facebook,
-    });
-    let (mut body, failures) = match query {
+    match query {
         InsightsQuery::Account {
             period,
             since,
             until,
         } => {
             let (series, failures) = page_series(ctx, period, *since, *until).await?;
-            let mut metrics = serde_json::Map::new();
-            let mut time_series = serde_json::Map::new();
+            let mut metrics = MetricValues::new();
+            let mut time_series = TimeSeries::new();
             for (name, points) in series {
                 // A daily value adds up over the range; a rolling one (week, days_28) is read
                 // at the range's end.
@@ -66,49 +66,72 @@ pub async fn query(
                 } else {
                     points.last().map(|(_, v)| *v).unwrap_or(0)
                 };
-                metrics.insert(name.clone(), json!(total));
+                metrics.insert(name.clone(), Some(total));
                 time_series.insert(
                     name,
                     points
                         .iter()
-                        .map(|(date, value)| json!({"date": date.to_string(), "value": value}))
+                        .map(|(date, value)| DatedValue {
+                            date: *date,
+                            value: *value,
+                        })
                         .collect(),
                 );
             }
             // A failed metric is null here and has no time series.
-            metrics.extend(failed_as_null(&failures));
-            let mut body = head;
-            body["page_id"] = json!(page_id);
-            body["data"] = json!({
-                "page_id": page_id,
-                "platform": Platform::Facebook,
-                "data_type": "page",
-                "period": period,
-                "date_range": {"start": since.to_string(), "end": until.to_string()},
-                "metrics": metrics,
-                "time_series": time_series,
-            });
-            (body, failures)
+            metrics.extend(failed_as_none(&failures));
+            Ok(InsightsBody::Account(AccountBody::Facebook(
+                FacebookAccountBody {
+                    success: true,
+                    account_id: ctx.account.account_id,
+                    page_name: ctx.account.name.clone(),
+                    platform: Platform::Facebook,
+                    page_id: page_id.clone(),
+                    data: FacebookAccountData {
+                        page_id: page_id.clone(),
+                        platform: Platform::Facebook,
+                        data_type: "page",
+                        period: period.clone(),
+                        date_range: DateRange {
+                            start: *since,
+                            end: *until,
+                        },
+                        metrics,
+                        time_series,
+                    },
+                    failed_metrics: failures,
+                },
+            )))
         }
         InsightsQuery::Posts { limit } => {
             let (posts, failures) = list_posts(ctx, &[("limit", &limit.to_string())]).await?;
-            let mut body = head;
-            body["total_posts"] = json!(posts.len());
-            body["posts"] = Value::Array(posts);
-            (body, failures)
+            Ok(InsightsBody::Posts(PostsBody::Facebook(
+                FacebookPostsBody {
+                    success: true,
+                    account_id: ctx.account.account_id,
+                    page_name: ctx.account.name.clone(),
+                    platform: Platform::Facebook,
+                    total_posts: posts.len(),
+                    posts,
+                    failed_metrics: failures,
+                },
+            )))
         }
         InsightsQuery::Post { post_id } => {
             let PostId::Facebook(id) = post_id else {
                 return Err(post_id.mismatch(Platform::Facebook));
             };
             let (post, failures) = each_post(ctx, id).await?;
-            let mut body = head;
-            body["post"] = post;
-            (body, failures)
+            Ok(InsightsBody::Post(PostBody::Facebook(FacebookPostBody {
+                success: true,
+                account_id: ctx.account.account_id,
+                page_name: ctx.account.name.clone(),
+                platform: Platform::Facebook,
+                post,
+                failed_metrics: failures,
+            })))
         }
-    };
-    body = with_failures(body, &failures);
-    Ok(body)
+    }
 }
 
 /// Each page metric's daily points over `since..=until`.
@@ -173,28 +196,28 @@ pub(crate) fn series_of(body: &Value) -> Vec<(String, Vec<(NaiveDate, u64)>)> {
 }
 
 /// A post of the list in the spec's shape (§4.6); the metrics of `failures` are null.
-fn post_item(raw: &Value, failures: &[MetricFailure]) -> Value {
+fn post_item(raw: &Value, failures: &[MetricFailure]) -> FacebookPost {
     let count = |v: &Value| v.as_u64().unwrap_or(0);
-    let mut metrics = serde_json::Map::new();
+    let mut metrics = MetricValues::new();
     for item in raw["insights"]["data"].as_array().into_iter().flatten() {
         if let Some(name) = item["name"].as_str() {
             metrics.insert(
                 name.to_string(),
-                json!(meta_value(&item["values"][0]["value"])),
+                Some(meta_value(&item["values"][0]["value"])),
             );
         }
     }
-    metrics.extend(failed_as_null(failures));
-    json!({
-        "post_id": raw["id"],
-        "message": raw["message"].as_str().unwrap_or_default(),
-        "created_time": raw["created_time"],
-        "reactions": count(&raw["reactions"]["summary"]["total_count"]),
-        "comments": count(&raw["comments"]["summary"]["total_count"]),
+    metrics.extend(failed_as_none(failures));
+    FacebookPost {
+        post_id: text(&raw["id"]),
+        message: raw["message"].as_str().unwrap_or_default().to_string(),
+        created_time: text(&raw["created_time"]),
+        reactions: count(&raw["reactions"]["summary"]["total_count"]),
+        comments: count(&raw["comments"]["summary"]["total_count"]),
         // Graph leaves `shares` out when there are none.
-        "shares": count(&raw["shares"]["count"]),
-        "insights": {"metrics": metrics},
-    })
+        shares: count(&raw["shares"]["count"]),
+        insights: FacebookPostInsights { metrics },
+    }
 }
 
 fn expanded_fields() -> String {
@@ -206,7 +229,7 @@ fn expanded_fields() -> String {
 async fn list_posts(
     ctx: &InsightsContext<'_>,
     extra: &[(&str, &str)],
-) -> Result<(Vec<Value>, Vec<MetricFailure>), PlatformError> {
+) -> Result<(Vec<FacebookPost>, Vec<MetricFailure>), PlatformError> {
     let graph = graph(ctx);
     let path = ApiPath::id(&ctx.credentials.graph_id()?).then("posts");
     let fields = expanded_fields();
@@ -238,7 +261,7 @@ async fn list_posts(
 async fn each_post(
     ctx: &InsightsContext<'_>,
     post_id: &FacebookPostId,
-) -> Result<(Value, Vec<MetricFailure>), PlatformError> {
+) -> Result<(FacebookPost, Vec<MetricFailure>), PlatformError> {
     let graph = graph(ctx);
     let path = ApiPath::id(post_id);
     let fields = expanded_fields();
@@ -276,7 +299,7 @@ pub async fn daily(
         // Unknown (None) when any post's views failed: null there, listed in failed_metrics.
         total_post_views: posts
             .iter()
-            .map(|p| p["insights"]["metrics"]["post_media_view"].as_u64())
+            .map(|p| p.insights.metrics.get("post_media_view").copied().flatten())
             .sum(),
         failed_metrics,
     })

@@ -6,8 +6,15 @@ use chrono::{Duration, NaiveDate};
 use serde_json::{Value, json};
 
 use super::{
-    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId, day_window, each_metric,
-    facebook::series_of, failed_as_null, meta_value, unix_day, values_on, with_failures,
+    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId,
+    bodies::{
+        AccountBody, DateRange, DatedValue, IgAccountId, InsightsBody, InstagramAccountBody,
+        InstagramAccountData, InstagramMedia, InstagramMediaInsights, InstagramMediaList,
+        InstagramPostBody, InstagramPostsBody, MetricValues, PostBody, PostsBody, TimeSeries, text,
+    },
+    day_window, each_metric,
+    facebook::series_of,
+    failed_as_none, failed_as_null, meta_value, unix_day, values_on,
 };
 use crate::{
     platforms::{
@@ -66,31 +73,27 @@ fn metrics_for(media_type: &str) -> &'static [&'static str] {
     }
 }
 
-fn ig_account_id(ctx: &InsightsContext<'_>) -> Value {
-    let id = &ctx.credentials.external_id;
-    id.parse::<u64>()
-        .map(|n| json!(n))
-        .unwrap_or_else(|_| json!(id))
+/// The username, or the account's name where there is none.
+fn ig_username(ctx: &InsightsContext<'_>) -> String {
+    ctx.account
+        .username
+        .clone()
+        .unwrap_or_else(|| ctx.account.name.clone())
 }
 
 pub async fn query(
     ctx: &InsightsContext<'_>,
     query: &InsightsQuery,
-) -> Result<Value, PlatformError> {
-    let mut body = json!({
-        "account_id": ctx.account.account_id,
-        "ig_username": ctx.account.username.clone().unwrap_or_else(|| ctx.account.name.clone()),
-        "platform": Platform::Instagram,
-    });
-    let failures = match query {
+) -> Result<InsightsBody, PlatformError> {
+    match query {
         InsightsQuery::Account {
             period,
             since,
             until,
         } => {
             let insights = account_insights(ctx, period, *since, *until).await?;
-            let mut metrics = serde_json::Map::new();
-            let mut time_series = serde_json::Map::new();
+            let mut metrics = MetricValues::new();
+            let mut time_series = TimeSeries::new();
             for (name, points) in insights.series {
                 let total: u64 = if period == "day" && name != "follower_count" {
                     points.iter().map(|(_, v)| v).sum()
@@ -98,35 +101,59 @@ pub async fn query(
                     // Follower counts and rolling periods are levels, not flows.
                     points.last().map(|(_, v)| *v).unwrap_or(0)
                 };
-                metrics.insert(name.clone(), json!(total));
+                metrics.insert(name.clone(), Some(total));
                 time_series.insert(
                     name,
                     points
                         .iter()
-                        .map(|(d, v)| json!({"date": d.to_string(), "value": v}))
+                        .map(|(date, value)| DatedValue {
+                            date: *date,
+                            value: *value,
+                        })
                         .collect(),
                 );
             }
             // Totals over the range have no series of their own.
-            metrics.extend(insights.totals.into_iter().map(|(n, v)| (n, json!(v))));
-            metrics.extend(failed_as_null(&insights.failures));
-            let failures = insights.failures;
-            body["ig_account_id"] = json!(ctx.credentials.external_id);
-            body["data"] = json!({
-                "ig_account_id": ig_account_id(ctx),
-                "platform": Platform::Instagram,
-                "data_type": "account",
-                "period": period,
-                "date_range": {"start": since.to_string(), "end": until.to_string()},
-                "metrics": metrics,
-                "time_series": time_series,
-            });
-            failures
+            metrics.extend(insights.totals.into_iter().map(|(n, v)| (n, Some(v))));
+            metrics.extend(failed_as_none(&insights.failures));
+            Ok(InsightsBody::Account(AccountBody::Instagram(
+                InstagramAccountBody {
+                    success: true,
+                    account_id: ctx.account.account_id,
+                    ig_username: ig_username(ctx),
+                    platform: Platform::Instagram,
+                    ig_account_id: ctx.credentials.external_id.clone(),
+                    data: InstagramAccountData {
+                        ig_account_id: IgAccountId::of(&ctx.credentials.external_id),
+                        platform: Platform::Instagram,
+                        data_type: "account",
+                        period: period.clone(),
+                        date_range: DateRange {
+                            start: *since,
+                            end: *until,
+                        },
+                        metrics,
+                        time_series,
+                    },
+                    failed_metrics: insights.failures,
+                },
+            )))
         }
         InsightsQuery::Posts { limit } => {
             let (media, failures) = list_media(ctx, &[("limit", &limit.to_string())]).await?;
-            body["data"] = json!({"total": media.len(), "media": media});
-            failures
+            Ok(InsightsBody::Posts(PostsBody::Instagram(
+                InstagramPostsBody {
+                    success: true,
+                    account_id: ctx.account.account_id,
+                    ig_username: ig_username(ctx),
+                    platform: Platform::Instagram,
+                    data: InstagramMediaList {
+                        total: media.len(),
+                        media,
+                    },
+                    failed_metrics: failures,
+                },
+            )))
         }
         InsightsQuery::Post { post_id } => {
             let PostId::Instagram(id) = post_id else {
@@ -139,12 +166,20 @@ pub async fn query(
                 )
                 .await?;
             let (metrics, failures) = media_metrics(ctx, id, &media_type(&raw)).await?;
-            body["data"] =
-                json!({"platform": Platform::Instagram, "data_type": "media", "metrics": metrics});
-            failures
+            Ok(InsightsBody::Post(PostBody::Instagram(InstagramPostBody {
+                success: true,
+                account_id: ctx.account.account_id,
+                ig_username: ig_username(ctx),
+                platform: Platform::Instagram,
+                data: InstagramMediaInsights {
+                    platform: Platform::Instagram,
+                    data_type: "media",
+                    metrics,
+                },
+                failed_metrics: failures,
+            })))
         }
-    };
-    Ok(with_failures(body, &failures))
+    }
 }
 
 /// The account's insights over `since..=until`: the series metrics day by day, the
@@ -222,7 +257,7 @@ async fn media_metrics(
     ctx: &InsightsContext<'_>,
     media_id: &GraphId,
     media_type: &str,
-) -> Result<(serde_json::Map<String, Value>, Vec<MetricFailure>), PlatformError> {
+) -> Result<(MetricValues, Vec<MetricFailure>), PlatformError> {
     let graph = graph(ctx);
     let path = ApiPath::id(media_id).then("insights");
     let (items, failures) = each_metric(metrics_for(media_type), |metrics| {
@@ -239,13 +274,10 @@ async fn media_metrics(
             Some((
                 item["name"].as_str()?.to_string(),
                 // "Unavailable" comes as an empty `values` array, not 0.
-                item["values"][0]
-                    .get("value")
-                    .map(|v| json!(meta_value(v)))
-                    .unwrap_or(Value::Null),
+                item["values"][0].get("value").map(meta_value),
             ))
         })
-        .chain(failed_as_null(&failures))
+        .chain(failed_as_none(&failures))
         .collect();
     Ok((metrics, failures))
 }
@@ -254,7 +286,7 @@ async fn media_metrics(
 async fn list_media(
     ctx: &InsightsContext<'_>,
     extra: &[(&str, &str)],
-) -> Result<(Vec<Value>, Vec<MetricFailure>), PlatformError> {
+) -> Result<(Vec<InstagramMedia>, Vec<MetricFailure>), PlatformError> {
     let path = ApiPath::id(&ctx.credentials.graph_id()?).then("media");
     let mut params = vec![("fields", MEDIA_FIELDS)];
     params.extend_from_slice(extra);
@@ -271,16 +303,20 @@ async fn list_media(
                 failures.push(failure);
             }
         }
-        media.push(json!({
-            "media_id": id.as_str(),
-            "caption": raw["caption"].as_str().unwrap_or_default(),
-            "media_type": kind,
-            "permalink": raw["permalink"],
-            "timestamp": raw["timestamp"],
-            "like_count": raw["like_count"].as_u64().unwrap_or(0),
-            "comments_count": raw["comments_count"].as_u64().unwrap_or(0),
-            "insights": {"platform": Platform::Instagram, "data_type": "media", "metrics": metrics},
-        }));
+        media.push(InstagramMedia {
+            media_id: id.as_str().to_string(),
+            caption: raw["caption"].as_str().unwrap_or_default().to_string(),
+            media_type: kind,
+            permalink: text(&raw["permalink"]),
+            timestamp: text(&raw["timestamp"]),
+            like_count: raw["like_count"].as_u64().unwrap_or(0),
+            comments_count: raw["comments_count"].as_u64().unwrap_or(0),
+            insights: InstagramMediaInsights {
+                platform: Platform::Instagram,
+                data_type: "media",
+                metrics,
+            },
+        });
     }
     Ok((media, failures))
 }
@@ -309,7 +345,7 @@ pub async fn daily(
         // Unknown (None) when any media's reach failed: null there, listed in failed_metrics.
         total_post_views: media
             .iter()
-            .map(|m| m["insights"]["metrics"]["reach"].as_u64())
+            .map(|m| m.insights.metrics.get("reach").copied().flatten())
             .sum(),
         failed_metrics,
     })

@@ -11,6 +11,7 @@
 //! These functions are called by the account actor (never by handlers directly), so the calls
 //! share the account's rate limiter with publishing.
 
+pub mod bodies;
 pub mod catalogue;
 pub mod facebook;
 pub mod instagram;
@@ -191,6 +192,17 @@ pub(crate) fn failed_as_null(failures: &[MetricFailure]) -> impl Iterator<Item =
         .map(|metric| (metric.to_string(), Value::Null))
 }
 
+/// `(metric, None)` for every metric named in `failures`, for typed metric maps (see
+/// [`failed_as_null`]).
+pub(crate) fn failed_as_none<T>(
+    failures: &[MetricFailure],
+) -> impl Iterator<Item = (String, Option<T>)> + '_ {
+    failures
+        .iter()
+        .flat_map(|f| f.metric.split(','))
+        .map(|metric| (metric.to_string(), None))
+}
+
 /// Whether `metric` is named in `failures`.
 pub(crate) fn has_failed(failures: &[MetricFailure], metric: &str) -> bool {
     failures
@@ -247,14 +259,6 @@ pub(crate) fn unix_day(date: NaiveDate) -> i64 {
         .unwrap_or_default()
 }
 
-/// The body shared by every account/posts/post answer: `success` and `failed_metrics`.
-pub(crate) fn with_failures(mut body: Value, failures: &[MetricFailure]) -> Value {
-    body["success"] = Value::Bool(true);
-    body["failed_metrics"] =
-        serde_json::to_value(failures).unwrap_or_else(|_| Value::Array(Vec::new()));
-    body
-}
-
 /// Whether the platform has performance insights here (x does not: see the README).
 pub fn supported(platform: Platform) -> bool {
     !matches!(platform, Platform::X)
@@ -299,7 +303,7 @@ pub fn estimated_daily_calls(platform: Platform) -> u32 {
 pub async fn query(
     ctx: &InsightsContext<'_>,
     query: &InsightsQuery,
-) -> Result<Value, PlatformError> {
+) -> Result<bodies::InsightsBody, PlatformError> {
     match ctx.account.platform {
         Platform::Facebook => facebook::query(ctx, query).await,
         Platform::Instagram => instagram::query(ctx, query).await,

@@ -8,8 +8,14 @@ use chrono::{Duration, NaiveDate};
 use serde_json::{Value, json};
 
 use super::{
-    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId, day_window, each_metric,
-    failed_as_null, has_failed, meta_value, unix_day, with_failures,
+    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId,
+    bodies::{
+        AccountBody, InsightsBody, MetaPoint, MetricValues, PostBody, PostsBody,
+        ThreadsAccountBody, ThreadsAccountData, ThreadsPost, ThreadsPostBody, ThreadsPostData,
+        ThreadsPostsBody, ThreadsPostsData, ThreadsRawMetric, ThreadsSeriesMetric,
+        ThreadsTotalMetric, TotalValue, text,
+    },
+    day_window, each_metric, failed_as_none, failed_as_null, has_failed, meta_value, unix_day,
 };
 use crate::{
     platforms::{
@@ -49,49 +55,74 @@ fn graph<'a>(ctx: &'a InsightsContext<'a>) -> Graph<'a> {
 pub async fn query(
     ctx: &InsightsContext<'_>,
     query: &InsightsQuery,
-) -> Result<Value, PlatformError> {
-    let mut data = json!({
-        "account_id": ctx.account.account_id,
-        "account_name": ctx.account.name,
-        "platform": Platform::Threads,
-    });
-    let failures = match query {
+) -> Result<InsightsBody, PlatformError> {
+    match query {
         InsightsQuery::Account { since, until, .. } => {
             let (raw, failures) = account_raw(ctx, *since, *until).await?;
             // A failed `views` is unknown: null, and named in failed_metrics, never 0.
-            data["views"] = if has_failed(&failures, "views") {
-                Value::Null
-            } else {
-                json!(
-                    raw.iter()
-                        .filter(|item| item["name"] == "views")
-                        .map(total_of)
-                        .sum::<u64>()
-                )
-            };
-            data["raw_data"] = Value::Array(
-                raw.into_iter()
-                    .map(|item| {
-                        let mut entry =
-                            json!({"name": item["name"], "description": item["description"]});
-                        if item.get("total_value").is_some() {
-                            entry["total_value"] =
-                                json!({"value": meta_value(&item["total_value"]["value"])});
-                        } else {
-                            entry["period"] = item["period"].clone();
-                            entry["values"] = item["values"].clone();
-                        }
-                        entry
-                    })
-                    .collect(),
-            );
-            failures
+            let views = (!has_failed(&failures, "views")).then(|| {
+                raw.iter()
+                    .filter(|item| item["name"] == "views")
+                    .map(total_of)
+                    .sum::<u64>()
+            });
+            let raw_data = raw
+                .iter()
+                .map(|item| {
+                    let (name, description) = (text(&item["name"]), text(&item["description"]));
+                    if item.get("total_value").is_some() {
+                        ThreadsRawMetric::Total(ThreadsTotalMetric {
+                            name,
+                            description,
+                            total_value: TotalValue {
+                                value: meta_value(&item["total_value"]["value"]),
+                            },
+                        })
+                    } else {
+                        ThreadsRawMetric::Series(ThreadsSeriesMetric {
+                            name,
+                            description,
+                            period: text(&item["period"]),
+                            values: item["values"]
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .map(|v| MetaPoint {
+                                    value: meta_value(&v["value"]),
+                                    end_time: text(&v["end_time"]),
+                                })
+                                .collect(),
+                        })
+                    }
+                })
+                .collect();
+            Ok(InsightsBody::Account(AccountBody::Threads(
+                ThreadsAccountBody {
+                    success: true,
+                    data: ThreadsAccountData {
+                        account_id: ctx.account.account_id,
+                        account_name: ctx.account.name.clone(),
+                        platform: Platform::Threads,
+                        views,
+                        raw_data,
+                    },
+                    failed_metrics: failures,
+                },
+            )))
         }
         InsightsQuery::Posts { limit } => {
             let (threads, failures) = list_threads(ctx, &[("limit", &limit.to_string())]).await?;
-            data["count"] = json!(threads.len());
-            data["threads"] = Value::Array(threads);
-            failures
+            Ok(InsightsBody::Posts(PostsBody::Threads(ThreadsPostsBody {
+                success: true,
+                data: ThreadsPostsData {
+                    account_id: ctx.account.account_id,
+                    account_name: ctx.account.name.clone(),
+                    platform: Platform::Threads,
+                    count: threads.len(),
+                    threads,
+                },
+                failed_metrics: failures,
+            })))
         }
         InsightsQuery::Post { post_id } => {
             let PostId::Threads(id) = post_id else {
@@ -101,11 +132,18 @@ pub async fn query(
                 .get(&ApiPath::id(id), &[("fields", THREAD_FIELDS)])
                 .await?;
             let (thread, failures) = thread_item(ctx, &raw).await?;
-            data["thread"] = thread;
-            failures
+            Ok(InsightsBody::Post(PostBody::Threads(ThreadsPostBody {
+                success: true,
+                data: ThreadsPostData {
+                    account_id: ctx.account.account_id,
+                    account_name: ctx.account.name.clone(),
+                    platform: Platform::Threads,
+                    thread,
+                },
+                failed_metrics: failures,
+            })))
         }
-    };
-    Ok(with_failures(json!({ "data": data }), &failures))
+    }
 }
 
 /// A metric's value over the range: its total, or the sum of its daily values.
@@ -151,7 +189,7 @@ async fn account_raw(
 async fn thread_item(
     ctx: &InsightsContext<'_>,
     raw: &Value,
-) -> Result<(Value, Vec<MetricFailure>), PlatformError> {
+) -> Result<(ThreadsPost, Vec<MetricFailure>), PlatformError> {
     let id =
         GraphId::parse(raw["id"].as_str().unwrap_or_default()).map_err(InvalidId::unexpected)?;
     let graph = graph(ctx);
@@ -164,27 +202,27 @@ async fn thread_item(
         }
     })
     .await?;
-    let mut insights = serde_json::Map::new();
+    let mut insights = MetricValues::new();
     for item in &items {
         if let Some(name) = item["name"].as_str() {
-            insights.insert(name.to_string(), json!(total_of(item)));
+            insights.insert(name.to_string(), Some(total_of(item)));
         }
     }
     // A failed metric is null, as on the other Meta platforms: unknown, not 0.
-    insights.extend(failed_as_null(&failures));
+    insights.extend(failed_as_none(&failures));
     Ok((
-        json!({
-            "id": id.as_str(),
-            "text": raw["text"].as_str().unwrap_or_default(),
-            "timestamp": raw["timestamp"],
-            "media_type": raw["media_type"],
-            "permalink": raw["permalink"],
+        ThreadsPost {
+            id: id.as_str().to_string(),
+            text: raw["text"].as_str().unwrap_or_default().to_string(),
+            timestamp: text(&raw["timestamp"]),
+            media_type: text(&raw["media_type"]),
+            permalink: text(&raw["permalink"]),
             // `/{user}/threads` lists the user's own threads, not their replies (those are on
             // `/{user}/replies`), so a listed thread is never a reply; a single post is read
             // with the same fields, which carry no reply flag (README, the platform simulator).
-            "is_reply": false,
-            "insights": insights,
-        }),
+            is_reply: false,
+            insights,
+        },
         failures,
     ))
 }
@@ -192,7 +230,7 @@ async fn thread_item(
 async fn list_threads(
     ctx: &InsightsContext<'_>,
     extra: &[(&str, &str)],
-) -> Result<(Vec<Value>, Vec<MetricFailure>), PlatformError> {
+) -> Result<(Vec<ThreadsPost>, Vec<MetricFailure>), PlatformError> {
     let path = ApiPath::id(&ctx.credentials.graph_id()?).then("threads");
     let mut params = vec![("fields", THREAD_FIELDS)];
     params.extend_from_slice(extra);
@@ -235,7 +273,7 @@ pub async fn daily(
         // Unknown (None) when any thread's views failed: null there, listed in failed_metrics.
         total_post_views: threads
             .iter()
-            .map(|t| t["insights"]["views"].as_u64())
+            .map(|t| t.insights.get("views").copied().flatten())
             .sum(),
         failed_metrics,
     })

@@ -9,7 +9,12 @@ use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
 use super::{
-    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId, has_failed, with_failures,
+    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId,
+    bodies::{
+        AccountBody, InsightsBody, PostBody, PostsBody, TiktokAccountBody, TiktokAccountData,
+        TiktokPostBody, TiktokPostData, TiktokPostsBody, TiktokPostsData, TiktokVideo, text,
+    },
+    has_failed,
 };
 use crate::{
     platforms::{
@@ -125,20 +130,22 @@ fn metrics_of(
         .collect()
 }
 
-fn video_item(raw: &Value, failures: &mut Vec<MetricFailure>) -> Value {
+fn video_item(raw: &Value, failures: &mut Vec<MetricFailure>) -> TiktokVideo {
     let published = raw["create_time"]
         .as_i64()
         .and_then(|t| DateTime::from_timestamp(t, 0))
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-    let metrics = metrics_of(raw, &VIDEO_METRICS, failures);
-    json!({
-        "video_id": raw["id"],
-        "title": raw["title"].as_str().unwrap_or_default(),
-        "published_at": published,
-        "thumbnail": raw["cover_image_url"],
-        "share_url": raw["share_url"],
-        "metrics": metrics,
-    })
+    TiktokVideo {
+        video_id: text(&raw["id"]),
+        title: raw["title"].as_str().unwrap_or_default().to_string(),
+        published_at: published,
+        thumbnail: text(&raw["cover_image_url"]),
+        share_url: text(&raw["share_url"]),
+        metrics: metrics_of(raw, &VIDEO_METRICS, failures)
+            .into_iter()
+            .map(|(name, value)| (name, value.as_u64()))
+            .collect(),
+    }
 }
 
 /// The latest videos, newest first, following the cursor until `limit` or `older_than_day`.
@@ -188,28 +195,47 @@ async fn videos(
 pub async fn query(
     ctx: &InsightsContext<'_>,
     query: &InsightsQuery,
-) -> Result<Value, PlatformError> {
-    let mut data = json!({
-        "account_id": ctx.account.account_id,
-        "account_name": ctx.account.name,
-        "platform": Platform::Tiktok,
-    });
+) -> Result<InsightsBody, PlatformError> {
     let mut failures = Vec::new();
     match query {
         InsightsQuery::Account { .. } => {
             let user = user(ctx).await?;
-            data["username"] = user["username"].clone();
-            data["as_of"] = json!(Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-            data["metrics"] = Value::Object(metrics_of(&user, &ACCOUNT_METRICS, &mut failures));
+            let metrics = metrics_of(&user, &ACCOUNT_METRICS, &mut failures)
+                .into_iter()
+                .map(|(name, value)| (name, value.as_u64()))
+                .collect();
+            Ok(InsightsBody::Account(AccountBody::Tiktok(
+                TiktokAccountBody {
+                    success: true,
+                    data: TiktokAccountData {
+                        account_id: ctx.account.account_id,
+                        account_name: ctx.account.name.clone(),
+                        platform: Platform::Tiktok,
+                        username: user["username"].as_str().map(str::to_string),
+                        as_of: Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                        metrics,
+                    },
+                    failed_metrics: failures,
+                },
+            )))
         }
         InsightsQuery::Posts { limit } => {
-            let items: Vec<Value> = videos(ctx, *limit, None)
+            let items: Vec<TiktokVideo> = videos(ctx, *limit, None)
                 .await?
                 .iter()
                 .map(|raw| video_item(raw, &mut failures))
                 .collect();
-            data["count"] = json!(items.len());
-            data["videos"] = Value::Array(items);
+            Ok(InsightsBody::Posts(PostsBody::Tiktok(TiktokPostsBody {
+                success: true,
+                data: TiktokPostsData {
+                    account_id: ctx.account.account_id,
+                    account_name: ctx.account.name.clone(),
+                    platform: Platform::Tiktok,
+                    count: items.len(),
+                    videos: items,
+                },
+                failed_metrics: failures,
+            })))
         }
         InsightsQuery::Post { post_id } => {
             let PostId::Tiktok(id) = post_id else {
@@ -230,10 +256,19 @@ pub async fn query(
                     "tiktok has no video {id} on this account"
                 )));
             };
-            data["video"] = video_item(&raw, &mut failures);
+            let video = video_item(&raw, &mut failures);
+            Ok(InsightsBody::Post(PostBody::Tiktok(TiktokPostBody {
+                success: true,
+                data: TiktokPostData {
+                    account_id: ctx.account.account_id,
+                    account_name: ctx.account.name.clone(),
+                    platform: Platform::Tiktok,
+                    video,
+                },
+                failed_metrics: failures,
+            })))
         }
     }
-    Ok(with_failures(json!({ "data": data }), &failures))
 }
 
 pub async fn daily(

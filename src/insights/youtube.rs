@@ -10,8 +10,13 @@ use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
 use super::{
-    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId, each_metric,
-    failed_as_null, has_failed, with_failures,
+    DailyMetrics, InsightsContext, InsightsQuery, MetricFailure, PostId,
+    bodies::{
+        AccountBody, DateRange, InsightsBody, PostBody, PostsBody, YoutubeAccountBody,
+        YoutubeAccountData, YoutubePostBody, YoutubePostData, YoutubePostsBody, YoutubePostsData,
+        YoutubeVideo, number_or_null,
+    },
+    each_metric, failed_as_null, has_failed,
 };
 use crate::{
     platforms::{
@@ -313,62 +318,86 @@ fn video_item(
     video: &(String, String, String, String),
     metrics: Option<&BTreeMap<String, Value>>,
     failures: &[MetricFailure],
-) -> Value {
+) -> YoutubeVideo {
     let (id, title, published_at, thumbnail) = video;
     // A video without a row had nothing measured in the range (0); a failed metric is unknown
     // (null) whatever the rows say.
-    let metrics: serde_json::Map<String, Value> = VIDEO_METRICS
+    let metrics = VIDEO_METRICS
         .iter()
         .map(|m| {
             let value = if has_failed(failures, m) {
-                Value::Null
+                None
             } else {
-                metrics
-                    .and_then(|all| all.get(*m))
-                    .cloned()
-                    .unwrap_or(json!(0))
+                match metrics.and_then(|all| all.get(*m)) {
+                    Some(cell) => number_or_null(cell),
+                    None => Some(0.into()),
+                }
             };
             ((*m).to_string(), value)
         })
         .collect();
-    json!({
-        "video_id": id,
-        "title": title,
-        "published_at": published_at,
-        "thumbnail": thumbnail,
-        "metrics": metrics,
-    })
+    YoutubeVideo {
+        video_id: id.clone(),
+        title: title.clone(),
+        published_at: published_at.clone(),
+        thumbnail: thumbnail.clone(),
+        metrics,
+    }
 }
 
 pub async fn query(
     ctx: &InsightsContext<'_>,
     query: &InsightsQuery,
-) -> Result<Value, PlatformError> {
-    let mut data = json!({
-        "account_id": ctx.account.account_id,
-        "account_name": ctx.account.name,
-        "platform": Platform::Youtube,
-    });
-    let failures = match query {
+) -> Result<InsightsBody, PlatformError> {
+    match query {
         InsightsQuery::Account { since, until, .. } => {
             let (channel_id, _) = channel(ctx).await?;
             let (rows, failures) = report(ctx, &CHANNEL_METRICS, *since, *until, None, &[]).await?;
-            data["channel_id"] = json!(channel_id);
-            data["date_range"] = json!({"start": since.to_string(), "end": until.to_string()});
-            data["metrics"] = json!(rows.into_iter().next().map(|(_, m)| m).unwrap_or_default());
-            failures
+            let metrics = rows
+                .into_iter()
+                .next()
+                .map(|(_, m)| m)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(name, value)| (name, number_or_null(&value)))
+                .collect();
+            Ok(InsightsBody::Account(AccountBody::Youtube(
+                YoutubeAccountBody {
+                    success: true,
+                    data: YoutubeAccountData {
+                        account_id: ctx.account.account_id,
+                        account_name: ctx.account.name.clone(),
+                        platform: Platform::Youtube,
+                        channel_id,
+                        date_range: DateRange {
+                            start: *since,
+                            end: *until,
+                        },
+                        metrics,
+                    },
+                    failed_metrics: failures,
+                },
+            )))
         }
         InsightsQuery::Posts { limit } => {
             let (_, playlist) = channel(ctx).await?;
             let videos = uploads(ctx, &playlist, *limit).await?;
             let (metrics, failures) = video_metrics(ctx, &videos).await?;
-            let items: Vec<Value> = videos
+            let items: Vec<YoutubeVideo> = videos
                 .iter()
                 .map(|v| video_item(v, metrics.get(&v.0), &failures))
                 .collect();
-            data["count"] = json!(items.len());
-            data["videos"] = Value::Array(items);
-            failures
+            Ok(InsightsBody::Posts(PostsBody::Youtube(YoutubePostsBody {
+                success: true,
+                data: YoutubePostsData {
+                    account_id: ctx.account.account_id,
+                    account_name: ctx.account.name.clone(),
+                    platform: Platform::Youtube,
+                    count: items.len(),
+                    videos: items,
+                },
+                failed_metrics: failures,
+            })))
         }
         InsightsQuery::Post { post_id } => {
             let PostId::Youtube(id) = post_id else {
@@ -402,11 +431,19 @@ pub async fn query(
                     .to_string(),
             );
             let (metrics, failures) = video_metrics(ctx, std::slice::from_ref(&video)).await?;
-            data["video"] = video_item(&video, metrics.get(id.as_str()), &failures);
-            failures
+            let video = video_item(&video, metrics.get(id.as_str()), &failures);
+            Ok(InsightsBody::Post(PostBody::Youtube(YoutubePostBody {
+                success: true,
+                data: YoutubePostData {
+                    account_id: ctx.account.account_id,
+                    account_name: ctx.account.name.clone(),
+                    platform: Platform::Youtube,
+                    video,
+                },
+                failed_metrics: failures,
+            })))
         }
-    };
-    Ok(with_failures(json!({ "data": data }), &failures))
+    }
 }
 
 pub async fn daily(

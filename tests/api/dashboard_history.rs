@@ -437,6 +437,30 @@ async fn recent_posts_show_their_metrics_or_the_platforms_error() {
     assert!(!posts.contains("This account has no posts yet"), "{posts}");
 }
 
+/// The table reads each platform's own posts body: a threads account's threads are listed with
+/// their insights (the body has `data.threads`, not `posts`).
+#[actix_web::test]
+async fn recent_posts_of_other_platforms_are_listed_too() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("threads", "pro").await;
+    let (status, body) = app
+        .post(
+            &publisher.key,
+            &publisher.body(json!({"text": "measured thread"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let path = format!("/dashboard/performance?account_id={}", publisher.account.id);
+    let html = get_page(&app, &publisher.dashboard, &path).await;
+    let posts = &html[html.find("id=\"posts-title\"").unwrap()..];
+    assert!(posts.contains("measured thread"), "{posts}");
+    assert!(
+        posts.contains("<span class=\"muted\">views</span> "),
+        "{posts}"
+    );
+    assert!(!posts.contains("This account has no posts yet"), "{posts}");
+}
+
 #[actix_web::test]
 async fn performance_without_an_account_says_what_to_do() {
     let app = TestApp::spawn().await;

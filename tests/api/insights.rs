@@ -22,7 +22,22 @@ async fn get(app: &TestApp, p: &Publisher, endpoint: &str, extra: &str) -> Value
         .unwrap();
     let (status, body) = status_and_json(response).await;
     assert_eq!(status, 200, "{path}: {body}");
+    // Every body read here is also checked against the committed document's schema.
+    if let Some(documented) = documented_path(endpoint) {
+        crate::openapi::assert_documented("get", documented, 200, &body);
+    }
     body
+}
+
+/// The document's path of a performance endpoint read here.
+fn documented_path(endpoint: &str) -> Option<&'static str> {
+    match endpoint {
+        "metrics" => Some("/api/performance/metrics"),
+        "account" => Some("/api/performance/account"),
+        "posts" => Some("/api/performance/posts"),
+        _ if endpoint.starts_with("post/") => Some("/api/performance/post/{post_id}"),
+        _ => None,
+    }
 }
 
 fn keys(value: &Value) -> BTreeSet<String> {

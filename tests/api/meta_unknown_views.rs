@@ -125,6 +125,7 @@ async fn threads_account_views_are_null_when_the_metric_failed() {
     let (status, body) = status_and_json(response).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"]["views"], Value::Null, "{body}");
+    crate::openapi::assert_documented("get", "/api/performance/account", 200, &body);
     let failed = body["failed_metrics"].to_string();
     assert!(failed.contains("views"), "{body}");
     // The other metrics still come.
@@ -144,6 +145,7 @@ async fn threads_account_views_are_null_when_the_metric_failed() {
         .unwrap();
     let (status, body) = status_and_json(response).await;
     assert_eq!(status, 200, "{body}");
+    crate::openapi::assert_documented("get", "/api/performance/posts", 200, &body);
     let insights = &body["data"]["threads"][0]["insights"];
     assert_eq!(insights.get("views"), Some(&Value::Null), "{body}");
     assert!(insights["likes"].is_u64(), "{body}");

@@ -235,6 +235,7 @@ async fn account_posts_and_post_answer_for_every_supported_platform() {
         let (status, account) = perf(&app, &publisher, "account", "").await;
         assert_eq!(status, 200, "{platform}: {account}");
         assert_eq!(account["success"], true);
+        crate::openapi::assert_documented("get", "/api/performance/account", 200, &account);
         assert_eq!(
             account["failed_metrics"],
             json!([]),
@@ -242,6 +243,7 @@ async fn account_posts_and_post_answer_for_every_supported_platform() {
         );
         let (status, posts) = perf(&app, &publisher, "posts", "&limit=3").await;
         assert_eq!(status, 200, "{platform}: {posts}");
+        crate::openapi::assert_documented("get", "/api/performance/posts", 200, &posts);
         // The first listed post, read on its own.
         let first = match platform {
             "facebook" => posts["posts"][0]["post_id"].clone(),
@@ -256,6 +258,7 @@ async fn account_posts_and_post_answer_for_every_supported_platform() {
         let (status, post) = perf(&app, &publisher, &format!("post/{first}"), "").await;
         assert_eq!(status, 200, "{platform}: {post}");
         assert_eq!(post["success"], true);
+        crate::openapi::assert_documented("get", "/api/performance/post/{post_id}", 200, &post);
     }
 }
 

@@ -11,7 +11,10 @@ use uuid::Uuid;
 pub use crate::publish::service::{PostOutcome, PostPublished, PostScheduled};
 // The performance bodies are built by the insights adapters, beside their platform calls.
 use crate::collection::AccountOutcome;
-pub use crate::insights::catalogue::MetricsBody;
+pub use crate::insights::{
+    bodies::{AccountBody, PostBody, PostsBody},
+    catalogue::MetricsBody,
+};
 use entity::platform::Platform;
 
 use super::{
@@ -218,15 +221,6 @@ pub struct ApiUsage {
 pub enum TooManyRequests {
     RateLimited(ErrorBody),
     QuotaExceeded(QuotaExceededBody),
-}
-
-/// A performance endpoint's answer: `success` plus the platform's own members (the account's
-/// identity, `metrics`, `data`, `posts` or `post`; see the README's performance notes). Its
-/// members depend on the platform and the endpoint, so the schema is open.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct PerformanceBody {
-    /// Always `true`.
-    pub success: bool,
 }
 
 /// A performance endpoint's error: `{success: false, error: <message>}`
