@@ -264,14 +264,7 @@ impl ErrorPage {
             _ => t.s(Msg::ErrorTitle),
         };
         let page = ErrorPage {
-            layout: Layout {
-                t,
-                who: None,
-                active: Nav::None,
-                notice: None,
-                error: None,
-                operator: false,
-            },
+            layout: Layout::anonymous(t),
             title,
             message: error.message.clone(),
             code: error.code.as_str().to_string(),
@@ -387,6 +380,19 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// The frame of a page seen without a session (sign-in, error pages, the API reference):
+    /// no user, no navigation highlighted, no operator links.
+    pub fn anonymous(t: T) -> Self {
+        Self {
+            t,
+            who: None,
+            active: Nav::None,
+            notice: None,
+            error: None,
+            operator: false,
+        }
+    }
+
     /// The frame of a signed-in page.
     pub fn signed_in(req: &HttpRequest, session: &SessionUser, active: Nav) -> Self {
         let user = &session.user;
@@ -487,14 +493,7 @@ struct SignInPage {
 /// `GET /signin`: the one page without a session.
 async fn sign_in(req: HttpRequest) -> impl Responder {
     let page = SignInPage {
-        layout: Layout {
-            t: T(locale_of(&req)),
-            who: None,
-            active: Nav::None,
-            notice: None,
-            error: None,
-            operator: false,
-        },
+        layout: Layout::anonymous(T(locale_of(&req))),
     };
     render(&req, page)
 }

@@ -52,14 +52,7 @@ struct ApiReferencePage {
 pub async fn page(req: HttpRequest) -> HttpResponse {
     let document = super::openapi::document();
     let page = ApiReferencePage {
-        layout: Layout {
-            t: T(locale_of(&req)),
-            who: None,
-            active: Nav::None,
-            notice: None,
-            error: None,
-            operator: false,
-        },
+        layout: Layout::anonymous(T(locale_of(&req))),
         title: document.info.title.clone(),
         version: document.info.version.clone(),
         operations: operations(document),

@@ -106,6 +106,8 @@ Calls with an API key carry `X-RateLimit-Limit`, `X-RateLimit-Remaining` and \
         dto::schema::ErrorBody,
         dto::schema::QuotaExceededBody,
         dto::schema::PerformanceErrorBody,
+        // Named by `PerformanceErrors` (an `IntoResponses`), whose bodies utoipa does not collect.
+        dto::responses::PerformanceError,
         entity::platform::Platform,
     )),
     modifiers(&SecuritySchemes, &CommonResponses),

@@ -50,14 +50,7 @@ pub use super::dto::requests::PerformanceQuery;
     params(PerformanceQuery),
     responses(
         (status = 200, description = "The platform's metric identifiers", body = super::dto::responses::MetricsBody),
-        (status = 400, description = "A bad parameter, or no metrics for this platform", body = super::dto::responses::PerformanceError),
-        (status = 401, description = "Missing or invalid API key; the account's token expired or was revoked", body = super::dto::responses::PerformanceError),
-        (status = 403, description = "The platform refused (permissions)", body = super::dto::responses::PerformanceError),
-        (status = 404, description = "No such account", body = super::dto::responses::PerformanceError),
-        (status = 429, description = "Rate limited (ours or the platform's)", body = super::dto::responses::PerformanceError),
-        (status = 500, description = "The platform failed", body = super::dto::responses::PerformanceError),
-        (status = 503, description = "Unavailable", body = super::dto::responses::PerformanceError),
-        (status = 504, description = "The platform timed out", body = super::dto::responses::PerformanceError),
+        super::dto::responses::PerformanceErrors,
     ))]
 pub async fn metrics(
     state: web::Data<AppState>,
@@ -77,14 +70,7 @@ pub async fn metrics(
     params(PerformanceQuery),
     responses(
         (status = 200, description = "The platform's figures", body = super::dto::responses::AccountBody),
-        (status = 400, description = "A bad parameter, or no metrics for this platform", body = super::dto::responses::PerformanceError),
-        (status = 401, description = "Missing or invalid API key; the account's token expired or was revoked", body = super::dto::responses::PerformanceError),
-        (status = 403, description = "The platform refused (permissions)", body = super::dto::responses::PerformanceError),
-        (status = 404, description = "No such account", body = super::dto::responses::PerformanceError),
-        (status = 429, description = "Rate limited (ours or the platform's)", body = super::dto::responses::PerformanceError),
-        (status = 500, description = "The platform failed", body = super::dto::responses::PerformanceError),
-        (status = 503, description = "Unavailable", body = super::dto::responses::PerformanceError),
-        (status = 504, description = "The platform timed out", body = super::dto::responses::PerformanceError),
+        super::dto::responses::PerformanceErrors,
     ))]
 pub async fn account(
     state: web::Data<AppState>,
@@ -103,14 +89,7 @@ pub async fn account(
     params(PerformanceQuery),
     responses(
         (status = 200, description = "The platform's figures", body = super::dto::responses::PostsBody),
-        (status = 400, description = "A bad parameter, or no metrics for this platform", body = super::dto::responses::PerformanceError),
-        (status = 401, description = "Missing or invalid API key; the account's token expired or was revoked", body = super::dto::responses::PerformanceError),
-        (status = 403, description = "The platform refused (permissions)", body = super::dto::responses::PerformanceError),
-        (status = 404, description = "No such account", body = super::dto::responses::PerformanceError),
-        (status = 429, description = "Rate limited (ours or the platform's)", body = super::dto::responses::PerformanceError),
-        (status = 500, description = "The platform failed", body = super::dto::responses::PerformanceError),
-        (status = 503, description = "Unavailable", body = super::dto::responses::PerformanceError),
-        (status = 504, description = "The platform timed out", body = super::dto::responses::PerformanceError),
+        super::dto::responses::PerformanceErrors,
     ))]
 pub async fn posts(
     state: web::Data<AppState>,
@@ -130,14 +109,7 @@ pub async fn posts(
     params(("post_id" = String, Path, description = "The platform's post id"), PerformanceQuery),
     responses(
         (status = 200, description = "The platform's figures", body = super::dto::responses::PostBody),
-        (status = 400, description = "A bad parameter, or no metrics for this platform", body = super::dto::responses::PerformanceError),
-        (status = 401, description = "Missing or invalid API key; the account's token expired or was revoked", body = super::dto::responses::PerformanceError),
-        (status = 403, description = "The platform refused (permissions)", body = super::dto::responses::PerformanceError),
-        (status = 404, description = "No such account or post", body = super::dto::responses::PerformanceError),
-        (status = 429, description = "Rate limited (ours or the platform's)", body = super::dto::responses::PerformanceError),
-        (status = 500, description = "The platform failed", body = super::dto::responses::PerformanceError),
-        (status = 503, description = "Unavailable", body = super::dto::responses::PerformanceError),
-        (status = 504, description = "The platform timed out", body = super::dto::responses::PerformanceError),
+        super::dto::responses::PerformanceErrors,
     ))]
 pub async fn post(
     state: web::Data<AppState>,

@@ -223,6 +223,38 @@ pub enum TooManyRequests {
     QuotaExceeded(QuotaExceededBody),
 }
 
+/// The errors every performance endpoint can answer, all in the performance form: listed once
+/// here and named by each endpoint's `responses(...)`.
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)] // Only the document reads it: the handlers answer `ApiError`s.
+pub enum PerformanceErrors {
+    #[response(
+        status = 400,
+        description = "A bad parameter, or no metrics for this platform"
+    )]
+    BadRequest(PerformanceError),
+    #[response(
+        status = 401,
+        description = "Missing or invalid API key; the account's token expired or was revoked"
+    )]
+    Unauthorized(PerformanceError),
+    #[response(status = 403, description = "The platform refused (permissions)")]
+    Forbidden(PerformanceError),
+    #[response(
+        status = 404,
+        description = "No such account (`/post/{post_id}`: or no such post)"
+    )]
+    NotFound(PerformanceError),
+    #[response(status = 429, description = "Rate limited (ours or the platform's)")]
+    TooManyRequests(PerformanceError),
+    #[response(status = 500, description = "The platform failed")]
+    PlatformFailed(PerformanceError),
+    #[response(status = 503, description = "Unavailable")]
+    Unavailable(PerformanceError),
+    #[response(status = 504, description = "The platform timed out")]
+    TimedOut(PerformanceError),
+}
+
 /// A performance endpoint's error: `{success: false, error: <message>}`
 /// ([`PerformanceErrorBody`](super::schema::PerformanceErrorBody)), or the catalogue body
 /// (`error` the code, with `message`) for failures before the endpoint runs (authentication,
