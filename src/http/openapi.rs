@@ -15,6 +15,7 @@ use utoipa::{
     Modify, OpenApi,
     openapi::{
         Content, OpenApi as Document, Ref, RefOr, ResponseBuilder,
+        schema::{AnyOf, Schema},
         security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme},
     },
 };
@@ -110,7 +111,7 @@ Calls with an API key carry `X-RateLimit-Limit`, `X-RateLimit-Remaining` and \
         dto::responses::PerformanceError,
         entity::platform::Platform,
     )),
-    modifiers(&SecuritySchemes, &CommonResponses),
+    modifiers(&SecuritySchemes, &CommonResponses, &UntaggedAsAnyOf),
     tags(
         (name = "posts", description = "Publishing and scheduling (API key)"),
         (name = "accounts", description = "Connected accounts"),
@@ -173,6 +174,35 @@ impl Modify for SecuritySchemes {
 
 /// Adds the answers every JSON operation can give beside its own: 500 and 503 in the
 /// catalogue's form (performance endpoints: their own form).
+/// utoipa writes a serde `untagged` enum of structs as `oneOf`, which says a value matches
+/// exactly one of the shapes. Ours do not promise that: serde takes the first shape that fits,
+/// and two platforms' bodies can fit each other's (a TikTok and a YouTube list of videos, the
+/// members the other leaves out being optional), which schemathesis caught as a live body "valid
+/// under more than one" shape. `anyOf` states what the wire guarantees: one of these shapes.
+struct UntaggedAsAnyOf;
+
+impl Modify for UntaggedAsAnyOf {
+    fn modify(&self, openapi: &mut Document) {
+        let Some(components) = openapi.components.as_mut() else {
+            return;
+        };
+        for schema in components.schemas.values_mut() {
+            let RefOr::T(Schema::OneOf(one)) = schema else {
+                continue;
+            };
+            if one.discriminator.is_some() || !one.items.iter().all(|i| matches!(i, RefOr::Ref(_)))
+            {
+                continue;
+            }
+            let mut any = AnyOf::new();
+            any.items = std::mem::take(&mut one.items);
+            any.description = one.description.take();
+            any.schema_type = one.schema_type.clone();
+            *schema = RefOr::T(Schema::AnyOf(any));
+        }
+    }
+}
+
 struct CommonResponses;
 
 impl Modify for CommonResponses {
