@@ -12,7 +12,13 @@ mod submissions;
 mod usage;
 mod users;
 
-use std::time::Duration;
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
 
 use migration::{Migrator, MigratorTrait};
 use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbBackend, DbErr};
@@ -29,6 +35,58 @@ pub use users::UserSearch;
 #[derive(Clone, Debug)]
 pub struct Store {
     db: DatabaseConnection,
+    stats: Arc<DbStats>,
+}
+
+/// Statements sent to the database since the store connected, by kind: what the benchmarks
+/// report as round trips per request, and what tests read to hold a hot path to its budget.
+/// Counted by SeaORM's per-statement callback (two relaxed increments, no lock).
+#[derive(Debug, Default)]
+pub struct DbStats {
+    reads: AtomicU64,
+    writes: AtomicU64,
+}
+
+/// A reading of [`DbStats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DbCounts {
+    /// `SELECT` statements (and other statements that change nothing).
+    pub reads: u64,
+    /// `INSERT`, `UPDATE`, `DELETE` (each one a write transaction of its own unless it runs
+    /// inside an explicit one).
+    pub writes: u64,
+}
+
+impl DbCounts {
+    /// What happened between `earlier` and this reading.
+    pub fn since(self, earlier: DbCounts) -> DbCounts {
+        DbCounts {
+            reads: self.reads.saturating_sub(earlier.reads),
+            writes: self.writes.saturating_sub(earlier.writes),
+        }
+    }
+
+    pub fn total(self) -> u64 {
+        self.reads + self.writes
+    }
+}
+
+impl DbStats {
+    fn observe(&self, sql: &str) {
+        let verb = sql.trim_start().get(..6).unwrap_or("");
+        let write = ["INSERT", "UPDATE", "DELETE"]
+            .iter()
+            .any(|w| verb.eq_ignore_ascii_case(w));
+        let counter = if write { &self.writes } else { &self.reads };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn counts(&self) -> DbCounts {
+        DbCounts {
+            reads: self.reads.load(Ordering::Relaxed),
+            writes: self.writes.load(Ordering::Relaxed),
+        }
+    }
 }
 
 impl Store {
@@ -64,8 +122,11 @@ impl Store {
         if let Some(schema) = pg_schema {
             options.set_schema_search_path(schema.to_string());
         }
-        let db = Database::connect(options).await?;
-        Ok(Self { db })
+        let mut db = Database::connect(options).await?;
+        let stats = Arc::new(DbStats::default());
+        let observer = stats.clone();
+        db.set_metric_callback(move |info| observer.observe(&info.statement.sql));
+        Ok(Self { db, stats })
     }
 
     /// Applies every pending migration.
@@ -76,6 +137,11 @@ impl Store {
     /// Closes the pool (the migration's own connection, see `Application::build`).
     pub async fn close(self) -> Result<(), DbErr> {
         self.db.close().await
+    }
+
+    /// Statements sent so far (see [`DbStats`]).
+    pub fn db_counts(&self) -> DbCounts {
+        self.stats.counts()
     }
 
     /// Runs a trivial query (health checks).
@@ -137,6 +203,28 @@ fn placeholder(backend: DbBackend, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn statements_are_counted_by_kind() {
+        let stats = DbStats::default();
+        for sql in [
+            "SELECT 1",
+            "  insert INTO t VALUES (1)",
+            "UPDATE t SET a = 1",
+            "DELETE FROM t",
+            "WITH x AS (SELECT 1) SELECT * FROM x",
+            "",
+        ] {
+            stats.observe(sql);
+        }
+        assert_eq!(
+            stats.counts(),
+            DbCounts {
+                reads: 3,
+                writes: 3
+            }
+        );
+    }
 
     #[test]
     fn sqlite_paths() {
