@@ -435,8 +435,19 @@ impl PublishingConfig {
 pub struct SchedulerConfig {
     /// Whether this instance publishes due posts (several instances may, on one PostgreSQL).
     pub enabled: bool,
-    /// Scheduled posts publishing at once on this instance.
+    /// Scheduled posts publishing at once on this instance (at most one per account, so this is
+    /// also how many accounts publish at once). Claimed posts beyond it wait, claimed, in the
+    /// scheduler's per-account queues (see `max_claimed`).
     pub max_in_flight: usize,
+    /// Due posts claimed per statement; the scheduler claims batch after batch while more are
+    /// due and `max_claimed` allows, without waiting for publishes to finish.
+    pub claim_batch: usize,
+    /// Posts this instance may hold claimed and not yet ended (queued, publishing, or ended and
+    /// not yet written). Their leases are renewed together; past it, claiming waits for ends.
+    pub max_claimed: usize,
+    /// Ended attempts written per transaction (outcomes that end together are written
+    /// together).
+    pub settle_batch: usize,
     /// How long a claim holds without renewal; a claim older than this belongs to a process that
     /// died, and its post is settled from its recorded steps.
     pub lease_secs: u64,
@@ -458,7 +469,10 @@ impl Default for SchedulerConfig {
     fn default() -> Self {
         Self {
             enabled: true,
-            max_in_flight: 64,
+            max_in_flight: 256,
+            claim_batch: 500,
+            max_claimed: 20_000,
+            settle_batch: 500,
             lease_secs: 120,
             max_attempts: 5,
             retry_base_secs: 30,

@@ -19,8 +19,8 @@
 //! settings), built before it; the publishing service wakes it through a [`SchedulerWaker`].
 
 use std::{
-    collections::HashMap,
-    time::{Duration, Instant},
+    collections::{HashMap, HashSet, VecDeque},
+    time::Duration,
 };
 
 use std::sync::Arc;
@@ -41,7 +41,7 @@ use crate::{
     publish::{
         reconcile, run::PublishReceipt, service::PublishingService, steps::ClaimFence, validate,
     },
-    store::Store,
+    store::{AttemptEnd, EndedAttempt, IDS_PER_STATEMENT, Store},
 };
 
 /// The longest a retry waits, whatever a platform's `retry_after` says.
@@ -148,13 +148,34 @@ pub struct SchedulerActor {
     service: Arc<SchedulingService>,
     config: SchedulerConfig,
     status: SchedulerStatus,
-    in_flight: HashMap<Uuid, Instant>,
+    /// Every post this instance holds a claim on and has not ended in the table yet: queued,
+    /// publishing, or ended and not yet written. Their leases are renewed together, so a post
+    /// waiting in a queue keeps its claim.
+    claimed: HashSet<Uuid>,
+    /// Claimed posts waiting for their account's turn, per account, in due order.
+    lanes: HashMap<Uuid, VecDeque<entity::scheduled_post::Model>>,
+    /// Accounts with posts waiting and none publishing, in the order they became ready.
+    ready: VecDeque<Uuid>,
+    /// Accounts with an attempt running. One at a time per account keeps an account's posts in
+    /// due order: an attempt's checks before the hand-over to the account actor are async, so
+    /// two attempts of one account could reach its queue swapped. (The account actor runs one
+    /// publish at a time anyway: this costs an account only its checks, not its throughput.)
+    running: HashSet<Uuid>,
+    /// Attempts that ended and wait to be written, with what each counts as once written.
+    unwritten: Vec<(EndedAttempt, Ended)>,
+    /// A batch of ends is being written.
+    writing: bool,
+    /// Queued posts being given back at a drain (they count as in flight until they are).
+    releasing: usize,
+    /// The last look was cut short by `max_claimed`: look again as soon as ends free room.
+    full: bool,
     timer: Option<SpawnHandle>,
     ticking: bool,
     tick_again: bool,
 }
 
 /// How a dispatch ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ended {
     Published,
     Failed,
@@ -164,6 +185,15 @@ enum Ended {
     Checking,
     /// Someone else settled it (lost the claim); nothing to count.
     Lost,
+}
+
+/// What an attempt leaves to write.
+enum Decision {
+    /// End the attempt (if the claim is still ours); counted as the `Ended` once written.
+    Write(AttemptEnd, Ended),
+    /// Write nothing: the post stays `publishing` and its claim is let go (its lease lapses and
+    /// settlement, or the reconciler, ends it).
+    LetGo(Ended),
 }
 
 impl SchedulerActor {
@@ -178,7 +208,14 @@ impl SchedulerActor {
                 running: true,
                 ..SchedulerStatus::default()
             },
-            in_flight: HashMap::new(),
+            claimed: HashSet::new(),
+            lanes: HashMap::new(),
+            ready: VecDeque::new(),
+            running: HashSet::new(),
+            unwritten: Vec::new(),
+            writing: false,
+            releasing: 0,
+            full: false,
             timer: None,
             ticking: false,
             tick_again: false,
@@ -189,7 +226,9 @@ impl SchedulerActor {
         chrono::Duration::seconds(self.config.lease_secs.max(1) as i64)
     }
 
-    /// Looks for due posts, claims what fits, and sleeps until the next one.
+    /// Looks for due posts and claims a batch of them, again and again while more are due and
+    /// `max_claimed` allows, then sleeps until the next one. Claiming does not wait for
+    /// publishes: claimed posts wait in their account's queue.
     fn tick(&mut self, ctx: &mut Context<Self>) {
         if self.status.draining {
             return;
@@ -201,48 +240,76 @@ impl SchedulerActor {
         self.ticking = true;
         let room = self
             .config
-            .max_in_flight
-            .saturating_sub(self.in_flight.len());
+            .max_claimed
+            .max(1)
+            .saturating_sub(self.claimed.len());
+        let batch = room.min(self.config.claim_batch.max(1));
         let service = self.service.clone();
         let instance = self.status.instance.clone();
         let lease = self.lease();
         let work = async move {
             let now = service.clock.now();
-            let claimed = if room > 0 {
+            let claimed = if batch > 0 {
                 service
                     .store
-                    .claim_due_posts(&instance, now, now + lease, room as u64)
+                    .claim_due_posts(&instance, now, now + lease, batch as u64)
                     .await?
             } else {
                 Vec::new()
             };
-            let next_due = service.store.next_due_at().await?;
+            // A full batch: more may be due, look again at once (the next due time is read
+            // when the due posts are all claimed).
+            let next_due = if batch > 0 && claimed.len() == batch {
+                None
+            } else {
+                service.store.next_due_at().await?
+            };
             Ok::<_, sea_orm::DbErr>((claimed, next_due, now))
         };
-        ctx.spawn(in_runtime(work).into_actor(self).map(|result, actor, ctx| {
-            actor.ticking = false;
-            actor.status.passes += 1;
-            match result {
-                Ok((claimed, next_due, now)) => {
-                    actor.status.next_due = next_due;
-                    for row in claimed {
-                        actor.dispatch(row, now, ctx);
+        ctx.spawn(
+            in_runtime(work)
+                .into_actor(self)
+                .map(move |result, actor, ctx| {
+                    actor.ticking = false;
+                    actor.status.passes += 1;
+                    match result {
+                        Ok((claimed, next_due, now)) => {
+                            let more = batch > 0 && claimed.len() == batch;
+                            if actor.status.draining {
+                                // Claimed while the drain began: give them back unstarted.
+                                let ids = claimed.iter().map(|row| row.id).collect();
+                                actor.release(ids, ctx);
+                            } else {
+                                for row in claimed {
+                                    actor.take(row, now);
+                                }
+                                actor.pump(ctx);
+                            }
+                            actor.full = batch == 0
+                                || (more && actor.claimed.len() >= actor.config.max_claimed);
+                            if more && !actor.full {
+                                actor.tick_again = true;
+                            } else {
+                                if !more {
+                                    actor.status.next_due = next_due;
+                                }
+                                // When full, ends free room and look again; otherwise sleep until the
+                                // next due post.
+                                actor.arm_timer(if actor.full { None } else { next_due }, ctx);
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "scheduler: cannot read due posts");
+                            actor.status.last_error = Some(format!("database: {e}"));
+                            actor.arm_timer(None, ctx);
+                        }
                     }
-                    let full = actor.in_flight.len() >= actor.config.max_in_flight;
-                    // When full, completions tick; otherwise sleep until the next due post.
-                    actor.arm_timer(if full { None } else { next_due }, ctx);
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "scheduler: cannot read due posts");
-                    actor.status.last_error = Some(format!("database: {e}"));
-                    actor.arm_timer(None, ctx);
-                }
-            }
-            if actor.tick_again {
-                actor.tick_again = false;
-                actor.tick(ctx);
-            }
-        }));
+                    if actor.tick_again {
+                        actor.tick_again = false;
+                        actor.tick(ctx);
+                    }
+                }),
+        );
     }
 
     fn arm_timer(&mut self, next_due: Option<DateTime<Utc>>, ctx: &mut Context<Self>) {
@@ -263,64 +330,196 @@ impl SchedulerActor {
         }));
     }
 
-    fn dispatch(
-        &mut self,
-        row: entity::scheduled_post::Model,
-        now: DateTime<Utc>,
-        ctx: &mut Context<Self>,
-    ) {
+    /// Queues a claimed post behind its account's earlier ones.
+    fn take(&mut self, row: entity::scheduled_post::Model, now: DateTime<Utc>) {
         let lag = (now - row.next_attempt_at).num_milliseconds();
         self.status.last_lag_ms = Some(lag);
         self.service
             .metrics
             .observe("scheduler_lag_seconds", &[], lag.max(0) as f64 / 1000.0);
-        self.in_flight.insert(row.id, Instant::now());
-        tracing::info!(scheduled_post = %row.id, attempt = row.attempts, lag_ms = lag, "publishing a scheduled post");
+        self.claimed.insert(row.id);
+        let account = row.account_id;
+        let lane = self.lanes.entry(account).or_default();
+        lane.push_back(row);
+        if lane.len() == 1 && !self.running.contains(&account) {
+            self.ready.push_back(account);
+        }
+    }
+
+    /// Starts the next post of ready accounts while fewer than `max_in_flight` publish.
+    fn pump(&mut self, ctx: &mut Context<Self>) {
+        while self.running.len() < self.config.max_in_flight.max(1) {
+            let Some(account) = self.ready.pop_front() else {
+                return;
+            };
+            let Some(row) = self
+                .lanes
+                .get_mut(&account)
+                .and_then(|lane| lane.pop_front())
+            else {
+                self.lanes.remove(&account);
+                continue;
+            };
+            self.running.insert(account);
+            self.dispatch(row, ctx);
+        }
+    }
+
+    fn dispatch(&mut self, row: entity::scheduled_post::Model, ctx: &mut Context<Self>) {
+        tracing::info!(scheduled_post = %row.id, attempt = row.attempts, "publishing a scheduled post");
         let id = row.id;
+        let account = row.account_id;
         let service = self.service.clone();
         ctx.spawn(
             in_runtime(async move { service.dispatch_post(row).await })
                 .into_actor(self)
-                .map(move |ended, actor, ctx| {
-                    actor.in_flight.remove(&id);
-                    let metrics = &actor.service.metrics;
-                    let count = |result: &str| {
-                        metrics.inc("scheduler_dispatches_total", &[("result", result)])
-                    };
-                    match ended {
-                        Ok(Ended::Published) => {
-                            actor.status.published += 1;
-                            count("published");
-                        }
-                        Ok(Ended::Failed) => {
-                            actor.status.failed += 1;
-                            count("failed");
-                        }
-                        Ok(Ended::Retried) => {
-                            actor.status.retried += 1;
-                            count("retried");
-                        }
-                        Ok(Ended::Checking) => count("unconfirmed"),
-                        Ok(Ended::Lost) => {}
-                        Err(e) => {
-                            // The outcome could not be written; the lease runs out and the post
-                            // is settled from its recorded steps.
-                            tracing::error!(scheduled_post = %id, error = %e, "scheduler: cannot record an outcome");
-                            actor.status.last_error = Some(format!("database: {e}"));
+                .map(move |decision, actor, ctx| {
+                    actor.running.remove(&account);
+                    match actor.lanes.get(&account) {
+                        Some(lane) if !lane.is_empty() => actor.ready.push_back(account),
+                        _ => {
+                            actor.lanes.remove(&account);
                         }
                     }
-                    actor.tick(ctx);
+                    match decision {
+                        Decision::Write(end, ended) => {
+                            let claimant = actor.status.instance.clone();
+                            actor.unwritten.push((
+                                EndedAttempt {
+                                    id,
+                                    claimant,
+                                    lease_expired_at: None,
+                                    end,
+                                },
+                                ended,
+                            ));
+                            actor.write_ends(ctx);
+                        }
+                        Decision::LetGo(ended) => {
+                            // No longer ours to renew: its lease lapses.
+                            actor.claimed.remove(&id);
+                            if ended == Ended::Checking {
+                                actor.service.metrics.inc(
+                                    "scheduler_dispatches_total",
+                                    &[("result", "unconfirmed")],
+                                );
+                            }
+                        }
+                    }
+                    actor.pump(ctx);
+                    if actor.full {
+                        actor.tick(ctx);
+                    }
                 }),
         );
     }
 
+    /// Writes the ends waiting to be written, `settle_batch` per transaction; ends that come
+    /// in meanwhile make the next batch.
+    fn write_ends(&mut self, ctx: &mut Context<Self>) {
+        if self.writing || self.unwritten.is_empty() {
+            return;
+        }
+        self.writing = true;
+        let take = self.unwritten.len().min(self.config.settle_batch.max(1));
+        let batch: Vec<(EndedAttempt, Ended)> = self.unwritten.drain(..take).collect();
+        let service = self.service.clone();
+        let ends: Vec<EndedAttempt> = batch.iter().map(|(end, _)| end.clone()).collect();
+        ctx.spawn(
+            in_runtime(async move {
+                let now = service.clock.now();
+                service.store.end_attempts(&ends, now).await
+            })
+            .into_actor(self)
+            .map(move |result, actor, ctx| {
+                actor.writing = false;
+                let mut rescheduled = false;
+                match result {
+                    Ok(written) => {
+                        for ((end, ended), written) in batch.iter().zip(written) {
+                            actor.claimed.remove(&end.id);
+                            actor.count(if written { *ended } else { Ended::Lost });
+                            rescheduled |= written && *ended == Ended::Retried;
+                        }
+                    }
+                    Err(e) => {
+                        // The outcomes could not be written; the leases run out and the posts
+                        // are settled from their recorded steps.
+                        tracing::error!(posts = batch.len(), error = %e, "scheduler: cannot record outcomes");
+                        actor.status.last_error = Some(format!("database: {e}"));
+                        for (end, _) in &batch {
+                            actor.claimed.remove(&end.id);
+                        }
+                    }
+                }
+                actor.write_ends(ctx);
+                // A retry may be due before the timer; room freed may let a cut-short look go on.
+                if rescheduled || actor.full {
+                    actor.tick(ctx);
+                }
+            }),
+        );
+    }
+
+    fn count(&mut self, ended: Ended) {
+        let metrics = &self.service.metrics;
+        let count = |result: &str| metrics.inc("scheduler_dispatches_total", &[("result", result)]);
+        match ended {
+            Ended::Published => {
+                self.status.published += 1;
+                count("published");
+            }
+            Ended::Failed => {
+                self.status.failed += 1;
+                count("failed");
+            }
+            Ended::Retried => {
+                self.status.retried += 1;
+                count("retried");
+            }
+            Ended::Checking => count("unconfirmed"),
+            Ended::Lost => {}
+        }
+    }
+
+    /// Gives queued (never started) posts back to the table, unclaimed (drain).
+    fn release(&mut self, ids: Vec<Uuid>, ctx: &mut Context<Self>) {
+        if ids.is_empty() {
+            return;
+        }
+        for id in &ids {
+            self.claimed.remove(id);
+        }
+        self.releasing += ids.len();
+        let count = ids.len();
+        let service = self.service.clone();
+        ctx.spawn(
+            in_runtime(async move {
+                let now = service.clock.now();
+                service
+                    .store
+                    .release_claims(&service.instance, &ids, now)
+                    .await
+            })
+            .into_actor(self)
+            .map(move |result, actor, _| {
+                actor.releasing -= count;
+                if let Err(e) = result {
+                    // Their leases run out and settlement retries them (nothing started).
+                    tracing::warn!(error = %e, "scheduler: cannot give back queued posts");
+                    actor.status.last_error = Some(format!("database: {e}"));
+                }
+            }),
+        );
+    }
+
     fn renew_leases(&mut self, ctx: &mut Context<Self>) {
-        if self.in_flight.is_empty() {
+        if self.claimed.is_empty() {
             return;
         }
         let service = self.service.clone();
         let until = service.clock.now() + self.lease();
-        let ids: Vec<Uuid> = self.in_flight.keys().copied().collect();
+        let ids: Vec<Uuid> = self.claimed.iter().copied().collect();
         ctx.spawn(
             in_runtime(async move {
                 service
@@ -358,6 +557,11 @@ impl SchedulerActor {
                 }),
         );
     }
+
+    /// Posts held: claimed and not yet ended in the table, or being given back.
+    fn held(&self) -> usize {
+        self.claimed.len() + self.releasing
+    }
 }
 
 impl Actor for SchedulerActor {
@@ -388,7 +592,9 @@ impl Handler<Wake> for SchedulerActor {
     }
 }
 
-/// Stop claiming posts (shutdown). Answers how many publishes are still in flight.
+/// Stop claiming posts (shutdown): queued posts not yet started go back to `scheduled`, the
+/// ones publishing finish. Answers how many posts are still held (publishing, ended and not
+/// yet written, or being given back).
 pub struct Drain;
 
 impl Message for Drain {
@@ -400,14 +606,25 @@ impl Handler<Drain> for SchedulerActor {
 
     fn handle(&mut self, _msg: Drain, ctx: &mut Self::Context) -> usize {
         if !self.status.draining {
-            tracing::info!(in_flight = self.in_flight.len(), "scheduler: draining");
+            tracing::info!(
+                publishing = self.running.len(),
+                held = self.claimed.len(),
+                "scheduler: draining"
+            );
         }
         self.status.draining = true;
         if let Some(handle) = self.timer.take() {
             ctx.cancel_future(handle);
         }
+        let queued: Vec<Uuid> = self
+            .lanes
+            .drain()
+            .flat_map(|(_, lane)| lane.into_iter().map(|row| row.id))
+            .collect();
+        self.ready.clear();
+        self.release(queued, ctx);
         // A look at the table still running may be claiming posts: count it as in flight.
-        self.in_flight.len() + usize::from(self.ticking)
+        self.held() + usize::from(self.ticking)
     }
 }
 
@@ -423,7 +640,7 @@ impl Handler<GetStatus> for SchedulerActor {
 
     fn handle(&mut self, _msg: GetStatus, _ctx: &mut Self::Context) -> Self::Result {
         let mut status = self.status.clone();
-        status.in_flight = self.in_flight.len();
+        status.in_flight = self.held();
         status.looking = self.ticking;
         MessageResult(status)
     }
@@ -531,39 +748,28 @@ impl SchedulingService {
         }
     }
 
-    /// Runs one claimed post to its next state.
-    async fn dispatch_post(
-        &self,
-        row: entity::scheduled_post::Model,
-    ) -> Result<Ended, sea_orm::DbErr> {
+    /// Runs one claimed post's attempt and decides its next state (written by the caller, in
+    /// a batch with other ends).
+    async fn dispatch_post(&self, row: entity::scheduled_post::Model) -> Decision {
         let result = self.attempt(&row).await;
         let now = self.clock.now();
-        let store = &self.store;
-        let instance = self.instance.as_str();
         let config = &self.config;
-        let changed = match result {
-            Ok(receipt) => {
-                let post_id = receipt.post_id;
-                return Ok(
-                    if store
-                        .finish_scheduled_published(row.id, instance, &post_id, now, None)
-                        .await?
-                    {
-                        Ended::Published
-                    } else {
-                        Ended::Lost
-                    },
-                );
-            }
+        match result {
+            Ok(receipt) => Decision::Write(
+                AttemptEnd::Published {
+                    post_id: receipt.post_id,
+                },
+                Ended::Published,
+            ),
             // Neither retried nor failed: it may yet be published. Its lease lapses, and settlement
             // leaves it to the reconciler while the attempt is being checked.
             Err(failure) if failure.error.code == ErrorCode::PublishUnconfirmed => {
                 tracing::info!(scheduled_post = %row.id, "scheduled post still processing on the platform; checked in the background");
-                return Ok(Ended::Checking);
+                Decision::LetGo(Ended::Checking)
             }
             Err(failure) if failure.abandon => {
                 tracing::warn!(scheduled_post = %row.id, error = %describe(&failure.error), "scheduled post left for settlement");
-                false
+                Decision::LetGo(Ended::Lost)
             }
             Err(failure) if failure.retryable && row.attempts < config.max_attempts => {
                 let backoff = config
@@ -577,30 +783,26 @@ impl SchedulingService {
                 let next = now + chrono::Duration::seconds(wait as i64);
                 let reason = describe(&failure.error);
                 tracing::warn!(scheduled_post = %row.id, attempt = row.attempts, retry_in_s = wait, error = %reason, "scheduled post will be retried");
-                if store
-                    .reschedule_post(row.id, instance, next, &reason, now, None)
-                    .await?
-                {
-                    return Ok(Ended::Retried);
-                }
-                false
+                Decision::Write(
+                    AttemptEnd::Rescheduled {
+                        next_attempt_at: next,
+                        error: reason,
+                    },
+                    Ended::Retried,
+                )
             }
             Err(failure) => {
                 let reason = describe(&failure.error);
                 tracing::warn!(scheduled_post = %row.id, error = %reason, "scheduled post failed");
-                store
-                    .finish_scheduled_failed(
-                        row.id,
-                        instance,
-                        failure.error.code.as_str(),
-                        &reason,
-                        now,
-                        None,
-                    )
-                    .await?
+                Decision::Write(
+                    AttemptEnd::Failed {
+                        code: failure.error.code.as_str().to_string(),
+                        error: reason,
+                    },
+                    Ended::Failed,
+                )
             }
-        };
-        Ok(if changed { Ended::Failed } else { Ended::Lost })
+        }
     }
 }
 
@@ -612,27 +814,34 @@ fn describe(error: &ApiError) -> String {
 }
 
 /// Settles posts whose claim outlived its lease (the claimant died), from the steps of their
-/// last attempt. Returns how many were settled.
+/// last attempt. Returns how many were settled. The attempts' history rows are read
+/// [`IDS_PER_STATEMENT`] at a time and the posts' ends written `settle_batch` per transaction
+/// (a dead instance may leave thousands of claims).
 pub async fn settle_expired_claims(service: &SchedulingService) -> Result<u64, sea_orm::DbErr> {
     let now = service.clock.now();
     let store = &service.store;
     let mut settled = 0;
-    for row in store.expired_claims(now).await? {
+    let expired = store.expired_claims(now).await?;
+    let mut submissions = HashMap::new();
+    let attempt_ids: Vec<Uuid> = expired.iter().filter_map(|row| row.submission_id).collect();
+    for chunk in attempt_ids.chunks(IDS_PER_STATEMENT) {
+        for submission in store.attempt_submissions(chunk).await? {
+            submissions.insert(submission.id, submission);
+        }
+    }
+    let mut ends = Vec::new();
+    for row in &expired {
         let claimant = row.claimed_by.clone().unwrap_or_default();
         // The attempt's own history row (written before its first platform call); none if the
         // attempt died before that.
-        let submission = match row.submission_id {
-            Some(id) => store
-                .find_submission(id)
-                .await?
-                .filter(|s| s.scheduled_post_id == Some(row.id)),
-            None => None,
-        };
+        let submission = row
+            .submission_id
+            .and_then(|id| submissions.get(&id))
+            .filter(|s| s.scheduled_post_id == Some(row.id));
         let final_started = submission
-            .as_ref()
             .and_then(|s| s.steps.as_ref())
             .is_some_and(|steps| steps.final_started);
-        let done = match &submission {
+        let end = match submission {
             // Its attempt is being checked by the reconciler, which ends the post too.
             Some(s) if reconcile::is_being_checked(s) => continue,
             // The reconciler resolved the attempt but did not get to the post.
@@ -650,16 +859,11 @@ pub async fn settle_expired_claims(service: &SchedulingService) -> Result<u64, s
                             .unwrap_or_else(|| UNCONFIRMED_MESSAGE.to_string()),
                     )
                 };
-                store
-                    .finish_scheduled_failed(row.id, &claimant, &code, &error, now, Some(now))
-                    .await?
+                AttemptEnd::Failed { code, error }
             }
-            Some(s) if s.status == SubmissionStatus::Published => {
-                let post_id = s.post_id.clone().unwrap_or_default();
-                store
-                    .finish_scheduled_published(row.id, &claimant, &post_id, now, Some(now))
-                    .await?
-            }
+            Some(s) if s.status == SubmissionStatus::Published => AttemptEnd::Published {
+                post_id: s.post_id.clone().unwrap_or_default(),
+            },
             Some(s) if final_started => {
                 store
                     .finish_submission_failed(
@@ -670,16 +874,10 @@ pub async fn settle_expired_claims(service: &SchedulingService) -> Result<u64, s
                         now,
                     )
                     .await?;
-                store
-                    .finish_scheduled_failed(
-                        row.id,
-                        &claimant,
-                        "PublishingUnconfirmed",
-                        UNCONFIRMED_MESSAGE,
-                        now,
-                        Some(now),
-                    )
-                    .await?
+                AttemptEnd::Failed {
+                    code: "PublishingUnconfirmed".to_string(),
+                    error: UNCONFIRMED_MESSAGE.to_string(),
+                }
             }
             other => {
                 if let Some(s) = other
@@ -700,21 +898,30 @@ pub async fn settle_expired_claims(service: &SchedulingService) -> Result<u64, s
                     continue;
                 }
                 // The irreversible call was never made: publishing it again is safe.
-                store
-                    .reschedule_post(
-                        row.id,
-                        &claimant,
-                        now,
-                        "Interrupted before publishing; retried",
-                        now,
-                        Some(now),
-                    )
-                    .await?
+                AttemptEnd::Rescheduled {
+                    next_attempt_at: now,
+                    error: "Interrupted before publishing; retried".to_string(),
+                }
             }
         };
-        if done {
-            tracing::warn!(scheduled_post = %row.id, %claimant, final_started, "settled a post left by a stopped instance");
-            settled += 1;
+        ends.push((
+            EndedAttempt {
+                id: row.id,
+                claimant,
+                lease_expired_at: Some(now),
+                end,
+            },
+            final_started,
+        ));
+    }
+    for chunk in ends.chunks(service.config.settle_batch.max(1)) {
+        let batch: Vec<EndedAttempt> = chunk.iter().map(|(end, _)| end.clone()).collect();
+        let written = store.end_attempts(&batch, now).await?;
+        for ((end, final_started), done) in chunk.iter().zip(written) {
+            if done {
+                tracing::warn!(scheduled_post = %end.id, claimant = %end.claimant, final_started, "settled a post left by a stopped instance");
+                settled += 1;
+            }
         }
     }
     // Immediate publishes cut off by a stopped process: their callers are long gone; say in

@@ -25,7 +25,9 @@ use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbBackend, DbErr};
 
 pub use accounts::{NewAccount, NewTokens, ReEncryptError};
 pub use oauth_states::StateOwner;
-pub use scheduled::{CancelOutcome, NewScheduledPost, ScheduledFilter};
+pub use scheduled::{
+    AttemptEnd, CancelOutcome, EndedAttempt, IDS_PER_STATEMENT, NewScheduledPost, ScheduledFilter,
+};
 pub use snapshots::SnapshotClaim;
 pub use submissions::{NewSubmission, Page};
 pub use usage::Reservation;

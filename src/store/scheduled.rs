@@ -6,8 +6,9 @@ use chrono::{DateTime, Utc};
 use entity::platform::Platform;
 use entity::scheduled_post::{self, ScheduledStatus};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, Condition, DbBackend, DbErr, EntityTrait, QueryFilter,
-    QueryOrder, QuerySelect, Set, Statement, Value, sea_query::Expr,
+    ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait,
+    QueryFilter, QueryOrder, QuerySelect, Set, Statement, TransactionTrait, Value,
+    sea_query::{Expr, ExprTrait},
 };
 use uuid::Uuid;
 
@@ -31,6 +32,80 @@ pub struct NewScheduledPost {
     pub request: serde_json::Value,
     pub content: serde_json::Value,
     pub scheduled_at: DateTime<Utc>,
+}
+
+/// Ids per statement when a statement lists many posts: far below SQLite's limit on bound
+/// variables (999 before 3.32), and small enough that one statement holds SQLite's write lock
+/// only briefly.
+pub const IDS_PER_STATEMENT: usize = 500;
+
+/// How an attempt ended: the post's next state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttemptEnd {
+    /// `publishing → published`.
+    Published { post_id: String },
+    /// `publishing → failed`.
+    Failed { code: String, error: String },
+    /// `publishing → scheduled`, for another attempt at `next_attempt_at`.
+    Rescheduled {
+        next_attempt_at: DateTime<Utc>,
+        error: String,
+    },
+}
+
+/// One attempt's end, written only while `claimant` still holds the post (and, with
+/// `lease_expired_at`, only a claim whose lease ended before it: settlement of a dead claimant).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndedAttempt {
+    pub id: Uuid,
+    pub claimant: String,
+    pub lease_expired_at: Option<DateTime<Utc>>,
+    pub end: AttemptEnd,
+}
+
+impl AttemptEnd {
+    /// The post's new status and the columns that go with it.
+    fn columns(&self) -> (ScheduledStatus, Vec<(scheduled_post::Column, Expr)>) {
+        match self {
+            AttemptEnd::Published { post_id } => (
+                ScheduledStatus::Published,
+                vec![
+                    (
+                        scheduled_post::Column::PostId,
+                        Expr::value(post_id.as_str()),
+                    ),
+                    // Set below to the write's `now`.
+                ],
+            ),
+            AttemptEnd::Failed { code, error } => (
+                ScheduledStatus::Failed,
+                vec![
+                    (
+                        scheduled_post::Column::ErrorCode,
+                        Expr::value(code.as_str()),
+                    ),
+                    (scheduled_post::Column::Error, Expr::value(error.as_str())),
+                ],
+            ),
+            AttemptEnd::Rescheduled {
+                next_attempt_at,
+                error,
+            } => (
+                ScheduledStatus::Scheduled,
+                vec![
+                    (
+                        scheduled_post::Column::NextAttemptAt,
+                        Expr::value(*next_attempt_at),
+                    ),
+                    (
+                        scheduled_post::Column::ClaimedBy,
+                        Expr::value(None::<String>),
+                    ),
+                    (scheduled_post::Column::Error, Expr::value(error.as_str())),
+                ],
+            ),
+        }
+    }
 }
 
 /// What a cancel did.
@@ -232,22 +307,27 @@ impl Store {
         Ok(result.rows_affected == 1)
     }
 
-    /// Extends the leases of the posts this instance is publishing right now (`ids`). A post it
-    /// claimed but no longer tracks is left to expire and be settled.
+    /// Extends the leases of the posts this instance holds right now (`ids`: queued or
+    /// publishing). A post it claimed but no longer tracks is left to expire and be settled.
+    /// One statement per [`IDS_PER_STATEMENT`] ids (thousands may be claimed at once).
     pub async fn extend_leases(
         &self,
         claimant: &str,
         ids: Vec<Uuid>,
         lease_until: DateTime<Utc>,
     ) -> Result<u64, DbErr> {
-        let result = scheduled_post::Entity::update_many()
-            .col_expr(scheduled_post::Column::LeaseUntil, Expr::value(lease_until))
-            .filter(scheduled_post::Column::Id.is_in(ids))
-            .filter(scheduled_post::Column::ClaimedBy.eq(claimant))
-            .filter(scheduled_post::Column::Status.eq(ScheduledStatus::Publishing))
-            .exec(&self.db)
-            .await?;
-        Ok(result.rows_affected)
+        let mut extended = 0;
+        for chunk in ids.chunks(IDS_PER_STATEMENT) {
+            let result = scheduled_post::Entity::update_many()
+                .col_expr(scheduled_post::Column::LeaseUntil, Expr::value(lease_until))
+                .filter(scheduled_post::Column::Id.is_in(chunk.iter().copied()))
+                .filter(scheduled_post::Column::ClaimedBy.eq(claimant))
+                .filter(scheduled_post::Column::Status.eq(ScheduledStatus::Publishing))
+                .exec(&self.db)
+                .await?;
+            extended += result.rows_affected;
+        }
+        Ok(extended)
     }
 
     /// The post is still `publishing` under `claimant`; with `lease_expired_at`, only if that
@@ -263,18 +343,14 @@ impl Store {
         }
     }
 
-    /// Ends the claimant's attempt: sets `status` and `columns`, releases the lease. Only while
-    /// `claimant` holds the post (and, with `lease_expired_at`, only a claim that lapsed before
-    /// it); false when someone else settled it first.
-    async fn end_attempt(
-        &self,
-        id: Uuid,
-        claimant: &str,
-        lease_expired_at: Option<DateTime<Utc>>,
-        status: ScheduledStatus,
-        columns: Vec<(scheduled_post::Column, Expr)>,
+    /// Ends one attempt (see [`EndedAttempt`]) on `db` (the pool or a transaction); false when
+    /// the claimant no longer holds the post (someone else settled it first).
+    async fn end_attempt<C: ConnectionTrait>(
+        db: &C,
+        ended: &EndedAttempt,
         now: DateTime<Utc>,
     ) -> Result<bool, DbErr> {
+        let (status, columns) = ended.end.columns();
         let mut update = scheduled_post::Entity::update_many()
             .col_expr(scheduled_post::Column::Status, Expr::value(status.as_str()))
             .col_expr(
@@ -282,14 +358,49 @@ impl Store {
                 Expr::value(None::<DateTime<Utc>>),
             )
             .col_expr(scheduled_post::Column::UpdatedAt, Expr::value(now));
+        if status == ScheduledStatus::Published {
+            update = update.col_expr(scheduled_post::Column::PublishedAt, Expr::value(now));
+        }
         for (column, value) in columns {
             update = update.col_expr(column, value);
         }
         let result = update
-            .filter(Self::claimed_by(id, claimant, lease_expired_at))
-            .exec(&self.db)
+            .filter(Self::claimed_by(
+                ended.id,
+                &ended.claimant,
+                ended.lease_expired_at,
+            ))
+            .exec(db)
             .await?;
         Ok(result.rows_affected == 1)
+    }
+
+    /// Ends many attempts together, in one transaction (one commit, which is what a write costs
+    /// on SQLite, and one lock hold instead of one per post). Each post is still ended only
+    /// while its claimant holds it: the answer says, per entry of `ended`, whether it was
+    /// written (false: the claim was lost, and the post is someone else's to end).
+    pub async fn end_attempts(
+        &self,
+        ended: &[EndedAttempt],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<bool>, DbErr> {
+        let mut written = Vec::with_capacity(ended.len());
+        match ended {
+            [] => {}
+            [one] => written.push(Self::end_attempt(&self.db, one, now).await?),
+            many => {
+                let txn = self.db.begin().await?;
+                for one in many {
+                    written.push(Self::end_attempt(&txn, one, now).await?);
+                }
+                txn.commit().await?;
+            }
+        }
+        Ok(written)
+    }
+
+    async fn end_one(&self, ended: EndedAttempt, now: DateTime<Utc>) -> Result<bool, DbErr> {
+        Self::end_attempt(&self.db, &ended, now).await
     }
 
     /// `publishing → published`, by the claimant.
@@ -301,16 +412,16 @@ impl Store {
         now: DateTime<Utc>,
         lease_expired_at: Option<DateTime<Utc>>,
     ) -> Result<bool, DbErr> {
-        let columns = vec![
-            (scheduled_post::Column::PostId, Expr::value(post_id)),
-            (scheduled_post::Column::PublishedAt, Expr::value(now)),
-        ];
-        self.end_attempt(
-            id,
-            claimant,
-            lease_expired_at,
-            ScheduledStatus::Published,
-            columns,
+        let end = AttemptEnd::Published {
+            post_id: post_id.to_string(),
+        };
+        self.end_one(
+            EndedAttempt {
+                id,
+                claimant: claimant.to_string(),
+                lease_expired_at,
+                end,
+            },
             now,
         )
         .await
@@ -326,16 +437,17 @@ impl Store {
         now: DateTime<Utc>,
         lease_expired_at: Option<DateTime<Utc>>,
     ) -> Result<bool, DbErr> {
-        let columns = vec![
-            (scheduled_post::Column::ErrorCode, Expr::value(code)),
-            (scheduled_post::Column::Error, Expr::value(error)),
-        ];
-        self.end_attempt(
-            id,
-            claimant,
-            lease_expired_at,
-            ScheduledStatus::Failed,
-            columns,
+        let end = AttemptEnd::Failed {
+            code: code.to_string(),
+            error: error.to_string(),
+        };
+        self.end_one(
+            EndedAttempt {
+                id,
+                claimant: claimant.to_string(),
+                lease_expired_at,
+                end,
+            },
             now,
         )
         .await
@@ -351,26 +463,59 @@ impl Store {
         now: DateTime<Utc>,
         lease_expired_at: Option<DateTime<Utc>>,
     ) -> Result<bool, DbErr> {
-        let columns = vec![
-            (
-                scheduled_post::Column::NextAttemptAt,
-                Expr::value(next_attempt_at),
-            ),
-            (
-                scheduled_post::Column::ClaimedBy,
-                Expr::value(None::<String>),
-            ),
-            (scheduled_post::Column::Error, Expr::value(error)),
-        ];
-        self.end_attempt(
-            id,
-            claimant,
-            lease_expired_at,
-            ScheduledStatus::Scheduled,
-            columns,
+        let end = AttemptEnd::Rescheduled {
+            next_attempt_at,
+            error: error.to_string(),
+        };
+        self.end_one(
+            EndedAttempt {
+                id,
+                claimant: claimant.to_string(),
+                lease_expired_at,
+                end,
+            },
             now,
         )
         .await
+    }
+
+    /// Gives back posts this instance claimed but never started (shutdown): `publishing →
+    /// scheduled`, the claim's attempt not counted. Only posts `claimant` still holds; the
+    /// caller passes only posts whose attempt never started, so nothing was published.
+    pub async fn release_claims(
+        &self,
+        claimant: &str,
+        ids: &[Uuid],
+        now: DateTime<Utc>,
+    ) -> Result<u64, DbErr> {
+        let mut released = 0;
+        for chunk in ids.chunks(IDS_PER_STATEMENT) {
+            let result = scheduled_post::Entity::update_many()
+                .col_expr(
+                    scheduled_post::Column::Status,
+                    Expr::value(ScheduledStatus::Scheduled.as_str()),
+                )
+                .col_expr(
+                    scheduled_post::Column::ClaimedBy,
+                    Expr::value(None::<String>),
+                )
+                .col_expr(
+                    scheduled_post::Column::LeaseUntil,
+                    Expr::value(None::<DateTime<Utc>>),
+                )
+                .col_expr(
+                    scheduled_post::Column::Attempts,
+                    Expr::col(scheduled_post::Column::Attempts).sub(1),
+                )
+                .col_expr(scheduled_post::Column::UpdatedAt, Expr::value(now))
+                .filter(scheduled_post::Column::Id.is_in(chunk.iter().copied()))
+                .filter(scheduled_post::Column::ClaimedBy.eq(claimant))
+                .filter(scheduled_post::Column::Status.eq(ScheduledStatus::Publishing))
+                .exec(&self.db)
+                .await?;
+            released += result.rows_affected;
+        }
+        Ok(released)
     }
 
     /// Posts left `publishing` by a claimant whose lease has passed (a process that died).
@@ -381,6 +526,18 @@ impl Store {
         scheduled_post::Entity::find()
             .filter(scheduled_post::Column::Status.eq(ScheduledStatus::Publishing))
             .filter(scheduled_post::Column::LeaseUntil.lt(now))
+            .all(&self.db)
+            .await
+    }
+
+    /// The history rows of scheduled attempts (`ids`: their `submission_id`s), for settling
+    /// many expired claims with one read.
+    pub async fn attempt_submissions(
+        &self,
+        ids: &[Uuid],
+    ) -> Result<Vec<entity::post_submission::Model>, DbErr> {
+        entity::post_submission::Entity::find()
+            .filter(entity::post_submission::Column::Id.is_in(ids.iter().copied()))
             .all(&self.db)
             .await
     }
