@@ -275,15 +275,14 @@ impl SchedulerActor {
                     match result {
                         Ok((claimed, next_due, now)) => {
                             let more = batch > 0 && claimed.len() == batch;
+                            for row in claimed {
+                                actor.take(row, now);
+                            }
+                            actor.pump(ctx);
                             if actor.status.draining {
-                                // Claimed while the drain began: give them back unstarted.
-                                let ids = claimed.iter().map(|row| row.id).collect();
-                                actor.release(ids, ctx);
-                            } else {
-                                for row in claimed {
-                                    actor.take(row, now);
-                                }
-                                actor.pump(ctx);
+                                // Claimed as the drain began: the ones that could start have (they are
+                                // `publishing` to whoever watches the table); the rest go back.
+                                actor.release_queued(ctx);
                             }
                             actor.full = batch == 0
                                 || (more && actor.claimed.len() >= actor.config.max_claimed);
@@ -482,7 +481,17 @@ impl SchedulerActor {
         }
     }
 
-    /// Gives queued (never started) posts back to the table, unclaimed (drain).
+    /// Gives every queued (never started) post back to the table, unclaimed (drain).
+    fn release_queued(&mut self, ctx: &mut Context<Self>) {
+        let queued: Vec<Uuid> = self
+            .lanes
+            .drain()
+            .flat_map(|(_, lane)| lane.into_iter().map(|row| row.id))
+            .collect();
+        self.ready.clear();
+        self.release(queued, ctx);
+    }
+
     fn release(&mut self, ids: Vec<Uuid>, ctx: &mut Context<Self>) {
         if ids.is_empty() {
             return;
@@ -616,13 +625,7 @@ impl Handler<Drain> for SchedulerActor {
         if let Some(handle) = self.timer.take() {
             ctx.cancel_future(handle);
         }
-        let queued: Vec<Uuid> = self
-            .lanes
-            .drain()
-            .flat_map(|(_, lane)| lane.into_iter().map(|row| row.id))
-            .collect();
-        self.ready.clear();
-        self.release(queued, ctx);
+        self.release_queued(ctx);
         // A look at the table still running may be claiming posts: count it as in flight.
         self.held() + usize::from(self.ticking)
     }

@@ -887,3 +887,288 @@ async fn a_stored_status_that_is_no_status_is_an_error_never_a_guess() {
     assert_eq!(body["error"], "InternalServerError", "{body}");
     assert!(!body.to_string().contains("paused"), "{body}");
 }
+
+/// Waits until every one of `ids` (scheduled post ids) satisfies `check`, reading the rows;
+/// fails after a generous bound (the scheduler is stuck). Answers the rows.
+async fn wait_rows(
+    app: &TestApp,
+    ids: &[String],
+    what: &str,
+    check: impl Fn(&entity::scheduled_post::Model) -> bool,
+) -> Vec<entity::scheduled_post::Model> {
+    let started = std::time::Instant::now();
+    loop {
+        let mut rows = Vec::with_capacity(ids.len());
+        for id in ids {
+            let row = app
+                .state
+                .store
+                .find_scheduled_post(id.parse().unwrap())
+                .await
+                .unwrap()
+                .unwrap();
+            rows.push(row);
+        }
+        if rows.iter().all(&check) {
+            return rows;
+        }
+        let statuses: Vec<&str> = rows.iter().map(|r| r.status.as_str()).collect();
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "posts never became {what}: {statuses:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[actix_web::test]
+async fn many_due_posts_are_all_claimed_without_waiting_for_publishes_and_a_drain_gives_back_the_queued()
+ {
+    // Two publishing at once, claims of seven: thirty due posts take several claims, and the
+    // old scheduler (claim only what can publish now) would hold all but two `scheduled`
+    // until publishes end. The platform holds every call for a minute: nothing ends here.
+    let app = TestApp::spawn_with(|c| {
+        c.scheduler.max_in_flight = 2;
+        c.scheduler.claim_batch = 7;
+    })
+    .await;
+    let mut publishers = Vec::new();
+    for _ in 0..3 {
+        let publisher = app.publisher("threads", "pro").await;
+        app.sim.state().set_faults(
+            "threads",
+            &publisher.sim.external_id,
+            FaultSpec {
+                latency_ms: 60_000,
+                ..FaultSpec::default()
+            },
+        );
+        publishers.push(publisher);
+    }
+    let mut ids = Vec::new();
+    for i in 0..30 {
+        let publisher = &publishers[i % 3];
+        ids.push(
+            schedule_ok(
+                &app,
+                publisher,
+                json!({"text": format!("post {i}")}),
+                61 + i as i64,
+            )
+            .await,
+        );
+    }
+    app.clock.advance(chrono::Duration::seconds(100));
+    app.state.wake_scheduler();
+    let rows = wait_rows(&app, &ids, "claimed", |row| {
+        row.status == entity::scheduled_post::ScheduledStatus::Publishing
+    })
+    .await;
+    let instance = app.state.scheduling.instance().to_string();
+    for row in &rows {
+        assert_eq!(row.claimed_by.as_deref(), Some(instance.as_str()));
+        assert!(row.claimed_at.is_some() && row.lease_until.is_some());
+        assert_eq!(row.attempts, 1);
+    }
+    for publisher in &publishers {
+        assert!(
+            app.published(&publisher.sim).is_empty(),
+            "claimed while nothing has published"
+        );
+    }
+    let status = app.background_status(Background::Scheduler).await;
+    assert_eq!(
+        status["in_flight"], 30,
+        "every claimed post is held: {status}"
+    );
+
+    // A drain gives the queued posts back (their attempt not counted) and keeps the two
+    // publishing: one per account at most, two accounts at most.
+    let held = app
+        .state
+        .background
+        .scheduler()
+        .unwrap()
+        .send(social_service::actors::scheduler::Drain)
+        .await
+        .unwrap();
+    assert!(held >= 2, "the publishing ones are still held: {held}");
+    let started = std::time::Instant::now();
+    let rows = loop {
+        let status = app.background_status(Background::Scheduler).await;
+        if status["in_flight"] == 2 {
+            break wait_rows(&app, &ids, "given back or publishing", |_| true).await;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the queued posts were never given back: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let publishing: Vec<_> = rows
+        .iter()
+        .filter(|row| row.status == entity::scheduled_post::ScheduledStatus::Publishing)
+        .collect();
+    assert_eq!(publishing.len(), 2, "only the two started are kept");
+    assert_ne!(publishing[0].account_id, publishing[1].account_id);
+    for row in rows
+        .iter()
+        .filter(|row| row.status == entity::scheduled_post::ScheduledStatus::Scheduled)
+    {
+        assert_eq!((row.attempts, row.claimed_by.as_deref()), (0, None));
+    }
+}
+
+#[actix_web::test]
+async fn each_accounts_posts_publish_in_scheduled_order_from_a_big_batch() {
+    // Fewer publishing at once than accounts, claims smaller than the posts: an account's posts
+    // come over several claims and wait their turn behind other accounts.
+    let app = TestApp::spawn_with(|c| {
+        c.scheduler.max_in_flight = 2;
+        c.scheduler.claim_batch = 5;
+    })
+    .await;
+    let mut publishers = Vec::new();
+    for _ in 0..3 {
+        publishers.push(app.publisher("threads", "pro").await);
+    }
+    // Scheduled in reverse order of their times, the accounts interleaved.
+    let mut ids = Vec::new();
+    for i in (0..8).rev() {
+        for (p, publisher) in publishers.iter().enumerate() {
+            let text = format!("account {p} post {i}");
+            ids.push(schedule_ok(&app, publisher, json!({ "text": text }), 61 + i).await);
+        }
+    }
+    app.clock.advance(chrono::Duration::seconds(70));
+    app.state.wake_scheduler();
+    let rows = wait_rows(&app, &ids, "ended", |row| {
+        !matches!(
+            row.status,
+            entity::scheduled_post::ScheduledStatus::Scheduled
+                | entity::scheduled_post::ScheduledStatus::Publishing
+        )
+    })
+    .await;
+    for row in &rows {
+        assert_eq!(
+            row.status,
+            entity::scheduled_post::ScheduledStatus::Published,
+            "{row:?}"
+        );
+    }
+    for (p, publisher) in publishers.iter().enumerate() {
+        let texts: Vec<String> = app
+            .published(&publisher.sim)
+            .into_iter()
+            .map(|item| item.text.unwrap_or_default())
+            .collect();
+        let expected: Vec<String> = (0..8).map(|i| format!("account {p} post {i}")).collect();
+        assert_eq!(
+            texts, expected,
+            "account {p}: in scheduled order, once each"
+        );
+    }
+}
+
+#[actix_web::test]
+async fn ends_written_together_skip_a_post_whose_claim_was_lost() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("threads", "pro").await;
+    let store = &app.state.store;
+    // This instance's scheduler stays out: the claims below are made by hand.
+    app.state
+        .background
+        .scheduler()
+        .unwrap()
+        .send(social_service::actors::scheduler::Drain)
+        .await
+        .unwrap();
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        ids.push(
+            schedule_ok(
+                &app,
+                &publisher,
+                json!({"text": format!("post {i}")}),
+                61 + i,
+            )
+            .await,
+        );
+    }
+    app.clock.advance(chrono::Duration::seconds(70));
+    let now = app.clock_now();
+    let lease = now + chrono::Duration::seconds(60);
+    let claimed = store.claim_due_posts("me", now, lease, 10).await.unwrap();
+    assert_eq!(claimed.len(), 3);
+    let id = |i: usize| -> uuid::Uuid { ids[i].parse().unwrap() };
+    // The second one's claim is lost: settled meanwhile, and claimed again by another instance.
+    assert!(
+        store
+            .reschedule_post(id(1), "me", now, "taken over", now, None)
+            .await
+            .unwrap()
+    );
+    let retaken = store
+        .claim_due_posts("other", now, lease, 10)
+        .await
+        .unwrap();
+    assert_eq!(retaken.len(), 1);
+    let later = now + chrono::Duration::seconds(600);
+    let ended =
+        |i: usize, end: social_service::store::AttemptEnd| social_service::store::EndedAttempt {
+            id: id(i),
+            claimant: "me".into(),
+            lease_expired_at: None,
+            end,
+        };
+    use social_service::store::AttemptEnd;
+    let written = store
+        .end_attempts(
+            &[
+                ended(
+                    0,
+                    AttemptEnd::Published {
+                        post_id: "p-0".into(),
+                    },
+                ),
+                ended(
+                    1,
+                    AttemptEnd::Failed {
+                        code: "PublishingFailed".into(),
+                        error: "too late".into(),
+                    },
+                ),
+                ended(
+                    2,
+                    AttemptEnd::Rescheduled {
+                        next_attempt_at: later,
+                        error: "try later".into(),
+                    },
+                ),
+            ],
+            now,
+        )
+        .await
+        .unwrap();
+    assert_eq!(written, [true, false, true]);
+    let row = |i: usize| async move { store.find_scheduled_post(id(i)).await.unwrap().unwrap() };
+    use entity::scheduled_post::ScheduledStatus;
+    let first = row(0).await;
+    assert_eq!(first.status, ScheduledStatus::Published);
+    assert_eq!(first.post_id.as_deref(), Some("p-0"));
+    assert!(first.published_at.is_some() && first.lease_until.is_none());
+    let lost = row(1).await;
+    assert_eq!(
+        lost.status,
+        ScheduledStatus::Publishing,
+        "still the other's"
+    );
+    assert_eq!(lost.claimed_by.as_deref(), Some("other"));
+    assert_eq!(lost.error_code, None);
+    let third = row(2).await;
+    assert_eq!(third.status, ScheduledStatus::Scheduled);
+    assert_eq!(third.claimed_by, None);
+    assert_eq!(third.next_attempt_at, later);
+    assert_eq!(third.error.as_deref(), Some("try later"));
+}
