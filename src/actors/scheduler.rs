@@ -395,8 +395,12 @@ impl SchedulerActor {
                             actor.write_ends(ctx);
                         }
                         Decision::LetGo(ended) => {
-                            // No longer ours to renew: its lease lapses.
+                            // No longer ours to renew: its lease lapses. (Ends that are
+                            // written free room when written, below.)
                             actor.claimed.remove(&id);
+                            if actor.full {
+                                actor.tick(ctx);
+                            }
                             if ended == Ended::Checking {
                                 actor.service.metrics.inc(
                                     "scheduler_dispatches_total",
@@ -406,9 +410,6 @@ impl SchedulerActor {
                         }
                     }
                     actor.pump(ctx);
-                    if actor.full {
-                        actor.tick(ctx);
-                    }
                 }),
         );
     }

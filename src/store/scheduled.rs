@@ -378,20 +378,24 @@ impl Store {
     /// Ends many attempts together, in one transaction (one commit, which is what a write costs
     /// on SQLite, and one lock hold instead of one per post). Each post is still ended only
     /// while its claimant holds it: the answer says, per entry of `ended`, whether it was
-    /// written (false: the claim was lost, and the post is someone else's to end).
+    /// written (false: the claim was lost, and the post is someone else's to end). Rows are
+    /// updated in id order, so two batches sharing rows (a settlement racing an end) never
+    /// lock them in opposite orders on PostgreSQL.
     pub async fn end_attempts(
         &self,
         ended: &[EndedAttempt],
         now: DateTime<Utc>,
     ) -> Result<Vec<bool>, DbErr> {
-        let mut written = Vec::with_capacity(ended.len());
+        let mut written = vec![false; ended.len()];
         match ended {
             [] => {}
-            [one] => written.push(Self::end_attempt(&self.db, one, now).await?),
+            [one] => written[0] = Self::end_attempt(&self.db, one, now).await?,
             many => {
+                let mut order: Vec<usize> = (0..many.len()).collect();
+                order.sort_by_key(|&i| many[i].id);
                 let txn = self.db.begin().await?;
-                for one in many {
-                    written.push(Self::end_attempt(&txn, one, now).await?);
+                for i in order {
+                    written[i] = Self::end_attempt(&txn, &many[i], now).await?;
                 }
                 txn.commit().await?;
             }
