@@ -33,6 +33,7 @@ use uuid::Uuid;
 use super::in_runtime::in_runtime;
 use entity::post_submission::SubmissionStatus;
 
+use crate::store::{AttemptEnd, EndedAttempt, IDS_PER_STATEMENT};
 use crate::{
     clock::SharedClock,
     config::SchedulerConfig,
@@ -41,7 +42,7 @@ use crate::{
     publish::{
         reconcile, run::PublishReceipt, service::PublishingService, steps::ClaimFence, validate,
     },
-    store::{AttemptEnd, EndedAttempt, IDS_PER_STATEMENT, Store},
+    store::Store,
 };
 
 /// The longest a retry waits, whatever a platform's `retry_after` says.
@@ -280,8 +281,9 @@ impl SchedulerActor {
                             }
                             actor.pump(ctx);
                             if actor.status.draining {
-                                // Claimed as the drain began: the ones that could start have (they are
-                                // `publishing` to whoever watches the table); the rest go back.
+                                // Claimed as the drain began: the ones that could start have
+                                // (they are `publishing` to whoever watches the table); the rest
+                                // go back.
                                 actor.release_queued(ctx);
                             }
                             actor.full = batch == 0
@@ -292,8 +294,8 @@ impl SchedulerActor {
                                 if !more {
                                     actor.status.next_due = next_due;
                                 }
-                                // When full, ends free room and look again; otherwise sleep until the
-                                // next due post.
+                                // When full, ends free room and look again; otherwise sleep
+                                // until the next due post.
                                 actor.arm_timer(if actor.full { None } else { next_due }, ctx);
                             }
                         }
