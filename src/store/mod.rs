@@ -25,9 +25,9 @@ use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbBackend, DbErr};
 
 pub use accounts::{NewAccount, NewTokens, ReEncryptError};
 pub use oauth_states::StateOwner;
-pub use scheduled::{CancelOutcome, NewScheduledPost, ScheduledFilter};
+pub use scheduled::{CancelOutcome, NewScheduledPost, ScheduledFilter, ScheduledListing};
 pub use snapshots::SnapshotClaim;
-pub use submissions::{NewSubmission, Page};
+pub use submissions::{HistoryListing, NewSubmission, Page};
 pub use usage::Reservation;
 pub use users::UserSearch;
 
