@@ -211,3 +211,19 @@ async fn an_account_disconnected_on_one_instance_is_refused_by_another() {
     })
     .await;
 }
+
+#[actix_web::test]
+async fn a_cached_account_is_still_refused_to_another_user() {
+    let app = TestApp::spawn().await;
+    let owner = app.publisher("facebook", "pro").await;
+    let stranger = app.publisher("facebook", "pro").await;
+    let path = format!(
+        "/api/performance/metrics?account_id={}&platform=facebook",
+        owner.account.id
+    );
+    // The owner's call caches the row; ownership is still checked against it.
+    assert_eq!(get(&app.base, &path, &owner.key).await.status(), 200);
+    assert!(app.state.store.access().account(owner.account.id).is_some());
+    let (status, body) = status_and_json(get(&app.base, &path, &stranger.key).await).await;
+    assert_eq!(status, 404, "{body}");
+}
