@@ -269,10 +269,12 @@ impl PublishingService {
         request: PostRequest,
     ) -> Result<Prepared, ApiError> {
         let now = self.clock.now();
+        // The supervisor's copy of the row (no round trip when warm; writes evict it).
         let account = self
-            .store
+            .supervisor
             .find_owned_account(user.id, request.account_id)
             .await?
+            .map(Arc::unwrap_or_clone)
             .ok_or_else(|| {
                 ApiError::new(
                     ErrorCode::InvalidAccountId,

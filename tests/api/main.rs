@@ -14,6 +14,7 @@ mod adapters_scopes_metrics;
 mod adapters_tiktok_youtube;
 mod adapters_x;
 mod auth;
+mod authcache;
 mod collection;
 mod config;
 mod connect;
