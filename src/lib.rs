@@ -145,6 +145,7 @@ impl Application {
             options.pg_schema.as_deref(),
         )
         .await?;
+        store.set_group_commit_max(config.database.group_commit_max);
 
         let listener = TcpListener::bind(&config.server.bind)
             .map_err(|e| StartupError::Bind(config.server.bind.clone(), e))?;

@@ -3,6 +3,7 @@
 
 mod accounts;
 mod api_keys;
+mod commit;
 mod login_states;
 mod oauth_states;
 mod scheduled;
@@ -24,6 +25,9 @@ use migration::{Migrator, MigratorTrait};
 use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbBackend, DbErr};
 
 pub use accounts::{NewAccount, NewTokens, ReEncryptError};
+pub use commit::{
+    AttemptClaim, DEFAULT_GROUP_COMMIT_MAX, GroupCommitStats, PublishWrite, SubmissionRow,
+};
 pub use oauth_states::StateOwner;
 pub use scheduled::{CancelOutcome, NewScheduledPost, ScheduledFilter};
 pub use snapshots::SnapshotClaim;
@@ -36,6 +40,8 @@ pub use users::UserSearch;
 pub struct Store {
     db: DatabaseConnection,
     stats: Arc<DbStats>,
+    /// The publish path's group commit (see `commit.rs`), shared by every clone.
+    group: Arc<commit::GroupCommit>,
 }
 
 /// Statements sent to the database since the store connected, by kind: what the benchmarks
@@ -126,7 +132,11 @@ impl Store {
         let stats = Arc::new(DbStats::default());
         let observer = stats.clone();
         db.set_metric_callback(move |info| observer.observe(&info.statement.sql));
-        Ok(Self { db, stats })
+        Ok(Self {
+            db,
+            stats,
+            group: Arc::default(),
+        })
     }
 
     /// Applies every pending migration.
