@@ -166,6 +166,9 @@ pub struct DatabaseConfig {
     /// `sqlite://PATH?mode=rwc` (created on first run) or `postgres://…`.
     pub url: String,
     pub max_connections: u32,
+    /// Most publish-path writes (history rows before and after the final call) committed in one
+    /// transaction when they arrive together. 1 turns group commit off.
+    pub group_commit_max: usize,
 }
 
 impl Default for DatabaseConfig {
@@ -173,6 +176,7 @@ impl Default for DatabaseConfig {
         Self {
             url: "sqlite://data/service.db?mode=rwc".into(),
             max_connections: 10,
+            group_commit_max: crate::store::DEFAULT_GROUP_COMMIT_MAX,
         }
     }
 }

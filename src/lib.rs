@@ -155,6 +155,7 @@ impl Application {
             },
         )));
         store.listen_for_invalidations(Duration::from_secs(1));
+        store.set_group_commit_max(config.database.group_commit_max);
 
         let listener = TcpListener::bind(&config.server.bind)
             .map_err(|e| StartupError::Bind(config.server.bind.clone(), e))?;

@@ -3,6 +3,7 @@
 
 mod accounts;
 mod api_keys;
+mod commit;
 mod login_states;
 mod oauth_states;
 mod scheduled;
@@ -30,6 +31,9 @@ use crate::access::{self, AccessCache, Invalidation};
 
 pub use accounts::{NewAccount, NewTokens, ReEncryptError};
 pub use api_keys::Authenticated;
+pub use commit::{
+    AttemptClaim, DEFAULT_GROUP_COMMIT_MAX, GroupCommitStats, PublishWrite, SubmissionRow,
+};
 pub use oauth_states::StateOwner;
 pub use scheduled::{CancelOutcome, NewScheduledPost, ScheduledFilter, ScheduledListing};
 pub use snapshots::SnapshotClaim;
@@ -48,6 +52,8 @@ pub struct Store {
     access: Arc<AccessCache>,
     /// The `pg_notify` channel of this database schema.
     channel: Arc<str>,
+    /// The publish path's group commit (see `commit.rs`), shared by every clone.
+    group: Arc<commit::GroupCommit>,
 }
 
 /// Statements sent to the database since the store connected, by kind: what the benchmarks
@@ -143,6 +149,7 @@ impl Store {
             stats,
             access: Arc::new(AccessCache::default()),
             channel: access::channel_name(pg_schema).into(),
+            group: Arc::default(),
         })
     }
 

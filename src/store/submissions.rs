@@ -273,13 +273,18 @@ impl Store {
         &self,
         id: Uuid,
         reconcile: serde_json::Value,
+        steps: Option<PublishSteps>,
         error_code: &str,
         message: &str,
         next_check_at: DateTime<Utc>,
         check_until: DateTime<Utc>,
         now: DateTime<Utc>,
     ) -> Result<bool, DbErr> {
-        let result = post_submission::Entity::update_many()
+        let mut update = post_submission::Entity::update_many();
+        if let Some(steps) = steps {
+            update = update.col_expr(post_submission::Column::Steps, Expr::value(steps));
+        }
+        let result = update
             .col_expr(
                 post_submission::Column::Status,
                 Expr::value(SubmissionStatus::Unconfirmed.as_str()),

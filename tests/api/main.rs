@@ -51,3 +51,4 @@ mod sim_meta_spec;
 mod slow_clients;
 mod unconfirmed;
 mod usage;
+mod writes;
