@@ -8,6 +8,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use super::{
@@ -53,6 +54,10 @@ pub struct JobSpec {
     pub reserved_counter: Option<(Uuid, String)>,
     /// The scheduled post this publish is an attempt of, and the claim it runs under.
     pub claim: Option<ClaimFence>,
+    /// A waiting caller gave up (`POST /v2/posts` past its time limit) and tells its client to
+    /// look for the history row: a request to write the row now rather than at the final call,
+    /// answered once it is written (see [`StepRecorder::announce`]).
+    pub announce: Option<oneshot::Receiver<oneshot::Sender<()>>>,
 }
 
 /// How a job ended.
@@ -183,9 +188,10 @@ pub async fn run_job(
 pub async fn run_job_probed(
     deps: Arc<PublishDeps>,
     credentials: AccountCredentials,
-    job: JobSpec,
+    mut job: JobSpec,
     probe: Option<FinalProbe>,
 ) -> JobResult {
+    let announce = job.announce.take();
     let now = deps.clock.now();
     let platform = job.plan.platform();
     let row = SubmissionRow {
@@ -221,7 +227,22 @@ pub async fn run_job_probed(
         steps: &steps,
     };
     let span = tracing::info_span!("publish", submission = %job.submission_id, platform = platform.as_str(), account = %job.account_id);
-    let result = tracing::Instrument::instrument(platforms::publish(&ctx, &job.plan), span).await;
+    let publish = tracing::Instrument::instrument(platforms::publish(&ctx, &job.plan), span);
+    let mut publish = std::pin::pin!(publish);
+    let result = match announce {
+        // Whichever comes first: the publish ends, or the caller asks for the row now (then
+        // the publish goes on). A caller that got its answer drops the request: `Err`, no row.
+        Some(mut asked) => tokio::select! {
+            biased;
+            result = &mut publish => result,
+            Ok(written) = &mut asked => {
+                steps.announce().await;
+                let _ = written.send(());
+                publish.await
+            }
+        },
+        None => publish.await,
+    };
     let finished_at = deps.clock.now();
     match result {
         Ok(published) => {

@@ -269,13 +269,22 @@ impl StepRecorder {
     /// and the link to the row, in one transaction (grouped with other publishes' writes). A
     /// claim lost meanwhile writes nothing and the call is not made.
     pub async fn before_final(&self) -> Result<(), PlatformError> {
+        // Taken, not copied, while it is written: an announcement meanwhile (see
+        // [`Self::announce`]) then finds nothing to write instead of inserting it a second time.
         let unwritten = self
             .unwritten
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let (Some((store, submission_id)), Some(mut row)) = (&self.store, unwritten) else {
+            .take();
+        let Some((store, submission_id)) = &self.store else {
             return self.before_final_existing().await;
+        };
+        let Some(mut row) = unwritten else {
+            return self.before_final_existing().await;
+        };
+        let kept = row.clone();
+        let put_back = || {
+            *self.unwritten.lock().unwrap_or_else(|p| p.into_inner()) = Some(kept.clone());
         };
         let mut steps = self.snapshot();
         steps.final_started = true;
@@ -288,18 +297,64 @@ impl StepRecorder {
             .fence
             .as_ref()
             .map(|fence| (fence.attempt_claim(), fence.clock.now() + fence.lease));
-        let written = store
+        let written = match store
             .publish_write(PublishWrite::BeforeFinal { row, claim })
             .await
-            .map_err(|e| PlatformError::Transient(format!("cannot record the publish: {e}")))?;
+        {
+            Ok(written) => written,
+            Err(e) => {
+                put_back();
+                return Err(PlatformError::Transient(format!(
+                    "cannot record the publish: {e}"
+                )));
+            }
+        };
         if !written {
+            put_back();
             return Err(Self::claim_lost());
         }
         tracing::debug!(submission = %submission_id, "history row written before the final call");
-        *self.unwritten.lock().unwrap_or_else(|p| p.into_inner()) = None;
         *self.state.lock().unwrap_or_else(|p| p.into_inner()) = steps;
         self.cleared();
         Ok(())
+    }
+
+    /// Writes the history row now (status `publishing`, the steps so far) if it is still only
+    /// in memory: a caller that stopped waiting has told its client to look for it. The publish
+    /// goes on; its final call then updates the row like a continuation's. Best effort: a row
+    /// that cannot be written is logged and stays in memory, to be written as usual.
+    pub async fn announce(&self) {
+        let Some((store, submission_id)) = &self.store else {
+            return;
+        };
+        let unwritten = self
+            .unwritten
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let Some(mut row) = unwritten else {
+            return;
+        };
+        row.steps = self.snapshot();
+        if let Some(at) = self.stamp() {
+            row.updated_at = at;
+        }
+        // Immediate publishes only (they are the ones with a waiting caller): no claim to link.
+        match store
+            .publish_write(PublishWrite::Ended {
+                row: row.clone(),
+                claim: None,
+            })
+            .await
+        {
+            Ok(_) => {
+                tracing::info!(submission = %submission_id, "history row written early: the caller stopped waiting");
+            }
+            Err(error) => {
+                tracing::warn!(%error, submission = %submission_id, "the history row could not be written early");
+                *self.unwritten.lock().unwrap_or_else(|p| p.into_inner()) = Some(row);
+            }
+        }
     }
 
     fn claim_lost() -> PlatformError {

@@ -62,6 +62,7 @@ fn text_job(publisher: &Publisher, text: &str, claim: Option<ClaimFence>) -> Job
         content: json!({"text": text, "media_urls": []}),
         reserved_counter: None,
         claim,
+        announce: None,
     }
 }
 
@@ -376,4 +377,51 @@ async fn concurrent_publishes_each_end_their_own_row() {
     );
     assert!(after.transactions - stats.transactions <= 16);
     assert_eq!(app.published(&publisher.sim).len(), 8);
+}
+
+/// `POST /v2/posts` past its time limit tells the client to look for its history row before
+/// retrying. The row is otherwise first written at the final call; a publish still before it
+/// (here: a threads container being created) writes it when the caller stops waiting, so the
+/// client finds it in the history the moment it gets the 504, and it then ends published once.
+#[actix_web::test]
+async fn a_timed_out_publish_is_in_the_history_when_the_caller_gets_504() {
+    let app = TestApp::spawn_with(|c| c.publishing.request_timeout_secs = 1).await;
+    let publisher = app.publisher("threads", "pro").await;
+    app.sim.state().set_faults(
+        "threads",
+        &publisher.sim.external_id,
+        FaultSpec {
+            latency_ms: 1_500,
+            ..FaultSpec::default()
+        },
+    );
+    let (status, body) = app
+        .post(&publisher.key, &publisher.body(json!({"text": "slow"})))
+        .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (504, Some("Timeout")),
+        "{body}"
+    );
+    let history = app.history(&publisher.dashboard).await;
+    assert_eq!(history["total"], 1, "no history row at the 504: {history}");
+    assert_eq!(history["posts"][0]["status"], "publishing", "{history}");
+    let id = history["posts"][0]["post_submission_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(body["message"].as_str().unwrap().contains(&id), "{body}");
+    assert!(app.published(&publisher.sim).is_empty());
+    // The publish carries on to its end, once, on the same row.
+    let history = loop {
+        let history = app.history(&publisher.dashboard).await;
+        if history["posts"][0]["status"] != "publishing" {
+            break history;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(history["total"], 1, "{history}");
+    assert_eq!(history["posts"][0]["status"], "published", "{history}");
+    assert_eq!(history["posts"][0]["post_submission_id"], id.as_str());
+    assert_eq!(app.published(&publisher.sim).len(), 1);
 }
