@@ -14,7 +14,12 @@
 //! cargo bench --bench service                                                  # SQLite
 //! BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test cargo bench --bench service
 //! # knobs: BENCH_SECONDS (5 per load run), BENCH_CONNECTIONS (32), BENCH_ACCOUNTS (100000), BENCH_ACTORS (10000)
+//! #        BENCH_ONLY (comma list of bare,select1,list,metrics,publish,memory; default all)
 //! ```
+//!
+//! Each service path also prints its database statements per request (reads and writes, from
+//! `Store::db_counts`). `BENCH_ONLY` runs a subset, e.g. one path under a profiler:
+//! `BENCH_ONLY=metrics BENCH_SECONDS=2 valgrind --tool=callgrind target/release/deps/service-…`.
 //!
 //! The load generator is a Rust HTTP client in this process, on loopback; every run is bounded.
 
@@ -39,7 +44,7 @@ use social_service::{
     config::{Config, PlatformsConfig},
     crypto::{self, TokenCipher},
     operator::{self, ManualAccount},
-    store::{NewScheduledPost, Store},
+    store::{DbCounts, NewScheduledPost, Store},
     usage::Plan,
 };
 use uuid::Uuid;
@@ -69,6 +74,8 @@ fn rss_bytes() -> u64 {
 type MakeRequest = Arc<dyn Fn(&reqwest::Client, usize) -> reqwest::RequestBuilder + Send + Sync>;
 
 struct Load {
+    /// Requests sent (answered or not).
+    requests: usize,
     rps: f64,
     p50_ms: f64,
     p99_ms: f64,
@@ -122,6 +129,7 @@ async fn load(connections: usize, seconds: u64, make: MakeRequest) -> Load {
             .unwrap_or(0.0)
     };
     Load {
+        requests: all.len() + errors,
         rps: all.len() as f64 / elapsed,
         p50_ms: pct(0.5),
         p99_ms: pct(0.99),
@@ -129,8 +137,27 @@ async fn load(connections: usize, seconds: u64, make: MakeRequest) -> Load {
     }
 }
 
+/// Whether `BENCH_ONLY` (a comma list; unset: everything) asks for `path`.
+fn wanted(path: &str) -> bool {
+    match std::env::var("BENCH_ONLY") {
+        Ok(list) if !list.trim().is_empty() => list.split(',').any(|p| p.trim() == path),
+        _ => true,
+    }
+}
+
+/// Statements per request of a load run, from the store's counters before and after it.
+fn per_request(counts: DbCounts, l: &Load) -> String {
+    let n = l.requests.max(1) as f64;
+    format!(
+        "database statements per request: {:.2} reads, {:.2} writes",
+        counts.reads as f64 / n,
+        counts.writes as f64 / n
+    )
+}
+
 fn report(name: &str, l: &Load, baseline: Option<(&str, &Load)>) {
     let ratio = baseline
+        .filter(|(_, base)| base.rps > 0.0)
         .map(|(b, base)| format!("  = {:.3} × {b}", l.rps / base.rps))
         .unwrap_or_default();
     println!(
@@ -294,67 +321,109 @@ async fn main() {
             .unwrap();
     }
 
+    let skipped = || Load {
+        requests: 0,
+        rps: 0.0,
+        p50_ms: 0.0,
+        p99_ms: 0.0,
+        errors: 0,
+    };
     let bare = format!("{baseline_url}/bare");
-    let a = load(connections, seconds, Arc::new(move |c, _| c.get(&bare))).await;
-    report("A: bare handler (constant)", &a, None);
+    let a = if wanted("bare") {
+        let a = load(connections, seconds, Arc::new(move |c, _| c.get(&bare))).await;
+        report("A: bare handler (constant)", &a, None);
+        a
+    } else {
+        skipped()
+    };
     let select = format!("{baseline_url}/select1");
-    let b = load(connections, seconds, Arc::new(move |c, _| c.get(&select))).await;
-    report(
-        "B: bare handler, SELECT 1 through the pool",
-        &b,
-        Some(("A", &a)),
-    );
-    let (list_url, key_value) = (format!("{base}/api/scheduled-posts"), key.full.clone());
-    let list = load(
-        connections,
-        seconds,
-        Arc::new(move |c, _| c.get(&list_url).header("service-api-key", &key_value)),
-    )
-    .await;
-    report(
-        "GET /api/scheduled-posts (key, metered, 50 items)",
-        &list,
-        Some(("B", &b)),
-    );
-    let metrics_url = format!(
-        "{base}/api/performance/metrics?account_id={}&platform=threads",
-        publish_accounts[0]
-    );
-    let key_value = key.full.clone();
-    let catalogue = load(
-        connections,
-        seconds,
-        Arc::new(move |c, _| c.get(&metrics_url).header("service-api-key", &key_value)),
-    )
-    .await;
-    report(
-        "GET /api/performance/metrics (key, metered, 1 account)",
-        &catalogue,
-        Some(("A", &a)),
-    );
-    let (post_url, key_value, accounts) = (
-        format!("{base}/v2/posts"),
-        key.full.clone(),
-        Arc::new(publish_accounts),
-    );
-    let publish = load(
-        connections,
-        seconds,
-        Arc::new(move |c, i| {
-            let account = accounts[i % accounts.len()];
-            c.post(&post_url).header("service-api-key", &key_value).json(&json!({"post": {
-            "accountId": account,
-            "content": {"text": format!("bench {i} {}", Uuid::new_v4()), "platform": "threads"},
-            "target": {"targetType": "threads"},
-        }}))
-        }),
-    )
-    .await;
-    report(
-        "POST /v2/posts (threads text, simulator)",
-        &publish,
-        Some(("A", &a)),
-    );
+    let b = if wanted("select1") {
+        let b = load(connections, seconds, Arc::new(move |c, _| c.get(&select))).await;
+        report(
+            "B: bare handler, SELECT 1 through the pool",
+            &b,
+            Some(("A", &a)),
+        );
+        b
+    } else {
+        skipped()
+    };
+    if wanted("list") {
+        let (list_url, key_value) = (format!("{base}/api/scheduled-posts"), key.full.clone());
+        let before = state.store.db_counts();
+        let list = load(
+            connections,
+            seconds,
+            Arc::new(move |c, _| c.get(&list_url).header("service-api-key", &key_value)),
+        )
+        .await;
+        report(
+            "GET /api/scheduled-posts (key, metered, 50 items)",
+            &list,
+            Some(("B", &b)),
+        );
+        println!(
+            "    {}",
+            per_request(state.store.db_counts().since(before), &list)
+        );
+    }
+    if wanted("metrics") {
+        let metrics_url = format!(
+            "{base}/api/performance/metrics?account_id={}&platform=threads",
+            publish_accounts[0]
+        );
+        let key_value = key.full.clone();
+        let before = state.store.db_counts();
+        let catalogue = load(
+            connections,
+            seconds,
+            Arc::new(move |c, _| c.get(&metrics_url).header("service-api-key", &key_value)),
+        )
+        .await;
+        report(
+            "GET /api/performance/metrics (key, metered, 1 account)",
+            &catalogue,
+            Some(("A", &a)),
+        );
+        println!(
+            "    {}",
+            per_request(state.store.db_counts().since(before), &catalogue)
+        );
+    }
+    if wanted("publish") {
+        let (post_url, key_value, accounts) = (
+            format!("{base}/v2/posts"),
+            key.full.clone(),
+            Arc::new(publish_accounts.clone()),
+        );
+        let before = state.store.db_counts();
+        let publish = load(
+            connections,
+            seconds,
+            Arc::new(move |c, i| {
+                let account = accounts[i % accounts.len()];
+                c.post(&post_url).header("service-api-key", &key_value).json(&json!({"post": {
+                "accountId": account,
+                "content": {"text": format!("bench {i} {}", Uuid::new_v4()), "platform": "threads"},
+                "target": {"targetType": "threads"},
+            }}))
+            }),
+        )
+        .await;
+        report(
+            "POST /v2/posts (threads text, simulator)",
+            &publish,
+            Some(("A", &a)),
+        );
+        println!(
+            "    {}",
+            per_request(state.store.db_counts().since(before), &publish)
+        );
+    }
+    if !wanted("memory") {
+        drop_schema(&database, schema).await;
+        return;
+    }
 
     // 100,000 connected accounts (bulk insert), then 10,000 live actors.
     let started = Instant::now();
@@ -485,8 +554,13 @@ async fn main() {
         "start to ready with {accounts_n} accounts in the database: {:.0} ms",
         start_to_ready.as_secs_f64() * 1000.0
     );
+    drop_schema(&database, schema).await;
+}
+
+/// Drops the run's PostgreSQL schema (nothing to do on SQLite: the file is in a temp dir).
+async fn drop_schema(database: &str, schema: Option<String>) {
     if let Some(schema) = schema {
-        let admin = sea_orm::Database::connect(&database).await.unwrap();
+        let admin = sea_orm::Database::connect(database).await.unwrap();
         use sea_orm::ConnectionTrait;
         let _ = admin
             .execute_unprepared(&format!("DROP SCHEMA {schema} CASCADE"))

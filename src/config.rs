@@ -166,6 +166,9 @@ pub struct DatabaseConfig {
     /// `sqlite://PATH?mode=rwc` (created on first run) or `postgres://…`.
     pub url: String,
     pub max_connections: u32,
+    /// Most publish-path writes (history rows before and after the final call) committed in one
+    /// transaction when they arrive together. 1 turns group commit off.
+    pub group_commit_max: usize,
 }
 
 impl Default for DatabaseConfig {
@@ -173,6 +176,7 @@ impl Default for DatabaseConfig {
         Self {
             url: "sqlite://data/service.db?mode=rwc".into(),
             max_connections: 10,
+            group_commit_max: crate::store::DEFAULT_GROUP_COMMIT_MAX,
         }
     }
 }
@@ -227,6 +231,13 @@ pub struct AuthConfig {
     /// `/dashboard/operator`); compared case-insensitively with the identity provider's e-mail.
     /// The `service user operator` CLI grants the role per user as well.
     pub operator_emails: Vec<String>,
+    /// How long an API key's verification, its owner's plan and an account's row are trusted
+    /// from memory without a re-read (see `access`). Writes on this instance evict at once, and
+    /// on PostgreSQL other instances are told by notification; this bounds everything else
+    /// (a listener that lost its connection, a SQLite file shared by hand).
+    pub cache_ttl_ms: u64,
+    /// Entries the access cache holds per kind (keys, users, accounts); 0 turns it off.
+    pub cache_capacity: usize,
 }
 
 impl Default for AuthConfig {
@@ -241,6 +252,8 @@ impl Default for AuthConfig {
             session_ttl_hours: 24 * 14,
             max_api_keys_per_user: 25,
             operator_emails: Vec::new(),
+            cache_ttl_ms: 5_000,
+            cache_capacity: 10_000,
         }
     }
 }

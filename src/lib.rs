@@ -20,6 +20,7 @@
 //! services, the background actors (their mailboxes first, so the services can hold their
 //! addresses), then the HTTP state. `main`, the tests and the benchmarks all use it.
 
+pub mod access;
 pub mod actors;
 pub mod background;
 pub mod clock;
@@ -63,6 +64,7 @@ pub use shutdown::stop_on_signal;
 pub use state::AppState;
 
 use crate::{
+    access::{AccessCache, AccessCacheSettings},
     actors::{
         collector::CollectorActor,
         last_used::{LastUsedRecorder, LastUsedWriter},
@@ -144,7 +146,16 @@ impl Application {
             config.database.max_connections,
             options.pg_schema.as_deref(),
         )
-        .await?;
+        .await?
+        .with_access_cache(Arc::new(AccessCache::new(
+            clock.clone(),
+            AccessCacheSettings {
+                capacity: config.auth.cache_capacity,
+                ttl: Duration::from_millis(config.auth.cache_ttl_ms),
+            },
+        )));
+        store.listen_for_invalidations(Duration::from_secs(1));
+        store.set_group_commit_max(config.database.group_commit_max);
 
         let listener = TcpListener::bind(&config.server.bind)
             .map_err(|e| StartupError::Bind(config.server.bind.clone(), e))?;

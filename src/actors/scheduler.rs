@@ -715,21 +715,12 @@ impl SchedulingService {
                 abandon: false,
             })?;
         let submission_id = Uuid::new_v4();
-        let still_ours = self
-            .store
-            .set_scheduled_submission(row.id, instance, submission_id)
-            .await
-            .map_err(ApiError::from)?;
-        if !still_ours {
-            return Err(AttemptFailure {
-                error: ApiError::service_unavailable("the claim on this post was lost"),
-                retryable: false,
-                abandon: true,
-            });
-        }
+        // No write here: the claim is checked (by claimant and attempt number), renewed and
+        // linked to the history row in the publish's one write before its final call.
         let claim = ClaimFence {
             scheduled_post_id: row.id,
             claimant: instance.to_string(),
+            attempt: row.attempts,
             lease: self.lease(),
             clock: self.clock.clone(),
         };

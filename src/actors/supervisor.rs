@@ -136,6 +136,35 @@ impl Supervisor {
             .clone()
     }
 
+    /// One of the user's accounts, connected or not; `None` when unknown or another user's.
+    /// The hot paths' ownership check (`/api/performance/*`, publishing's checks): the row comes
+    /// from the account rows this process keeps in memory (the store's access cache, which
+    /// every write to an account row evicts in the same operation, and other instances' writes
+    /// by notification; see [`crate::access`]), and is read once on a miss. One shared copy
+    /// per account, nothing per actor.
+    pub async fn find_owned_account(
+        &self,
+        user_id: Uuid,
+        account_id: Uuid,
+    ) -> Result<Option<Arc<entity::account::Model>>, sea_orm::DbErr> {
+        let store = &self.deps.store;
+        let rows = store.access();
+        let row = match rows.account(account_id) {
+            Some(row) => row,
+            None => {
+                // Read before the query: a write that commits meanwhile keeps this row out.
+                let seen = rows.generation();
+                let Some(row) = store.find_account(account_id).await? else {
+                    return Ok(None);
+                };
+                let row = Arc::new(row);
+                rows.insert_account(seen, row.clone());
+                row
+            }
+        };
+        Ok((row.user_id == user_id).then_some(row))
+    }
+
     /// Asks the account's actor (started if needed) to refresh its token; does not wait.
     pub async fn refresh_token(&self, account: &entity::account::Model) -> Result<(), ApiError> {
         self.ask(account, || RefreshToken).await

@@ -11,7 +11,10 @@
 
 mod origin;
 
-use std::future::{Ready, ready};
+use std::{
+    future::{Ready, ready},
+    sync::Arc,
+};
 
 use actix_web::{
     FromRequest, HttpMessage, HttpRequest,
@@ -42,7 +45,8 @@ pub const SESSION_COOKIE: &str = "service_session";
 /// The authenticated owner of an API key, for handlers of programmatic endpoints.
 #[derive(Debug, Clone)]
 pub struct ApiCaller {
-    pub user: entity::user::Model,
+    /// Shared with the access cache (no copy per request).
+    pub user: Arc<entity::user::Model>,
     pub key_id: Uuid,
     pub plan: Plan,
     /// The monthly allowance after this call (the `X-RateLimit-*` values).
@@ -116,12 +120,14 @@ async fn authenticate_key(req: &ServiceRequest) -> Result<ApiCaller, ApiError> {
     {
         return Err(ApiError::invalid_api_key());
     }
-    let (key, user) = state
+    // From the access cache when warm: no round trip for the key or the plan (issue 16).
+    let found = state
         .store
         .authenticate_api_key(presented)
         .await?
         .ok_or_else(ApiError::invalid_api_key)?;
-    state.last_used.record(key.id, state.clock.now());
+    let (key_id, user) = (found.key_id, found.user);
+    state.last_used.record(key_id, state.clock.now());
     let accept_language = req
         .headers()
         .get(header::ACCEPT_LANGUAGE)
@@ -129,7 +135,7 @@ async fn authenticate_key(req: &ServiceRequest) -> Result<ApiCaller, ApiError> {
     let (plan, allowance) = meter_call(&state, &user, accept_language).await?;
     Ok(ApiCaller {
         user,
-        key_id: key.id,
+        key_id,
         plan,
         allowance,
     })

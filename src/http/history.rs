@@ -33,7 +33,7 @@ pub async fn published_posts(
     query: web::Query<HistoryQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let page = Page::try_from(query.into_inner())?;
-    let (rows, total) = state.store.list_submissions(session.user.id, page).await?;
+    let (rows, total) = state.store.history_listing(session.user.id, page).await?;
     Ok(HttpResponse::Ok().json(PublishedPosts {
         posts: rows.iter().map(Submission::from).collect(),
         total,

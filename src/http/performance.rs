@@ -212,7 +212,7 @@ async fn find_account(
     state: &AppState,
     user_id: uuid::Uuid,
     params: &PerformanceQuery,
-) -> Result<(entity::account::Model, AccountSummary), ApiError> {
+) -> Result<(std::sync::Arc<entity::account::Model>, AccountSummary), ApiError> {
     let raw = params
         .account_id
         .as_deref()
@@ -220,8 +220,9 @@ async fn find_account(
         .filter(|id| !id.is_empty())
         .ok_or_else(|| ApiError::missing_parameter("account_id"))?;
     let account_id = parse_uuid(raw).ok_or_else(ApiError::account_not_found)?;
+    // From the supervisor's rows: a warm call makes no round trip (issue 16).
     let account = state
-        .store
+        .supervisor
         .find_owned_account(user_id, account_id)
         .await?
         .filter(|account| !account.disabled)

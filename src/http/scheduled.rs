@@ -48,7 +48,7 @@ pub async fn list(
     let filter = ScheduledFilter::try_from(query.into_inner())?;
     let rows = state
         .store
-        .list_scheduled_posts(caller.user.id, filter)
+        .scheduled_listing(caller.user.id, filter)
         .await?;
     let posts: Vec<_> = rows.iter().map(ScheduledPost::from).collect();
     Ok(HttpResponse::Ok().json(ScheduledPosts {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use super::{
@@ -21,8 +22,8 @@ use crate::{
     error::{ApiError, ErrorCode, PUBLISH_UNCONFIRMED_MESSAGE},
     media::MediaFetcher,
     platforms::{self, AccountCredentials, Pending, PlatformContext, PlatformError, Published},
-    publish::steps::{ClaimFence, StepRecorder},
-    store::{NewSubmission, Store},
+    publish::steps::{ClaimFence, FinalProbe, StepRecorder},
+    store::{NewSubmission, PublishWrite, Store, SubmissionRow},
 };
 
 /// What every account actor shares.
@@ -53,6 +54,10 @@ pub struct JobSpec {
     pub reserved_counter: Option<(Uuid, String)>,
     /// The scheduled post this publish is an attempt of, and the claim it runs under.
     pub claim: Option<ClaimFence>,
+    /// A waiting caller gave up (`POST /v2/posts` past its time limit) and tells its client to
+    /// look for the history row: a request to write the row now rather than at the final call,
+    /// answered once it is written (see [`StepRecorder::announce`]).
+    pub announce: Option<oneshot::Receiver<oneshot::Sender<()>>>,
 }
 
 /// How a job ended.
@@ -165,49 +170,55 @@ pub fn result_fields(plan: &PublishPlan, published: &Published) -> ResultFields 
 }
 
 /// Runs a job to its end and records it. Never panics; every path ends the history row.
+///
+/// The history row costs one write before the irreversible call and one after it: the steps
+/// before the final call stay in memory and are written with the row when the final call is
+/// cleared ([`StepRecorder::before_final`]); a publish that ends before it writes its row once,
+/// already ended. Both writes go through the store's group commit.
 pub async fn run_job(
     deps: Arc<PublishDeps>,
     credentials: AccountCredentials,
     job: JobSpec,
 ) -> JobResult {
+    run_job_probed(deps, credentials, job, None).await
+}
+
+/// [`run_job`], calling `probe` when the final call is cleared to go (tests count the writes
+/// made before it).
+pub async fn run_job_probed(
+    deps: Arc<PublishDeps>,
+    credentials: AccountCredentials,
+    mut job: JobSpec,
+    probe: Option<FinalProbe>,
+) -> JobResult {
+    let announce = job.announce.take();
     let now = deps.clock.now();
     let platform = job.plan.platform();
-    let started = deps
-        .store
-        .start_submission(
-            job.submission_id,
-            NewSubmission {
-                user_id: job.user_id,
-                account_id: job.account_id,
-                platform,
-                post_type: Some(job.plan.post_type()),
-                post_id: None,
-                status: SubmissionStatus::Publishing,
-                page_name: job.page_name.clone(),
-                content: job.content.clone(),
-                result: None,
-                error_code: None,
-                error_message: None,
-                published_at: None,
-            },
-            job.claim.as_ref().map(|c| c.scheduled_post_id),
-            now,
-        )
-        .await;
-    if let Err(e) = started {
-        release_counter(&deps, &job).await;
-        return JobResult {
-            outcome: Err(ApiError::internal(format!(
-                "cannot record the submission: {e}"
-            ))),
-            token_failure: None,
-            retryable: true,
-        };
-    }
-
-    let steps = StepRecorder::for_submission(deps.store.clone(), job.submission_id)
+    let row = SubmissionRow {
+        id: job.submission_id,
+        new: NewSubmission {
+            user_id: job.user_id,
+            account_id: job.account_id,
+            platform,
+            post_type: Some(job.plan.post_type()),
+            post_id: None,
+            status: SubmissionStatus::Publishing,
+            page_name: job.page_name.clone(),
+            content: job.content.clone(),
+            result: None,
+            error_code: None,
+            error_message: None,
+            published_at: None,
+        },
+        steps: Default::default(),
+        scheduled_post_id: job.claim.as_ref().map(|c| c.scheduled_post_id),
+        created_at: now,
+        updated_at: now,
+    };
+    let steps = StepRecorder::for_new_submission(deps.store.clone(), row)
         .with_fence(job.claim.clone())
-        .with_clock(deps.clock.clone());
+        .with_clock(deps.clock.clone())
+        .with_final_probe(probe);
     let ctx = PlatformContext {
         http: &deps.http,
         media: &deps.media,
@@ -216,21 +227,48 @@ pub async fn run_job(
         steps: &steps,
     };
     let span = tracing::info_span!("publish", submission = %job.submission_id, platform = platform.as_str(), account = %job.account_id);
-    let result = tracing::Instrument::instrument(platforms::publish(&ctx, &job.plan), span).await;
+    let publish = tracing::Instrument::instrument(platforms::publish(&ctx, &job.plan), span);
+    let mut publish = std::pin::pin!(publish);
+    let result = match announce {
+        // Whichever comes first: the publish ends, or the caller asks for the row now (then
+        // the publish goes on). A caller that got its answer drops the request: `Err`, no row.
+        Some(mut asked) => tokio::select! {
+            biased;
+            result = &mut publish => result,
+            Ok(written) = &mut asked => {
+                steps.announce().await;
+                let _ = written.send(());
+                publish.await
+            }
+        },
+        None => publish.await,
+    };
     let finished_at = deps.clock.now();
     match result {
         Ok(published) => {
             let fields = result_fields(&job.plan, &published);
-            if let Err(e) = deps
-                .store
-                .finish_submission_published(
-                    job.submission_id,
-                    &published.post_id,
-                    fields.to_json(),
-                    finished_at,
-                )
-                .await
-            {
+            let write = match steps.take_unwritten() {
+                // Published without announcing a final call: the whole row at once.
+                Some(mut row) => {
+                    row.new.status = SubmissionStatus::Published;
+                    row.new.post_id = Some(published.post_id.clone());
+                    row.new.result = Some(fields.to_json());
+                    row.new.published_at = Some(finished_at);
+                    row.updated_at = finished_at;
+                    PublishWrite::Ended {
+                        row,
+                        claim: job.claim.as_ref().map(ClaimFence::attempt_claim),
+                    }
+                }
+                None => PublishWrite::Published {
+                    id: job.submission_id,
+                    post_id: published.post_id.clone(),
+                    result: fields.to_json(),
+                    steps: Some(steps.snapshot()),
+                    now: finished_at,
+                },
+            };
+            if let Err(e) = deps.store.publish_write(write).await {
                 // The post is out; failing the request would invite a duplicate retry.
                 tracing::error!(error = %e, submission = %job.submission_id, "published, but the history row could not be updated");
             }
@@ -287,21 +325,41 @@ pub async fn run_job(
                 Some(details) => format!("{}: {details}", api_error.message),
                 None => api_error.message.clone(),
             };
-            if let Err(e) = deps
-                .store
-                .finish_submission_failed(
-                    job.submission_id,
-                    if maybe_published {
-                        SubmissionStatus::Unconfirmed
-                    } else {
-                        SubmissionStatus::Failed
-                    },
-                    api_error.code.as_str(),
-                    &message,
-                    finished_at,
-                )
-                .await
-            {
+            let status = if maybe_published {
+                SubmissionStatus::Unconfirmed
+            } else {
+                SubmissionStatus::Failed
+            };
+            let write = match steps.take_unwritten() {
+                // Ended before the final call: the row's one write, already failed.
+                Some(mut row) => {
+                    row.new.status = status;
+                    row.new.error_code = Some(api_error.code.as_str().to_string());
+                    row.new.error_message = Some(message.clone());
+                    row.updated_at = finished_at;
+                    PublishWrite::Ended {
+                        row,
+                        claim: job.claim.as_ref().map(ClaimFence::attempt_claim),
+                    }
+                }
+                None => PublishWrite::Failed {
+                    id: job.submission_id,
+                    status,
+                    error_code: api_error.code.as_str().to_string(),
+                    message: message.clone(),
+                    steps: Some(steps.snapshot()),
+                    now: finished_at,
+                    // A final call refused outright (a rate limit) is retried; the retry must
+                    // not be settled from this attempt's `final_started` should it be cut off
+                    // before its own final call.
+                    unlink: job
+                        .claim
+                        .as_ref()
+                        .filter(|_| retryable && final_started)
+                        .map(ClaimFence::attempt_claim),
+                },
+            };
+            if let Err(e) = deps.store.publish_write(write).await {
                 tracing::error!(error = %e, submission = %job.submission_id, "cannot record the failure");
             }
             if !maybe_published {
@@ -344,12 +402,27 @@ async fn still_processing(
     let next_check =
         now + chrono::Duration::milliseconds(publishing.unconfirmed_check_interval_ms as i64);
     let until = now + chrono::Duration::seconds(publishing.unconfirmed_check_horizon_secs as i64);
+    // Processing outlasted our deadline before the final call (a video container): the row was
+    // never written. The long wait pays for a second write; the check needs the row and its
+    // steps (the object to look at) before it can be marked pending.
+    if let Some(mut row) = steps.take_unwritten() {
+        row.updated_at = now;
+        let write = PublishWrite::Ended {
+            row,
+            claim: job.claim.as_ref().map(ClaimFence::attempt_claim),
+        };
+        if let Err(e) = deps.store.publish_write(write).await {
+            tracing::error!(error = %e, submission = %job.submission_id, "cannot record the pending publish");
+        }
+    }
     let marked = match serde_json::to_value(&record) {
         Ok(value) => deps
             .store
             .mark_submission_pending(
                 job.submission_id,
                 value,
+                // The steps after the final call (kept in memory): what the check carries on from.
+                Some(steps.snapshot()),
                 ErrorCode::PublishUnconfirmed.as_str(),
                 PUBLISH_UNCONFIRMED_MESSAGE,
                 next_check,

@@ -29,6 +29,9 @@ use crate::{
     views,
 };
 
+/// How long a timed-out `POST /v2/posts` waits for its job to write the history row it names.
+const ANNOUNCE_WAIT: Duration = Duration::from_secs(5);
+
 /// How far ahead `scheduledAt` must be (spec §8).
 pub const MIN_SCHEDULE_LEAD_SECS: i64 = 60;
 
@@ -235,7 +238,10 @@ impl PublishingService {
         let platform = prepared.request.platform;
         let time_limit = self.time_limit(&prepared.plan);
         let submission_id = Uuid::new_v4();
-        let receiver = self.enqueue(user, prepared, submission_id, None).await?;
+        let (ask_for_row, asked) = oneshot::channel();
+        let receiver = self
+            .enqueue_with(user, prepared, submission_id, None, Some(asked))
+            .await?;
         let data = match tokio::time::timeout(time_limit, receiver).await {
             Ok(Ok(outcome)) => outcome.map_err(|failure| failure.error)?,
             Ok(Err(_)) => {
@@ -244,6 +250,13 @@ impl PublishingService {
                 )));
             }
             Err(_) => {
+                // The answer names the history row to check before retrying: have the job
+                // write it now (it is otherwise written at the final call), and wait for that,
+                // briefly — a job still queued behind others writes it when it starts.
+                let (written, row_written) = oneshot::channel();
+                if ask_for_row.send(written).is_ok() {
+                    let _ = tokio::time::timeout(ANNOUNCE_WAIT, row_written).await;
+                }
                 return Err(ApiError::new(
                     ErrorCode::Timeout,
                     format!(
@@ -269,10 +282,12 @@ impl PublishingService {
         request: PostRequest,
     ) -> Result<Prepared, ApiError> {
         let now = self.clock.now();
+        // The supervisor's copy of the row (no round trip when warm; writes evict it).
         let account = self
-            .store
+            .supervisor
             .find_owned_account(user.id, request.account_id)
             .await?
+            .map(Arc::unwrap_or_clone)
             .ok_or_else(|| {
                 ApiError::new(
                     ErrorCode::InvalidAccountId,
@@ -315,6 +330,20 @@ impl PublishingService {
         submission_id: Uuid,
         claim: Option<ClaimFence>,
     ) -> Result<oneshot::Receiver<JobOutcome>, ApiError> {
+        self.enqueue_with(user, prepared, submission_id, claim, None)
+            .await
+    }
+
+    /// [`Self::enqueue`], with a channel on which the caller may ask for the history row early
+    /// (see `JobSpec::announce`).
+    async fn enqueue_with(
+        &self,
+        user: &entity::user::Model,
+        prepared: Prepared,
+        submission_id: Uuid,
+        claim: Option<ClaimFence>,
+        announce: Option<oneshot::Receiver<oneshot::Sender<()>>>,
+    ) -> Result<oneshot::Receiver<JobOutcome>, ApiError> {
         let reserved_counter = if prepared.request.platform == Platform::X {
             Some(self.reserve_x_post(user).await?)
         } else {
@@ -329,6 +358,7 @@ impl PublishingService {
             plan: prepared.plan,
             reserved_counter: reserved_counter.clone(),
             claim,
+            announce,
         };
         match self.supervisor.publish(&prepared.account, spec).await {
             Ok(receiver) => Ok(receiver),

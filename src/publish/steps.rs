@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use crate::{
     platforms::{PlatformError, ProcessingOutcome, StepSink},
-    store::Store,
+    store::{AttemptClaim, PublishWrite, Store, SubmissionRow},
 };
 
 /// Records the remote ids of a publish as they are made, in `post_submissions.steps` (a
@@ -21,12 +21,27 @@ use crate::{
 pub struct StepRecorder {
     store: Option<(Store, Uuid)>,
     state: Mutex<PublishSteps>,
+    /// The history row of a new publish, not written yet: its steps stay in memory until the
+    /// final call, when one transaction writes the row (see [`StepRecorder::before_final`]).
+    /// `None` once written, and for a recorder whose row already exists.
+    unwritten: Mutex<Option<SubmissionRow>>,
     fence: Option<ClaimFence>,
     check_fence: Option<CheckFence>,
     /// Stamps each step with the time it was recorded (`at`), for the delivery timeline of the
     /// dashboard's history. Without one (adapter tests) steps carry no time.
     clock: Option<crate::clock::SharedClock>,
+    /// Called when the final call is cleared to go (see [`FinalProbe`]).
+    probe: Option<FinalProbe>,
+    /// A new publish's recorder: after the row is written (at the final call) the steps that
+    /// follow (the published ids) stay in memory too and are written with the outcome, so the
+    /// publish writes once after its final call. Their only use is the history: a publish cut off
+    /// after its final call is `unconfirmed` from `final_started` alone.
+    deferred: bool,
 }
+
+/// Called at the moment the adapter is cleared to make its irreversible call (after the write
+/// before it): how tests observe what the publish path wrote before that call.
+pub type FinalProbe = std::sync::Arc<dyn Fn() + Send + Sync>;
 
 /// The claim a scheduled publish runs under. Before the irreversible call the claim is renewed
 /// conditionally: if another instance has meanwhile settled the post (this one was presumed
@@ -36,6 +51,9 @@ pub struct StepRecorder {
 pub struct ClaimFence {
     pub scheduled_post_id: Uuid,
     pub claimant: String,
+    /// The attempt's number (`scheduled_posts.attempts` as its claim set it): a stale job of an
+    /// earlier attempt of the same claimant does not hold the claim.
+    pub attempt: i32,
     pub lease: chrono::Duration,
     pub clock: crate::clock::SharedClock,
 }
@@ -51,15 +69,43 @@ pub struct CheckFence {
     pub clock: crate::clock::SharedClock,
 }
 
+impl ClaimFence {
+    pub(crate) fn attempt_claim(&self) -> AttemptClaim {
+        AttemptClaim {
+            scheduled_post_id: self.scheduled_post_id,
+            claimant: self.claimant.clone(),
+            attempt: self.attempt,
+        }
+    }
+}
+
 impl StepRecorder {
-    /// A recorder that writes to the submission row `submission_id`.
+    /// A recorder for a new publish whose history row is `row`: nothing is written until the
+    /// final call (or until the publish ends without one; see `run_job`).
+    pub fn for_new_submission(store: Store, row: SubmissionRow) -> Self {
+        Self {
+            store: Some((store, row.id)),
+            state: Mutex::new(PublishSteps::default()),
+            unwritten: Mutex::new(Some(row)),
+            fence: None,
+            check_fence: None,
+            clock: None,
+            probe: None,
+            deferred: true,
+        }
+    }
+
+    /// A recorder that writes to the existing submission row `submission_id`.
     pub fn for_submission(store: Store, submission_id: Uuid) -> Self {
         Self {
             store: Some((store, submission_id)),
             state: Mutex::new(PublishSteps::default()),
+            unwritten: Mutex::new(None),
             fence: None,
             check_fence: None,
             clock: None,
+            probe: None,
+            deferred: false,
         }
     }
 
@@ -74,9 +120,12 @@ impl StepRecorder {
         Self {
             store: Some((store, submission_id)),
             state: Mutex::new(recorded.unwrap_or_default()),
+            unwritten: Mutex::new(None),
             fence: None,
             check_fence: Some(fence),
             clock: None,
+            probe: None,
+            deferred: false,
         }
     }
 
@@ -85,9 +134,12 @@ impl StepRecorder {
         Self {
             store: None,
             state: Mutex::new(PublishSteps::default()),
+            unwritten: Mutex::new(None),
             fence: None,
             check_fence: None,
             clock: None,
+            probe: None,
+            deferred: false,
         }
     }
 
@@ -102,6 +154,12 @@ impl StepRecorder {
     /// Runs the recorder under a scheduled post's claim (see [`ClaimFence`]).
     pub fn with_fence(mut self, fence: Option<ClaimFence>) -> Self {
         self.fence = fence;
+        self
+    }
+
+    /// Calls `probe` whenever the final call is cleared to go.
+    pub fn with_final_probe(mut self, probe: Option<FinalProbe>) -> Self {
+        self.probe = probe;
         self
     }
 
@@ -132,8 +190,35 @@ impl StepRecorder {
             });
             state.clone()
         };
+        if self.deferred {
+            // Kept in memory: an interrupted publish that never reached its final call is
+            // retried (or failed) as if these steps had not happened, and one that did is
+            // settled from `final_started`, written before the call; the outcome's write carries
+            // them to the history.
+            return Ok(());
+        }
         self.persist(snapshot).await?;
         self.renew_check_claim().await
+    }
+
+    /// Whether the history row is still to be written (the steps are only in memory).
+    pub fn is_unwritten(&self) -> bool {
+        self.unwritten
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+    }
+
+    /// The row not written yet, with the steps recorded so far, taken so that the caller writes
+    /// it (the publish ended before its final call). `None` when the row exists.
+    pub fn take_unwritten(&self) -> Option<SubmissionRow> {
+        let mut row = self
+            .unwritten
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()?;
+        row.steps = self.snapshot();
+        Some(row)
     }
 
     /// Records how the platform's processing of `id` ended (a container, an uploaded video, a
@@ -151,6 +236,9 @@ impl StepRecorder {
             });
             state.clone()
         };
+        if self.deferred {
+            return;
+        }
         if let Err(error) = self.persist(snapshot).await {
             tracing::warn!(%error, "the processing step was not recorded");
         }
@@ -175,22 +263,117 @@ impl StepRecorder {
 
     /// Marks that the irreversible call is about to be made. After this, an interrupted publish
     /// is never resumed automatically: its outcome must be checked on the platform.
+    ///
+    /// For a new publish this is its one write before the call: the history row (`publishing`,
+    /// the steps so far, `final_started`) and, for a scheduled post, the renewal of its claim
+    /// and the link to the row, in one transaction (grouped with other publishes' writes). A
+    /// claim lost meanwhile writes nothing and the call is not made.
     pub async fn before_final(&self) -> Result<(), PlatformError> {
+        // Taken, not copied, while it is written: an announcement meanwhile (see
+        // [`Self::announce`]) then finds nothing to write instead of inserting it a second time.
+        let unwritten = self
+            .unwritten
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let Some((store, submission_id)) = &self.store else {
+            return self.before_final_existing().await;
+        };
+        let Some(mut row) = unwritten else {
+            return self.before_final_existing().await;
+        };
+        let kept = row.clone();
+        let put_back = || {
+            *self.unwritten.lock().unwrap_or_else(|p| p.into_inner()) = Some(kept.clone());
+        };
+        let mut steps = self.snapshot();
+        steps.final_started = true;
+        if let Some(at) = self.stamp() {
+            steps.final_started_at = Some(at);
+            row.updated_at = at;
+        }
+        row.steps = steps.clone();
+        let claim = self
+            .fence
+            .as_ref()
+            .map(|fence| (fence.attempt_claim(), fence.clock.now() + fence.lease));
+        let written = match store
+            .publish_write(PublishWrite::BeforeFinal { row, claim })
+            .await
+        {
+            Ok(written) => written,
+            Err(e) => {
+                put_back();
+                return Err(PlatformError::Transient(format!(
+                    "cannot record the publish: {e}"
+                )));
+            }
+        };
+        if !written {
+            put_back();
+            return Err(Self::claim_lost());
+        }
+        tracing::debug!(submission = %submission_id, "history row written before the final call");
+        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = steps;
+        self.cleared();
+        Ok(())
+    }
+
+    /// Writes the history row now (status `publishing`, the steps so far) if it is still only
+    /// in memory: a caller that stopped waiting has told its client to look for it. The publish
+    /// goes on; its final call then updates the row like a continuation's. Best effort: a row
+    /// that cannot be written is logged and stays in memory, to be written as usual.
+    pub async fn announce(&self) {
+        let Some((store, submission_id)) = &self.store else {
+            return;
+        };
+        let unwritten = self
+            .unwritten
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let Some(mut row) = unwritten else {
+            return;
+        };
+        row.steps = self.snapshot();
+        if let Some(at) = self.stamp() {
+            row.updated_at = at;
+        }
+        // Immediate publishes only (they are the ones with a waiting caller): no claim to link.
+        match store
+            .publish_write(PublishWrite::Ended {
+                row: row.clone(),
+                claim: None,
+            })
+            .await
+        {
+            Ok(_) => {
+                tracing::info!(submission = %submission_id, "history row written early: the caller stopped waiting");
+            }
+            Err(error) => {
+                tracing::warn!(%error, submission = %submission_id, "the history row could not be written early");
+                *self.unwritten.lock().unwrap_or_else(|p| p.into_inner()) = Some(row);
+            }
+        }
+    }
+
+    fn claim_lost() -> PlatformError {
+        PlatformError::Rejected(
+            "this instance no longer holds the scheduled post's claim; the final publish call was not made".into(),
+        )
+    }
+
+    /// [`Self::before_final`] for a row that exists (a continuation, or a recorder built on an
+    /// existing row).
+    async fn before_final_existing(&self) -> Result<(), PlatformError> {
         if let (Some((store, submission_id)), Some(fence)) = (&self.store, &self.fence) {
             let until = fence.clock.now() + fence.lease;
             let held = store
-                .renew_claim(
-                    fence.scheduled_post_id,
-                    &fence.claimant,
-                    *submission_id,
-                    until,
-                )
+                .renew_attempt_claim(&fence.attempt_claim(), *submission_id, until)
                 .await
                 .map_err(|e| PlatformError::Transient(format!("cannot renew the claim: {e}")))?;
             if !held {
-                return Err(PlatformError::Rejected(
-                    "this instance no longer holds the scheduled post's claim; the final publish call was not made".into(),
-                ));
+                return Err(Self::claim_lost());
             }
         }
         self.renew_check_claim().await?;
@@ -202,7 +385,15 @@ impl StepRecorder {
             }
             state.clone()
         };
-        self.persist(snapshot).await
+        self.persist(snapshot).await?;
+        self.cleared();
+        Ok(())
+    }
+
+    fn cleared(&self) {
+        if let Some(probe) = &self.probe {
+            probe();
+        }
     }
 
     /// The steps recorded so far.

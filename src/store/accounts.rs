@@ -10,6 +10,7 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::Store;
+use crate::access::Invalidation;
 
 /// What is needed to record a connected account. Tokens arrive already encrypted.
 #[derive(Debug, Clone)]
@@ -98,6 +99,7 @@ impl Store {
         account_id: Uuid,
         now: DateTime<Utc>,
     ) -> Result<bool, DbErr> {
+        let txn = self.begin_invalidating().await?;
         let result = account::Entity::update_many()
             .col_expr(account::Column::Disabled, Expr::value(true))
             .col_expr(account::Column::DisabledAt, Expr::value(now))
@@ -105,7 +107,9 @@ impl Store {
             .filter(account::Column::Id.eq(account_id))
             .filter(account::Column::UserId.eq(user_id))
             .filter(account::Column::Disabled.eq(false))
-            .exec(&self.db)
+            .exec(&txn)
+            .await?;
+        self.commit_invalidating(txn, &[Invalidation::Account(account_id)])
             .await?;
         Ok(result.rows_affected == 1)
     }
@@ -117,14 +121,16 @@ impl Store {
         reason: &str,
         now: DateTime<Utc>,
     ) -> Result<(), DbErr> {
+        let txn = self.begin_invalidating().await?;
         account::Entity::update_many()
             .col_expr(account::Column::IsValid, Expr::value(false))
             .col_expr(account::Column::LastError, Expr::value(reason))
             .col_expr(account::Column::UpdatedAt, Expr::value(now))
             .filter(account::Column::Id.eq(account_id))
-            .exec(&self.db)
+            .exec(&txn)
             .await?;
-        Ok(())
+        self.commit_invalidating(txn, &[Invalidation::Account(account_id)])
+            .await
     }
 
     /// An account by id, whoever owns it (actors start from the row).
@@ -177,7 +183,11 @@ impl Store {
         row.is_valid = Set(true);
         row.last_error = Set(None);
         row.updated_at = Set(now);
-        Ok((row.update(&self.db).await?, false))
+        let txn = self.begin_invalidating().await?;
+        let updated = row.update(&txn).await?;
+        self.commit_invalidating(txn, &[Invalidation::Account(updated.id)])
+            .await?;
+        Ok((updated, false))
     }
 
     /// Takes the account's refresh lease until `until`; false when another holder's lease runs.
@@ -187,6 +197,7 @@ impl Store {
         now: DateTime<Utc>,
         until: DateTime<Utc>,
     ) -> Result<bool, DbErr> {
+        let txn = self.begin_invalidating().await?;
         let result = account::Entity::update_many()
             .col_expr(account::Column::RefreshLeaseUntil, Expr::value(until))
             .filter(account::Column::Id.eq(account_id))
@@ -195,7 +206,9 @@ impl Store {
                     .add(account::Column::RefreshLeaseUntil.is_null())
                     .add(account::Column::RefreshLeaseUntil.lt(now)),
             )
-            .exec(&self.db)
+            .exec(&txn)
+            .await?;
+        self.commit_invalidating(txn, &[Invalidation::Account(account_id)])
             .await?;
         Ok(result.rows_affected == 1)
     }
@@ -225,24 +238,28 @@ impl Store {
         if let Some(refresh) = tokens.refresh_token_enc {
             update = update.col_expr(account::Column::RefreshTokenEnc, Expr::value(refresh));
         }
+        let txn = self.begin_invalidating().await?;
         update
             .filter(account::Column::Id.eq(account_id))
-            .exec(&self.db)
+            .exec(&txn)
             .await?;
-        Ok(())
+        self.commit_invalidating(txn, &[Invalidation::Account(account_id)])
+            .await
     }
 
     /// Releases the refresh lease without new tokens (the refresh failed).
     pub async fn release_refresh_lease(&self, account_id: Uuid) -> Result<(), DbErr> {
+        let txn = self.begin_invalidating().await?;
         account::Entity::update_many()
             .col_expr(
                 account::Column::RefreshLeaseUntil,
                 Expr::value(Option::<DateTime<Utc>>::None),
             )
             .filter(account::Column::Id.eq(account_id))
-            .exec(&self.db)
+            .exec(&txn)
             .await?;
-        Ok(())
+        self.commit_invalidating(txn, &[Invalidation::Account(account_id)])
+            .await
     }
 
     /// Valid, connected accounts of `platforms` whose token expires before `before`.
@@ -292,11 +309,14 @@ impl Store {
                 };
                 let access = again(&row.access_token_enc)?;
                 let refresh = row.refresh_token_enc.as_deref().map(again).transpose()?;
+                let txn = self.begin_invalidating().await?;
                 account::Entity::update_many()
                     .col_expr(account::Column::AccessTokenEnc, Expr::value(access))
                     .col_expr(account::Column::RefreshTokenEnc, Expr::value(refresh))
                     .filter(account::Column::Id.eq(row.id))
-                    .exec(&self.db)
+                    .exec(&txn)
+                    .await?;
+                self.commit_invalidating(txn, &[Invalidation::Account(row.id)])
                     .await?;
                 done += 1;
             }

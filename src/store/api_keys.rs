@@ -9,8 +9,20 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
+use std::sync::Arc;
+
 use super::Store;
-use crate::crypto::{self, NewApiKey};
+use crate::{
+    access::{CachedKey, Invalidation},
+    crypto::{self, NewApiKey},
+};
+
+/// A key that authenticated, and its owner as the cache holds it.
+#[derive(Debug, Clone)]
+pub struct Authenticated {
+    pub key_id: Uuid,
+    pub user: Arc<user::Model>,
+}
 
 impl Store {
     pub async fn insert_api_key(
@@ -54,16 +66,60 @@ impl Store {
             .await
     }
 
-    /// The active key matching `presented` and its owner, in one joined query. Reads the
-    /// database every time, so a deleted key fails on the very next request.
+    /// The active key matching `presented` and its owner: from the access cache when both are
+    /// there (no round trip), otherwise from the database, caching what was read. A deleted
+    /// key still fails on the very next request: its deletion evicts it (see
+    /// [`Self::deactivate_api_key`]). Unknown keys are not cached.
     pub async fn authenticate_api_key(
         &self,
         presented: &str,
+    ) -> Result<Option<Authenticated>, DbErr> {
+        let presented_hash = crypto::sha256_hex(presented);
+        let seen = self.access.generation();
+        if let Some(key) = self.access.key(&presented_hash) {
+            if let Some(user) = self.access.user(key.user_id) {
+                return Ok(Some(Authenticated {
+                    key_id: key.key_id,
+                    user,
+                }));
+            }
+            // The key is known, its user was evicted (a plan change): read only the user.
+            let Some(user) = user::Entity::find_by_id(key.user_id).one(&self.db).await? else {
+                return Ok(None);
+            };
+            let user = Arc::new(user);
+            self.access.insert_user(seen, user.clone());
+            return Ok(Some(Authenticated {
+                key_id: key.key_id,
+                user,
+            }));
+        }
+        let Some((key, user)) = self.read_api_key(presented, &presented_hash).await? else {
+            return Ok(None);
+        };
+        let user = Arc::new(user);
+        let cached = CachedKey {
+            key_id: key.id,
+            user_id: user.id,
+        };
+        self.access.insert_key(seen, presented_hash, cached);
+        self.access.insert_user(seen, user.clone());
+        Ok(Some(Authenticated {
+            key_id: key.id,
+            user,
+        }))
+    }
+
+    /// The active key matching `presented` (whose SHA-256 is `presented_hash`) and its owner,
+    /// in one joined query.
+    async fn read_api_key(
+        &self,
+        presented: &str,
+        presented_hash: &str,
     ) -> Result<Option<(api_key::Model, user::Model)>, DbErr> {
         let Some(prefix) = crypto::api_key_lookup_prefix(presented) else {
             return Ok(None);
         };
-        let presented_hash = crypto::sha256_hex(presented);
         let candidates = api_key::Entity::find()
             .find_also_related(user::Entity)
             .filter(api_key::Column::LookupPrefix.eq(prefix))
@@ -72,7 +128,7 @@ impl Store {
             .await?;
         let Some((key, user)) = candidates
             .into_iter()
-            .find(|(key, _)| crypto::constant_time_eq(&key.key_hash, &presented_hash))
+            .find(|(key, _)| crypto::constant_time_eq(&key.key_hash, presented_hash))
         else {
             return Ok(None);
         };
@@ -89,23 +145,27 @@ impl Store {
     }
 
     /// Deactivates one of the user's keys; false when it is unknown, foreign or already deleted.
+    /// Evicts the key from the access cache (and tells the other instances) in the same
+    /// operation.
     pub async fn deactivate_api_key(
         &self,
         user_id: Uuid,
         key_id: Uuid,
         now: DateTime<Utc>,
     ) -> Result<bool, DbErr> {
+        let txn = self.begin_invalidating().await?;
         let result = api_key::Entity::update_many()
             .col_expr(api_key::Column::IsActive, Expr::value(false))
             .col_expr(api_key::Column::DeletedAt, Expr::value(now))
             .filter(api_key::Column::Id.eq(key_id))
             .filter(api_key::Column::UserId.eq(user_id))
             .filter(api_key::Column::IsActive.eq(true))
-            .exec(&self.db)
+            .exec(&txn)
+            .await?;
+        self.commit_invalidating(txn, &[Invalidation::Key(key_id)])
             .await?;
         Ok(result.rows_affected == 1)
     }
-
     /// Writes a batch of last-use times (each key keeps the latest).
     pub async fn record_keys_last_used(
         &self,

@@ -3,6 +3,7 @@
 
 mod accounts;
 mod api_keys;
+mod commit;
 mod login_states;
 mod oauth_states;
 mod scheduled;
@@ -21,15 +22,25 @@ use std::{
 };
 
 use migration::{Migrator, MigratorTrait};
-use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbBackend, DbErr};
+use sea_orm::{
+    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend,
+    DbErr, Statement, TransactionTrait,
+};
+
+use crate::access::{self, AccessCache, Invalidation};
 
 pub use accounts::{NewAccount, NewTokens, ReEncryptError};
+pub use api_keys::Authenticated;
+pub use commit::{
+    AttemptClaim, DEFAULT_GROUP_COMMIT_MAX, GroupCommitStats, PublishWrite, SubmissionRow,
+};
 pub use oauth_states::StateOwner;
 pub use scheduled::{
     AttemptEnd, CancelOutcome, EndedAttempt, IDS_PER_STATEMENT, NewScheduledPost, ScheduledFilter,
+    ScheduledListing,
 };
 pub use snapshots::SnapshotClaim;
-pub use submissions::{NewSubmission, Page};
+pub use submissions::{HistoryListing, NewSubmission, Page};
 pub use usage::Reservation;
 pub use users::UserSearch;
 
@@ -38,6 +49,14 @@ pub use users::UserSearch;
 pub struct Store {
     db: DatabaseConnection,
     stats: Arc<DbStats>,
+    /// What authentication and ownership checks read without a query (see [`crate::access`]).
+    /// Every write to a row it holds evicts the entry here, right after its commit, and (on
+    /// PostgreSQL) notifies the other instances in the write's transaction.
+    access: Arc<AccessCache>,
+    /// The `pg_notify` channel of this database schema.
+    channel: Arc<str>,
+    /// The publish path's group commit (see `commit.rs`), shared by every clone.
+    group: Arc<commit::GroupCommit>,
 }
 
 /// Statements sent to the database since the store connected, by kind: what the benchmarks
@@ -128,7 +147,76 @@ impl Store {
         let stats = Arc::new(DbStats::default());
         let observer = stats.clone();
         db.set_metric_callback(move |info| observer.observe(&info.statement.sql));
-        Ok(Self { db, stats })
+        Ok(Self {
+            db,
+            stats,
+            access: Arc::new(AccessCache::default()),
+            channel: access::channel_name(pg_schema).into(),
+            group: Arc::default(),
+        })
+    }
+
+    /// This store with `cache` (the application's: its clock and configured bounds) in place
+    /// of the default one. Set before the store is cloned: clones share the cache.
+    pub fn with_access_cache(mut self, cache: Arc<AccessCache>) -> Self {
+        self.access = cache;
+        self
+    }
+
+    /// The access cache (see [`crate::access`]).
+    pub fn access(&self) -> &Arc<AccessCache> {
+        &self.access
+    }
+
+    /// On PostgreSQL, starts the listener that applies other instances' invalidations to this
+    /// store's cache (see [`access::spawn_listener`]); nothing to do on SQLite, where one
+    /// instance owns the file and the TTL bounds anything else. Needs a running runtime.
+    pub fn listen_for_invalidations(&self, retry: Duration) {
+        if self.backend() == DbBackend::Postgres {
+            access::spawn_listener(
+                self.db.get_postgres_connection_pool(),
+                self.channel.to_string(),
+                self.access.clone(),
+                retry,
+            );
+        }
+    }
+
+    /// Opens the transaction of a write that changes cached rows; finish it with
+    /// [`Self::commit_invalidating`].
+    async fn begin_invalidating(&self) -> Result<DatabaseTransaction, DbErr> {
+        self.db.begin().await
+    }
+
+    /// Tells the other instances about `what` inside `txn` (PostgreSQL delivers a notification
+    /// when, and only if, its transaction commits), commits, then evicts here: the same
+    /// operation as the write, so the next request on this instance reads the new row.
+    async fn commit_invalidating(
+        &self,
+        txn: DatabaseTransaction,
+        what: &[Invalidation],
+    ) -> Result<(), DbErr> {
+        let postgres = self.backend() == DbBackend::Postgres;
+        let result = async {
+            if postgres {
+                for item in what {
+                    txn.execute_raw(Statement::from_sql_and_values(
+                        DbBackend::Postgres,
+                        "SELECT pg_notify($1, $2)",
+                        [self.channel.to_string().into(), item.payload().into()],
+                    ))
+                    .await?;
+                }
+            }
+            txn.commit().await
+        }
+        .await;
+        // Also when the commit failed: its outcome may be unknown (a connection lost after
+        // sending it), and an eviction is only ever a query more.
+        for item in what {
+            self.access.evict(*item);
+        }
+        result
     }
 
     /// Applies every pending migration.

@@ -6,10 +6,12 @@ use chrono::{DateTime, Utc};
 use entity::platform::Platform;
 use entity::scheduled_post::{self, ScheduledStatus};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait,
-    QueryFilter, QueryOrder, QuerySelect, Set, Statement, TransactionTrait, Value,
-    sea_query::{Expr, ExprTrait},
+    ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DbBackend, DbErr,
+    DerivePartialModel, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Set, Statement,
+    TransactionTrait, Value, sea_query::Expr,
 };
+// `cast_as` in the listings' column expressions, `sub` in releasing claims.
+use sea_orm::sea_query::ExprTrait as _;
 use uuid::Uuid;
 
 use super::Store;
@@ -20,6 +22,32 @@ pub struct ScheduledFilter {
     pub status: Option<ScheduledStatus>,
     pub platform: Option<Platform>,
     pub limit: u64,
+}
+
+/// A scheduled post as `GET /api/scheduled-posts` lists it: only the columns the list returns
+/// (not the accepted request, which can be large, nor the claim and lease), and the content as
+/// its stored JSON text, which the answer embeds as it is instead of parsing it into a tree and
+/// writing it out again for every row.
+#[derive(Debug, Clone, DerivePartialModel)]
+#[sea_orm(entity = "scheduled_post::Entity", from_query_result)]
+pub struct ScheduledListing {
+    pub id: Uuid,
+    pub account_id: Uuid,
+    pub platform: Platform,
+    pub page_name: String,
+    /// `{text, media_urls}` as stored (JSON text; cast, since PostgreSQL's column is `json`).
+    #[sea_orm(from_expr = "Expr::col(scheduled_post::Column::Content).cast_as(\"text\")")]
+    pub content: String,
+    pub scheduled_at: DateTime<Utc>,
+    pub status: ScheduledStatus,
+    pub attempts: i32,
+    pub next_attempt_at: DateTime<Utc>,
+    pub submission_id: Option<Uuid>,
+    pub post_id: Option<String>,
+    pub error_code: Option<String>,
+    pub error: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub published_at: Option<DateTime<Utc>>,
 }
 
 /// A post accepted for later.
@@ -174,6 +202,35 @@ impl Store {
             .order_by_asc(scheduled_post::Column::ScheduledAt)
             .order_by_asc(scheduled_post::Column::Id)
             .limit(limit)
+            .all(&self.db)
+            .await
+    }
+
+    /// The user's scheduled posts as the API lists them (see [`ScheduledListing`]), by
+    /// scheduled time.
+    pub async fn scheduled_listing(
+        &self,
+        user_id: Uuid,
+        filter: ScheduledFilter,
+    ) -> Result<Vec<ScheduledListing>, DbErr> {
+        let ScheduledFilter {
+            status,
+            platform,
+            limit,
+        } = filter;
+        let mut query =
+            scheduled_post::Entity::find().filter(scheduled_post::Column::UserId.eq(user_id));
+        if let Some(status) = status {
+            query = query.filter(scheduled_post::Column::Status.eq(status));
+        }
+        if let Some(platform) = platform {
+            query = query.filter(scheduled_post::Column::Platform.eq(platform));
+        }
+        query
+            .order_by_asc(scheduled_post::Column::ScheduledAt)
+            .order_by_asc(scheduled_post::Column::Id)
+            .limit(limit)
+            .into_partial_model::<ScheduledListing>()
             .all(&self.db)
             .await
     }

@@ -5,9 +5,11 @@ use entity::platform::Platform;
 use entity::post_submission;
 use entity::post_submission::{PostType, PublishSteps, SubmissionStatus};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, Condition, DbErr, EntityTrait, PaginatorTrait, QueryFilter,
-    QueryOrder, QuerySelect, Set, sea_query::Expr,
+    ActiveModelTrait, ColumnTrait, Condition, DbErr, DerivePartialModel, EntityTrait,
+    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Set, sea_query::Expr,
 };
+// `cast_as` in the listings' column expressions.
+use sea_orm::sea_query::ExprTrait as _;
 use uuid::Uuid;
 
 use super::Store;
@@ -18,6 +20,32 @@ use super::Store;
 pub struct Page {
     pub limit: u64,
     pub offset: u64,
+}
+
+/// A history row as `GET /api/published-posts` lists it: the columns the list returns (not the
+/// recorded steps nor the check columns), with `content` and `result` as their stored JSON text,
+/// so a row is not parsed into a tree and converted again.
+#[derive(Debug, Clone, DerivePartialModel)]
+#[sea_orm(entity = "post_submission::Entity", from_query_result)]
+pub struct HistoryListing {
+    pub id: Uuid,
+    pub account_id: Uuid,
+    pub platform: Platform,
+    pub post_type: Option<PostType>,
+    pub post_id: Option<String>,
+    pub status: SubmissionStatus,
+    pub page_name: String,
+    /// `{text, media_urls}` as stored (JSON text; cast, since PostgreSQL's column is `json`).
+    #[sea_orm(from_expr = "Expr::col(post_submission::Column::Content).cast_as(\"text\")")]
+    pub content: String,
+    /// The publish's result fields as stored (JSON text), when it published.
+    #[sea_orm(from_expr = "Expr::col(post_submission::Column::Result).cast_as(\"text\")")]
+    pub result: Option<String>,
+    pub error_code: Option<String>,
+    pub error_message: Option<String>,
+    pub scheduled_post_id: Option<Uuid>,
+    pub created_at: DateTime<Utc>,
+    pub published_at: Option<DateTime<Utc>>,
 }
 
 /// A history row as the publisher records it.
@@ -94,6 +122,28 @@ impl Store {
             .order_by_desc(post_submission::Column::Id)
             .limit(limit)
             .offset(offset)
+            .all(&self.db)
+            .await?;
+        Ok((rows, total))
+    }
+
+    /// A page of the user's history as the API lists it (see [`HistoryListing`]), newest
+    /// first, and the total row count.
+    pub async fn history_listing(
+        &self,
+        user_id: Uuid,
+        page: Page,
+    ) -> Result<(Vec<HistoryListing>, u64), DbErr> {
+        let Page { limit, offset } = page;
+        let query =
+            post_submission::Entity::find().filter(post_submission::Column::UserId.eq(user_id));
+        let total = query.clone().count(&self.db).await?;
+        let rows = query
+            .order_by_desc(post_submission::Column::CreatedAt)
+            .order_by_desc(post_submission::Column::Id)
+            .limit(limit)
+            .offset(offset)
+            .into_partial_model::<HistoryListing>()
             .all(&self.db)
             .await?;
         Ok((rows, total))
@@ -223,13 +273,18 @@ impl Store {
         &self,
         id: Uuid,
         reconcile: serde_json::Value,
+        steps: Option<PublishSteps>,
         error_code: &str,
         message: &str,
         next_check_at: DateTime<Utc>,
         check_until: DateTime<Utc>,
         now: DateTime<Utc>,
     ) -> Result<bool, DbErr> {
-        let result = post_submission::Entity::update_many()
+        let mut update = post_submission::Entity::update_many();
+        if let Some(steps) = steps {
+            update = update.col_expr(post_submission::Column::Steps, Expr::value(steps));
+        }
+        let result = update
             .col_expr(
                 post_submission::Column::Status,
                 Expr::value(SubmissionStatus::Unconfirmed.as_str()),

@@ -9,7 +9,7 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::Store;
-use crate::usage::Plan;
+use crate::{access::Invalidation, usage::Plan};
 
 /// An operator's user search: the e-mail address to look for (free of NUL, which no stored
 /// address holds and some databases refuse in a query).
@@ -35,7 +35,7 @@ impl Store {
             active.email = Set(email.map(str::to_string));
             active.display_name = Set(display_name.map(str::to_string));
             active.updated_at = Set(now);
-            return active.update(&self.db).await;
+            return self.update_user(active).await;
         }
         let new_user = user::ActiveModel {
             id: Set(Uuid::new_v4()),
@@ -108,7 +108,7 @@ impl Store {
         active.plan_type = Set(plan_type.filter(|_| plan.is_paid()));
         active.current_period_end = Set(current_period_end.filter(|_| plan.is_paid()));
         active.updated_at = Set(now);
-        active.update(&self.db).await.map(Some)
+        self.update_user(active).await.map(Some)
     }
 
     /// Grants (`true`) or withdraws the operator role stored on the user row (`service user
@@ -125,7 +125,18 @@ impl Store {
         let mut active: user::ActiveModel = existing.into();
         active.is_operator = Set(on);
         active.updated_at = Set(now);
-        active.update(&self.db).await.map(Some)
+        self.update_user(active).await.map(Some)
+    }
+
+    /// Writes a changed user row and evicts it from the access cache (here, and on the other
+    /// instances by notification) in the same operation: a plan change meters the very next
+    /// call. Every update of a user row goes through here.
+    async fn update_user(&self, active: user::ActiveModel) -> Result<user::Model, DbErr> {
+        let txn = self.begin_invalidating().await?;
+        let updated = active.update(&txn).await?;
+        self.commit_invalidating(txn, &[Invalidation::User(updated.id)])
+            .await?;
+        Ok(updated)
     }
 
     /// The first `limit` users, oldest first (the operators' usage table).

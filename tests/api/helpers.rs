@@ -204,15 +204,27 @@ impl TestApp {
 
     /// Spawns with a config adjusted by `adjust`.
     pub async fn spawn_with(adjust: impl FnOnce(&mut Config)) -> Self {
-        Self::spawn_inner(adjust, false).await
+        Self::spawn_inner(adjust, false, false).await
     }
 
     /// Spawns on the system clock (for timing tests); `clock` is then not the service's.
     pub async fn spawn_on_system_clock(adjust: impl FnOnce(&mut Config)) -> Self {
-        Self::spawn_inner(adjust, true).await
+        Self::spawn_inner(adjust, true, false).await
     }
 
-    async fn spawn_inner(adjust: impl FnOnce(&mut Config), system_clock: bool) -> Self {
+    /// Spawns with the background actors (scheduler, reconciler, token keeper, collector) left
+    /// stopped, so that the only statements the database sees are the requests' (tests that
+    /// count them).
+    #[allow(dead_code)]
+    pub async fn spawn_without_background(adjust: impl FnOnce(&mut Config)) -> Self {
+        Self::spawn_inner(adjust, false, true).await
+    }
+
+    async fn spawn_inner(
+        adjust: impl FnOnce(&mut Config),
+        system_clock: bool,
+        defer_background: bool,
+    ) -> Self {
         init_tracing();
         let sim = Simulator::start(SimConfig {
             bind: "127.0.0.1:0".into(),
@@ -285,7 +297,7 @@ impl TestApp {
                     std::sync::Arc::new(clock.clone()) as social_service::clock::SharedClock
                 }),
                 pg_schema: pg_schema.clone(),
-                ..BuildOptions::default()
+                defer_background,
             },
         )
         .await

@@ -662,44 +662,69 @@ async fn the_final_call_is_fenced_by_the_claim() {
         .await
         .unwrap();
     assert_eq!(claimed[0].id.to_string(), id);
-    let fence = |claimant: &str| ClaimFence {
-        scheduled_post_id: claimed[0].id,
+    let post = &claimed[0];
+    let fence = |claimant: &str, attempt: i32| ClaimFence {
+        scheduled_post_id: post.id,
         claimant: claimant.into(),
+        attempt,
         lease: chrono::Duration::seconds(60),
         clock: app.state.clock.clone(),
     };
-    let attempt = uuid::Uuid::new_v4();
-    assert!(
-        app.state
-            .store
-            .set_scheduled_submission(claimed[0].id, "other-instance", attempt)
-            .await
-            .unwrap()
-    );
-    let recorder = |submission: uuid::Uuid, claimant: &str| {
-        StepRecorder::for_submission(app.state.store.clone(), submission)
-            .with_fence(Some(fence(claimant)))
+    let recorder = |claimant: &str, attempt: i32| {
+        let row = social_service::store::SubmissionRow {
+            id: uuid::Uuid::new_v4(),
+            new: social_service::store::NewSubmission {
+                user_id: post.user_id,
+                account_id: post.account_id,
+                platform: social_service::publish::plan::Platform::Threads,
+                post_type: Some(entity::post_submission::PostType::Text),
+                post_id: None,
+                status: entity::post_submission::SubmissionStatus::Publishing,
+                page_name: post.page_name.clone(),
+                content: post.content.clone(),
+                result: None,
+                error_code: None,
+                error_message: None,
+                published_at: None,
+            },
+            steps: Default::default(),
+            scheduled_post_id: Some(post.id),
+            created_at: now,
+            updated_at: now,
+        };
+        let id = row.id;
+        let recorder = StepRecorder::for_new_submission(app.state.store.clone(), row)
+            .with_fence(Some(fence(claimant, attempt)));
+        (id, recorder)
     };
+    let store = &app.state.store;
     // An instance that lost the claim (it was presumed dead and the post settled) may not make
     // the irreversible call; nor may a stale job of an earlier attempt of the claimant itself.
-    assert!(
-        recorder(attempt, "presumed-dead")
-            .before_final()
-            .await
-            .is_err()
-    );
-    assert!(
-        recorder(uuid::Uuid::new_v4(), "other-instance")
-            .before_final()
-            .await
-            .is_err()
-    );
-    assert!(
-        recorder(attempt, "other-instance")
-            .before_final()
-            .await
-            .is_ok()
-    );
+    // Either writes nothing: no history row, no link.
+    for (claimant, attempt) in [
+        ("presumed-dead", post.attempts),
+        ("other-instance", post.attempts - 1),
+    ] {
+        let (id, refused) = recorder(claimant, attempt);
+        assert!(
+            refused.before_final().await.is_err(),
+            "{claimant} {attempt}"
+        );
+        assert!(!refused.final_started());
+        assert!(store.find_submission(id).await.unwrap().is_none());
+    }
+    let unlinked = store.find_scheduled_post(post.id).await.unwrap().unwrap();
+    assert_eq!(unlinked.submission_id, None);
+    // The holder of the attempt's claim writes the row (final call started) and links it, in
+    // its one write before the call.
+    let (id, holder) = recorder("other-instance", post.attempts);
+    assert!(holder.before_final().await.is_ok());
+    let row = store.find_submission(id).await.unwrap().unwrap();
+    assert_eq!(row.status.as_str(), "publishing");
+    assert!(row.steps.unwrap().final_started);
+    assert_eq!(row.scheduled_post_id, Some(post.id));
+    let linked = store.find_scheduled_post(post.id).await.unwrap().unwrap();
+    assert_eq!(linked.submission_id, Some(id));
 }
 
 #[actix_web::test]

@@ -3,12 +3,13 @@
 
 use chrono::{DateTime, Utc};
 use entity::{account, api_key, platform::Platform, post_submission, scheduled_post, user};
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::iso;
+use crate::store::{HistoryListing, ScheduledListing};
 
 /// An API key (§2.1). Never includes the key itself.
 #[derive(Debug, Serialize, ToSchema)]
@@ -221,26 +222,57 @@ impl TokenInfo {
     }
 }
 
+// Read from the stored `content` text in one pass that keeps each value as its JSON text (no
+// tree is built), and written out as it was stored; a missing `text` is `null` and missing
+// media `[]`.
 /// What was posted: the text (one string, or an array for a thread; `null` without text) and
 /// the media URLs.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, ToSchema)]
 pub struct PostContent {
     #[schema(required = true, value_type = Option<super::requests::TextOrTexts>)]
-    pub text: Value,
-    #[schema(value_type = Vec<String>)]
-    pub media_urls: Value,
+    text: Option<Box<RawValue>>,
+    #[schema(required = true, value_type = Vec<String>)]
+    media_urls: Option<Box<RawValue>>,
 }
 
 impl PostContent {
-    /// From the stored `content` column (`{text, media_urls}`, written by the service).
-    fn from_stored(content: &Value) -> Self {
-        Self {
-            text: content.get("text").cloned().unwrap_or(Value::Null),
-            media_urls: content
-                .get("media_urls")
-                .cloned()
-                .unwrap_or_else(|| Value::Array(Vec::new())),
+    /// From the stored `content` column's text (`{text, media_urls}`, written by the service).
+    /// A column that is not that object is a bug where it was written: logged, and shown empty.
+    pub fn from_stored(stored: &str) -> Self {
+        serde_json::from_str(stored).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "unreadable stored post content");
+            Self {
+                text: None,
+                media_urls: None,
+            }
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for PostContent {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Stored {
+            #[serde(default)]
+            text: Option<Box<RawValue>>,
+            #[serde(default)]
+            media_urls: Option<Box<RawValue>>,
         }
+        let Stored { text, media_urls } = Stored::deserialize(deserializer)?;
+        Ok(Self { text, media_urls })
+    }
+}
+
+impl Serialize for PostContent {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut content = serializer.serialize_struct("PostContent", 2)?;
+        content.serialize_field("text", &self.text)?;
+        match &self.media_urls {
+            Some(urls) => content.serialize_field("media_urls", urls)?,
+            None => content.serialize_field("media_urls", &[] as &[&str])?,
+        }
+        content.end()
     }
 }
 
@@ -284,13 +316,14 @@ pub struct Submission {
     pub scheduled_post_id: Option<Uuid>,
 }
 
-impl From<&post_submission::Model> for Submission {
-    fn from(row: &post_submission::Model) -> Self {
+impl From<&HistoryListing> for Submission {
+    fn from(row: &HistoryListing) -> Self {
+        // Straight from the stored text into the typed fields (no intermediate tree).
         let extras = row
             .result
-            .as_ref()
+            .as_deref()
             .map(|result| {
-                serde_json::from_value(result.clone()).unwrap_or_else(|e| {
+                serde_json::from_str(result).unwrap_or_else(|e| {
                     // Written by `publish::run::result_fields`; another shape is a bug there.
                     tracing::warn!(error = %e, submission = %row.id, "unreadable publish result");
                     PublishExtras::default()
@@ -391,8 +424,8 @@ pub struct ScheduledPost {
     pub next_attempt_at: Option<String>,
 }
 
-impl From<&scheduled_post::Model> for ScheduledPost {
-    fn from(row: &scheduled_post::Model) -> Self {
+impl From<&ScheduledListing> for ScheduledPost {
+    fn from(row: &ScheduledListing) -> Self {
         use scheduled_post::ScheduledStatus;
         let failed = row.status == ScheduledStatus::Failed;
         // A retry is pending: say why the last attempt did not publish.
@@ -439,8 +472,12 @@ mod tests {
                 json!({"text": "hi", "media_urls": ["https://x/a.jpg"]}),
             ),
             (json!({}), json!({"text": null, "media_urls": []})),
+            (
+                json!({"text": null, "media_urls": []}),
+                json!({"text": null, "media_urls": []}),
+            ),
         ] {
-            let content = PostContent::from_stored(&stored);
+            let content = PostContent::from_stored(&stored.to_string());
             assert_eq!(serde_json::to_value(&content).unwrap(), wire);
         }
     }

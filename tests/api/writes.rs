@@ -1,0 +1,427 @@
+//! The publish path's write budget (one write before the irreversible call, one after), what an
+//! interrupted publish leaves for settlement now that its row is written at the final call, and
+//! the group commit that runs writes arriving together in one transaction.
+
+use std::sync::{Arc, Mutex};
+
+use entity::post_submission::{PostType, SubmissionStatus};
+use secrecy::SecretString;
+use serde_json::json;
+use service_sim::state::{FaultKind, FaultSpec};
+use social_service::{
+    actors::scheduler::{Drain, settle_expired_claims},
+    media::MediaFetcher,
+    platforms::{AccountCredentials, StepKind},
+    publish::{
+        plan::{Platform, PublishPlan, ThreadsPost},
+        run::{JobResult, JobSpec, PublishDeps, run_job_probed},
+        steps::{ClaimFence, FinalProbe, StepRecorder},
+    },
+    store::{DbCounts, NewSubmission, PublishWrite, SubmissionRow},
+};
+use uuid::Uuid;
+
+use crate::helpers::{Publisher, TestApp};
+
+/// The account actor's dependencies, built from the app as `Application::build` builds them.
+fn deps(app: &TestApp) -> Arc<PublishDeps> {
+    let config = &app.config;
+    Arc::new(PublishDeps {
+        store: app.state.store.clone(),
+        clock: app.state.clock.clone(),
+        cipher: app.state.cipher.clone(),
+        http: reqwest::Client::new(),
+        media: MediaFetcher::new(
+            &config.publishing.media_allow_hosts,
+            config.publishing.max_media_bytes,
+        )
+        .unwrap(),
+        platforms: config.platforms.clone(),
+        publishing: config.publishing.clone(),
+        oauth: config.oauth.clone(),
+        metrics: Default::default(),
+    })
+}
+
+fn credentials(publisher: &Publisher) -> AccountCredentials {
+    AccountCredentials {
+        external_id: publisher.sim.external_id.clone(),
+        display_name: publisher.sim.name.clone(),
+        access_token: SecretString::from(publisher.sim.access_token.clone()),
+        login_route: Default::default(),
+    }
+}
+
+fn text_job(publisher: &Publisher, text: &str, claim: Option<ClaimFence>) -> JobSpec {
+    JobSpec {
+        submission_id: Uuid::new_v4(),
+        user_id: publisher.user_id,
+        account_id: publisher.account.id,
+        page_name: publisher.account.display_name.clone(),
+        plan: PublishPlan::Threads(ThreadsPost::Text { text: text.into() }),
+        content: json!({"text": text, "media_urls": []}),
+        reserved_counter: None,
+        claim,
+        announce: None,
+    }
+}
+
+fn new_row(publisher: &Publisher, scheduled_post_id: Option<Uuid>, app: &TestApp) -> SubmissionRow {
+    let now = app.clock_now();
+    SubmissionRow {
+        id: Uuid::new_v4(),
+        new: NewSubmission {
+            user_id: publisher.user_id,
+            account_id: publisher.account.id,
+            platform: Platform::Threads,
+            post_type: Some(PostType::Text),
+            post_id: None,
+            status: SubmissionStatus::Publishing,
+            page_name: publisher.account.display_name.clone(),
+            content: json!({"text": "row", "media_urls": []}),
+            result: None,
+            error_code: None,
+            error_message: None,
+            published_at: None,
+        },
+        steps: Default::default(),
+        scheduled_post_id,
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+/// Runs a job, reading the store's statement counts when its final call is cleared to go.
+async fn run_counted(
+    app: &TestApp,
+    publisher: &Publisher,
+    job: JobSpec,
+) -> (JobResult, Option<DbCounts>, DbCounts, DbCounts) {
+    let store = app.state.store.clone();
+    let at_final: Arc<Mutex<Option<DbCounts>>> = Arc::default();
+    let seen = at_final.clone();
+    let probe: FinalProbe = Arc::new(move || {
+        *seen.lock().unwrap() = Some(store.db_counts());
+    });
+    let before = app.state.store.db_counts();
+    let result = run_job_probed(deps(app), credentials(publisher), job, Some(probe)).await;
+    let after = app.state.store.db_counts();
+    let at_final = *at_final.lock().unwrap();
+    (result, at_final, before, after)
+}
+
+/// A threads text post (container → status → publish) writes its history row once before the
+/// final platform call and once after it (it wrote 5 times before group commit's change: the
+/// row, the container step, the processing step, `final_started`, the published id, the outcome
+/// being the sixth).
+#[actix_web::test]
+async fn a_threads_text_publish_writes_once_before_its_final_call_and_once_after() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("threads", "pro").await;
+    // Nothing else writes meanwhile: the scheduler's passes (a claim is an UPDATE even when
+    // nothing is due) would count. Drained, and its last look at the table over.
+    let scheduler = app.state.background.scheduler().unwrap();
+    let started = std::time::Instant::now();
+    while scheduler.send(Drain).await.unwrap() > 0 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the scheduler's pass never ended"
+        );
+        tokio::task::yield_now().await;
+    }
+    let job = text_job(&publisher, "budget", None);
+    let id = job.submission_id;
+    let (result, at_final, before, after) = run_counted(&app, &publisher, job).await;
+    let receipt = result.outcome.expect("published");
+    let at_final = at_final.expect("the adapter announced its final call");
+    let writes_before = at_final.since(before).writes;
+    let writes_after = after.since(at_final).writes;
+    assert!(
+        writes_before <= 1 && writes_after <= 1,
+        "writes before the final call: {writes_before}, after: {writes_after}"
+    );
+    // And those writes are the whole history: the row, its steps and outcome.
+    let row = app.state.store.find_submission(id).await.unwrap().unwrap();
+    assert_eq!(row.status, SubmissionStatus::Published);
+    assert_eq!(row.post_id.as_deref(), Some(receipt.post_id.as_str()));
+    let steps = row.steps.unwrap();
+    assert!(steps.final_started);
+    assert_eq!(steps.ids(StepKind::Container).len(), 1);
+    assert_eq!(steps.ids(StepKind::Post), vec![receipt.post_id.clone()]);
+    assert_eq!(app.published(&publisher.sim).len(), 1);
+}
+
+/// A scheduled post's attempt cut off before its final call leaves no history row (its steps
+/// were only in memory) and no link on the post: settlement retries it, never `unconfirmed`.
+/// Also when an earlier attempt of the same post reached its final call and was refused (a rate
+/// limit): that attempt's row, `final_started`, must not decide the later attempt's settlement.
+#[actix_web::test]
+async fn an_attempt_cut_off_before_its_final_call_is_retried_never_unconfirmed() {
+    let app = TestApp::spawn_with(|c| c.scheduler.lease_secs = 2).await;
+    let publisher = app.publisher("threads", "pro").await;
+    let store = &app.state.store;
+    app.state
+        .background
+        .scheduler()
+        .unwrap()
+        .send(Drain)
+        .await
+        .unwrap();
+    let when = (app.clock_now() + chrono::Duration::seconds(61))
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let (status, body) = app
+        .post(
+            &publisher.key,
+            &publisher.body(json!({"text": "cut off", "scheduledAt": when})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    app.clock.advance(chrono::Duration::seconds(62));
+    let claim = |now| async move {
+        let claimed = store
+            .claim_due_posts("dead-instance", now, now + chrono::Duration::seconds(1), 10)
+            .await
+            .unwrap();
+        assert_eq!(claimed.len(), 1);
+        claimed.into_iter().next().unwrap()
+    };
+    let fence = |post: &entity::scheduled_post::Model| ClaimFence {
+        scheduled_post_id: post.id,
+        claimant: "dead-instance".into(),
+        attempt: post.attempts,
+        lease: chrono::Duration::seconds(1),
+        clock: app.state.clock.clone(),
+    };
+
+    // Attempt 1: the platform refuses the final call with its rate limit (nothing went out).
+    let post = claim(app.clock_now()).await;
+    app.sim.state().set_faults(
+        "threads",
+        &publisher.sim.external_id,
+        FaultSpec {
+            error: Some(FaultKind::RateLimit),
+            path_contains: Some("threads_publish".into()),
+            times: Some(1),
+            ..FaultSpec::default()
+        },
+    );
+    let job = text_job(&publisher, "cut off", Some(fence(&post)));
+    let first = job.submission_id;
+    let result = run_job_probed(deps(&app), credentials(&publisher), job, None).await;
+    assert!(result.outcome.is_err() && result.retryable);
+    let refused = store.find_submission(first).await.unwrap().unwrap();
+    assert_eq!(refused.status, SubmissionStatus::Failed);
+    assert!(refused.steps.unwrap().final_started);
+    // Retried, as the scheduler does.
+    let now = app.clock_now();
+    assert!(
+        store
+            .reschedule_post(post.id, "dead-instance", now, "rate limited", now, None)
+            .await
+            .unwrap()
+    );
+
+    // Attempt 2 records its container, then the process dies before the final call.
+    let post = claim(app.clock_now()).await;
+    assert_eq!(post.attempts, 2);
+    let row = new_row(&publisher, Some(post.id), &app);
+    let second = row.id;
+    let recorder = StepRecorder::for_new_submission(store.clone(), row)
+        .with_fence(Some(fence(&post)))
+        .with_clock(app.state.clock.clone());
+    recorder.record(StepKind::Container, "1").await.unwrap();
+    drop(recorder);
+    assert!(store.find_submission(second).await.unwrap().is_none());
+
+    // The lease passes; settlement retries the post.
+    app.clock.advance(chrono::Duration::seconds(5));
+    assert_eq!(
+        settle_expired_claims(&app.state.scheduling).await.unwrap(),
+        1
+    );
+    let settled = store.find_scheduled_post(post.id).await.unwrap().unwrap();
+    assert_eq!(
+        settled.status.as_str(),
+        "scheduled",
+        "retried: the final call was never made ({:?})",
+        settled.error
+    );
+    assert!(store.find_submission(second).await.unwrap().is_none());
+    // The refused attempt's row is as it ended, and nothing went out.
+    let refused = store.find_submission(first).await.unwrap().unwrap();
+    assert_eq!(refused.status, SubmissionStatus::Failed);
+    assert!(app.published(&publisher.sim).is_empty());
+}
+
+/// An immediate publish cut off before its final call leaves nothing for the stale-publish
+/// settlement to call `unconfirmed`: no row at all.
+#[actix_web::test]
+async fn an_immediate_publish_cut_off_before_its_final_call_leaves_no_row() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("threads", "pro").await;
+    let store = &app.state.store;
+    let row = new_row(&publisher, None, &app);
+    let id = row.id;
+    let recorder = StepRecorder::for_new_submission(store.clone(), row);
+    recorder.record(StepKind::Container, "1").await.unwrap();
+    drop(recorder);
+    app.clock.advance(chrono::Duration::seconds(1_801));
+    settle_expired_claims(&app.state.scheduling).await.unwrap();
+    assert!(store.find_submission(id).await.unwrap().is_none());
+    // Cut off after it: the row says the final call started, and settlement says unconfirmed.
+    let row = new_row(&publisher, None, &app);
+    let id = row.id;
+    let recorder = StepRecorder::for_new_submission(store.clone(), row);
+    recorder.before_final().await.unwrap();
+    drop(recorder);
+    app.clock.advance(chrono::Duration::seconds(1_801));
+    settle_expired_claims(&app.state.scheduling).await.unwrap();
+    let row = store.find_submission(id).await.unwrap().unwrap();
+    assert_eq!(row.status, SubmissionStatus::Unconfirmed);
+}
+
+/// Writes that arrive together share one transaction, and each caller gets its own answer: a
+/// conditional write that matched nothing is that caller's `false`, a write that fails (a
+/// duplicate id) fails alone after the batch is retried write by write.
+#[actix_web::test]
+async fn writes_arriving_together_commit_together_and_answer_each_caller() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("threads", "pro").await;
+    let store = &app.state.store;
+    let now = app.clock_now();
+    let rows: Vec<SubmissionRow> = (0..6).map(|_| new_row(&publisher, None, &app)).collect();
+    let before_final = |row: &SubmissionRow| {
+        let mut row = row.clone();
+        row.steps.final_started = true;
+        PublishWrite::BeforeFinal { row, claim: None }
+    };
+
+    // Six rows at once: one transaction.
+    let stats = store.group_commit_stats();
+    let answers = futures_util::future::join_all(
+        rows.iter()
+            .map(|row| store.publish_write(before_final(row))),
+    )
+    .await;
+    assert!(answers.iter().all(|a| matches!(a, Ok(true))), "{answers:?}");
+    let after = store.group_commit_stats();
+    assert_eq!(after.writes - stats.writes, 6);
+    assert_eq!(
+        after.transactions - stats.transactions,
+        1,
+        "six writes queued together, one commit"
+    );
+
+    // Their outcomes, with a write that matches no row and one that cannot be written.
+    let mut writes: Vec<PublishWrite> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, row)| PublishWrite::Published {
+            id: row.id,
+            post_id: format!("post-{i}"),
+            result: json!({}),
+            steps: None,
+            now,
+        })
+        .collect();
+    writes.push(PublishWrite::Failed {
+        id: Uuid::new_v4(),
+        status: SubmissionStatus::Failed,
+        error_code: "PublishingFailed".into(),
+        message: "no such row".into(),
+        steps: None,
+        now,
+        unlink: None,
+    });
+    writes.push(before_final(&rows[0]));
+    let answers =
+        futures_util::future::join_all(writes.into_iter().map(|w| store.publish_write(w))).await;
+    for answer in &answers[..6] {
+        assert!(matches!(answer, Ok(true)), "{answers:?}");
+    }
+    assert!(matches!(answers[6], Ok(false)), "{answers:?}");
+    assert!(answers[7].is_err(), "a duplicate row: {answers:?}");
+    for (i, row) in rows.iter().enumerate() {
+        let stored = store.find_submission(row.id).await.unwrap().unwrap();
+        assert_eq!(stored.status, SubmissionStatus::Published);
+        assert_eq!(stored.post_id, Some(format!("post-{i}")));
+    }
+}
+
+/// Concurrent publishes through the group commit: every row ends right, each post once.
+#[actix_web::test]
+async fn concurrent_publishes_each_end_their_own_row() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("threads", "pro").await;
+    let jobs: Vec<JobSpec> = (0..8)
+        .map(|i| text_job(&publisher, &format!("together {i}"), None))
+        .collect();
+    let ids: Vec<Uuid> = jobs.iter().map(|j| j.submission_id).collect();
+    let stats = app.state.store.group_commit_stats();
+    let results = futures_util::future::join_all(
+        jobs.into_iter()
+            .map(|job| run_job_probed(deps(&app), credentials(&publisher), job, None)),
+    )
+    .await;
+    let after = app.state.store.group_commit_stats();
+    for (id, result) in ids.iter().zip(results) {
+        let receipt = result.outcome.expect("published");
+        let row = app.state.store.find_submission(*id).await.unwrap().unwrap();
+        assert_eq!(row.status, SubmissionStatus::Published);
+        assert_eq!(row.post_id, Some(receipt.post_id));
+    }
+    assert_eq!(
+        after.writes - stats.writes,
+        16,
+        "one write before, one after"
+    );
+    assert!(after.transactions - stats.transactions <= 16);
+    assert_eq!(app.published(&publisher.sim).len(), 8);
+}
+
+/// `POST /v2/posts` past its time limit tells the client to look for its history row before
+/// retrying. The row is otherwise first written at the final call; a publish still before it
+/// (here: a threads container being created) writes it when the caller stops waiting, so the
+/// client finds it in the history the moment it gets the 504, and it then ends published once.
+#[actix_web::test]
+async fn a_timed_out_publish_is_in_the_history_when_the_caller_gets_504() {
+    let app = TestApp::spawn_with(|c| c.publishing.request_timeout_secs = 1).await;
+    let publisher = app.publisher("threads", "pro").await;
+    app.sim.state().set_faults(
+        "threads",
+        &publisher.sim.external_id,
+        FaultSpec {
+            latency_ms: 1_500,
+            ..FaultSpec::default()
+        },
+    );
+    let (status, body) = app
+        .post(&publisher.key, &publisher.body(json!({"text": "slow"})))
+        .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (504, Some("Timeout")),
+        "{body}"
+    );
+    let history = app.history(&publisher.dashboard).await;
+    assert_eq!(history["total"], 1, "no history row at the 504: {history}");
+    assert_eq!(history["posts"][0]["status"], "publishing", "{history}");
+    let id = history["posts"][0]["post_submission_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(body["message"].as_str().unwrap().contains(&id), "{body}");
+    assert!(app.published(&publisher.sim).is_empty());
+    // The publish carries on to its end, once, on the same row.
+    let history = loop {
+        let history = app.history(&publisher.dashboard).await;
+        if history["posts"][0]["status"] != "publishing" {
+            break history;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(history["total"], 1, "{history}");
+    assert_eq!(history["posts"][0]["status"], "published", "{history}");
+    assert_eq!(history["posts"][0]["post_submission_id"], id.as_str());
+    assert_eq!(app.published(&publisher.sim).len(), 1);
+}
