@@ -548,12 +548,7 @@ pub(crate) fn meta_time(at: chrono::DateTime<Utc>) -> String {
 /// Published items of an account within the quota window (`reply` selects replies or posts).
 pub(crate) fn quota_usage(state: &SimState, account: &SimAccount, reply: Option<bool>) -> usize {
     let since = Utc::now() - chrono::Duration::seconds(QUOTA_DURATION_SECS as i64);
-    state
-        .published(Some(&account.platform), Some(&account.external_id))
-        .iter()
-        .filter(|i| i.published_at > since)
-        .filter(|i| reply.is_none_or(|r| i.reply_to.is_some() == r))
-        .count()
+    state.published_since(&account.platform, &account.external_id, since, reply)
 }
 
 pub(crate) fn quota_config(total: usize) -> Value {

@@ -6,6 +6,7 @@
 //! which the module then renders in its platform's own error format.
 
 use std::{
+    collections::HashMap,
     sync::{
         Mutex,
         atomic::{AtomicU64, Ordering},
@@ -164,6 +165,32 @@ pub fn violation(
     response
 }
 
+/// Everything published, in order, with the indexes the simulator's own checks read on every
+/// publish (by id, and each account's publish times for the quotas): a long run (a benchmark
+/// publishing 100,000 posts) must not make each publish slower than the one before.
+#[derive(Default)]
+struct Published {
+    items: Vec<PublishedItem>,
+    /// Item id → index in `items`.
+    by_id: HashMap<String, usize>,
+    /// (platform, account) → (published at, is a reply), in publish order.
+    by_account: HashMap<(String, String), Vec<PublishTime>>,
+}
+
+/// When an item was published, and whether it is a reply (the quotas count them apart).
+type PublishTime = (DateTime<Utc>, bool);
+
+impl Published {
+    fn push(&mut self, item: PublishedItem) {
+        self.by_id.insert(item.id.clone(), self.items.len());
+        self.by_account
+            .entry((item.platform.clone(), item.account_id.clone()))
+            .or_default()
+            .push((item.published_at, item.reply_to.is_some()));
+        self.items.push(item);
+    }
+}
+
 pub struct SimState {
     accounts: DashMap<(String, String), SimAccount>,
     /// access token → (platform, external id)
@@ -172,7 +199,7 @@ pub struct SimState {
     /// access token → the scopes granted with it, for tokens issued by an OAuth flow that
     /// asked for scopes (tiktok). A token not here (made with its account) has every scope.
     scopes: DashMap<String, Vec<String>>,
-    published: Mutex<Vec<PublishedItem>>,
+    published: Mutex<Published>,
     requests: DashMap<(String, String), u64>,
     /// Protocol violations seen, in order (see [`Violation`]).
     violations: Mutex<Vec<Violation>>,
@@ -194,7 +221,7 @@ impl SimState {
             tokens: DashMap::new(),
             faults: DashMap::new(),
             scopes: DashMap::new(),
-            published: Mutex::new(Vec::new()),
+            published: Mutex::new(Published::default()),
             requests: DashMap::new(),
             violations: Mutex::new(Vec::new()),
             received: AtomicU64::new(0),
@@ -433,6 +460,7 @@ impl SimState {
         self.published
             .lock()
             .unwrap_or_else(|p| p.into_inner())
+            .items
             .iter()
             .filter(|i| platform.is_none_or(|p| i.platform == p))
             .filter(|i| external_id.is_none_or(|id| i.account_id == id))
@@ -440,11 +468,50 @@ impl SimState {
             .collect()
     }
 
+    /// How many items were published, optionally on one platform (without copying them).
+    pub fn published_count(&self, platform: Option<&str>) -> usize {
+        let published = self.published.lock().unwrap_or_else(|p| p.into_inner());
+        match platform {
+            None => published.items.len(),
+            Some(platform) => published
+                .items
+                .iter()
+                .filter(|i| i.platform == platform)
+                .count(),
+        }
+    }
+
+    /// An account's posts (`reply`: `Some(true)` replies only, `Some(false)` posts only)
+    /// published after `since`: what the platforms' publishing quotas count. Read from a
+    /// per-account index, so a publish does not scan (let alone copy) everything published.
+    pub fn published_since(
+        &self,
+        platform: &str,
+        external_id: &str,
+        since: DateTime<Utc>,
+        reply: Option<bool>,
+    ) -> usize {
+        let published = self.published.lock().unwrap_or_else(|p| p.into_inner());
+        published
+            .by_account
+            .get(&(platform.to_string(), external_id.to_string()))
+            .map(|times| {
+                times
+                    .iter()
+                    .filter(|(at, is_reply)| *at > since && reply.is_none_or(|r| *is_reply == r))
+                    .count()
+            })
+            .unwrap_or(0)
+    }
+
     /// Changes a published item in place (e.g. a thumbnail set after the upload); `false` when
     /// there is no item with that id.
     pub fn update_published(&self, id: &str, change: impl FnOnce(&mut PublishedItem)) -> bool {
-        let mut items = self.published.lock().unwrap_or_else(|p| p.into_inner());
-        match items.iter_mut().find(|i| i.id == id) {
+        let mut published = self.published.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(&index) = published.by_id.get(id) else {
+            return false;
+        };
+        match published.items.get_mut(index) {
             Some(item) => {
                 change(item);
                 true
@@ -455,12 +522,9 @@ impl SimState {
 
     /// A published item by its id.
     pub fn published_item(&self, id: &str) -> Option<PublishedItem> {
-        self.published
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .find(|i| i.id == id)
-            .cloned()
+        let published = self.published.lock().unwrap_or_else(|p| p.into_inner());
+        let index = *published.by_id.get(id)?;
+        published.items.get(index).cloned()
     }
 
     /// Counts one received HTTP request (the simulator's outermost middleware calls this).
@@ -595,5 +659,41 @@ mod tests {
         // Reading leaves the log; taking empties it.
         assert_eq!(state.take_violations().len(), 2);
         assert!(state.violations().is_empty());
+    }
+
+    #[test]
+    fn quota_counts_and_lookups_read_the_indexes() {
+        let state = SimState::new(Duration::from_millis(1));
+        let now = Utc::now();
+        let item = |id: &str, account: &str, reply: bool, hours_ago: i64| PublishedItem {
+            platform: "threads".into(),
+            account_id: account.into(),
+            id: id.into(),
+            kind: "text".into(),
+            text: None,
+            media: Vec::new(),
+            reply_to: reply.then(|| "parent".to_string()),
+            extra: Value::Null,
+            published_at: now - chrono::Duration::hours(hours_ago),
+        };
+        state.record_published(item("1", "a", false, 30));
+        state.record_published(item("2", "a", false, 1));
+        state.record_published(item("3", "a", true, 1));
+        state.record_published(item("4", "b", false, 1));
+        let since = now - chrono::Duration::hours(24);
+        assert_eq!(state.published_since("threads", "a", since, None), 2);
+        assert_eq!(state.published_since("threads", "a", since, Some(false)), 1);
+        assert_eq!(state.published_since("threads", "a", since, Some(true)), 1);
+        assert_eq!(state.published_since("threads", "c", since, None), 0);
+        assert_eq!(state.published_since("x", "a", since, None), 0);
+        assert_eq!(state.published_count(None), 4);
+        assert_eq!(state.published_count(Some("threads")), 4);
+        assert!(state.update_published("3", |i| i.extra = Value::Bool(true)));
+        assert!(!state.update_published("9", |_| {}));
+        assert_eq!(
+            state.published_item("3").map(|i| i.extra),
+            Some(Value::Bool(true))
+        );
+        assert_eq!(state.published(None, Some("a")).len(), 3);
     }
 }
