@@ -123,15 +123,17 @@ fn replace_runs(text: &str) -> String {
             continue;
         }
         let digits = chars[i..].iter().take_while(|c| c.is_ascii_digit()).count();
-        if digits >= 10 {
-            out.push_str("<n>");
-            i += digits;
-            continue;
-        }
         let hex = chars[i..]
             .iter()
             .take_while(|c| c.is_ascii_digit() || ('a'..='f').contains(*c))
             .count();
+        // A generated hex name may begin with ten digits or more (about one in a hundred): the
+        // whole run decides, so it is still `<hex>`, not `<n>` and a tail.
+        if digits >= 10 && !(hex >= 16 && hex > digits) {
+            out.push_str("<n>");
+            i += digits;
+            continue;
+        }
         if hex >= 16 {
             out.push_str("<hex>");
             i += hex;
