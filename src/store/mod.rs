@@ -49,9 +49,10 @@ pub use users::UserSearch;
 pub struct Store {
     db: DatabaseConnection,
     stats: Arc<DbStats>,
-    /// What authentication and ownership checks read without a query (see [`crate::access`]).
-    /// Every write to a row it holds evicts the entry here, right after its commit, and (on
-    /// PostgreSQL) notifies the other instances in the write's transaction.
+    /// What authentication and ownership checks read without a query, and the rendered
+    /// scheduled-post listings (see [`crate::access`]). Every write to a row it holds evicts the
+    /// entry here, right after its commit, and (on PostgreSQL) notifies the other instances in
+    /// the write's transaction (for a lone statement, right after it).
     access: Arc<AccessCache>,
     /// The `pg_notify` channel of this database schema.
     channel: Arc<str>,
