@@ -4,15 +4,24 @@
 //!   unknown key is never cached, so guessing keys cannot grow memory);
 //! - a user id → the user row (its plan, for metering);
 //! - an account id → the account row (ownership, connected, valid), which the supervisor reads
-//!   for the hot paths (`/api/performance/*`, publishing's checks).
+//!   for the hot paths (`/api/performance/*`, publishing's checks);
+//! - a user's rendered `GET /api/scheduled-posts` answer per filter (the listing is what is left
+//!   of that call's cost once authentication and metering come from memory: decoding the rows
+//!   and writing the JSON, issue 16).
 //!
 //! Staleness, and how it is bounded:
 //! - On this instance every write to these rows goes through [`crate::store::Store`], which
 //!   evicts the entry right after its transaction commits ([`Invalidation`]), in the same
-//!   operation: a deleted key or a changed plan is seen by the very next request.
+//!   operation: a deleted key or a changed plan is seen by the very next request. Every write
+//!   that changes what a scheduled-posts listing shows drops all listings
+//!   ([`Invalidation::Scheduled`]: one version for every user, as the scheduler's batches span
+//!   users and the listing is cheap to rebuild), so a post scheduled, cancelled or published is
+//!   in the very next listing.
 //! - A read that raced such a write (it read the old row before the commit and would insert it
 //!   after the eviction) is refused: every eviction bumps a generation, and an insert is only
-//!   taken when the generation is still the one seen before the read.
+//!   taken when the generation is still the one seen before the read (for listings: the
+//!   listing version, bumped only by scheduled-post writes, so the scheduler's writes do not
+//!   refuse authentication's inserts).
 //! - Other instances on the same PostgreSQL database hear of the write by `pg_notify`, sent in
 //!   the write's transaction (delivered on commit), through [`spawn_listener`]. When the listener
 //!   (re)connects it clears everything, since notifications may have been missed meanwhile.
@@ -34,11 +43,15 @@ use uuid::Uuid;
 
 use crate::clock::{SharedClock, SystemClock};
 
-/// How big and how fresh the cache is (`auth.cache_capacity`, `auth.cache_ttl_ms`).
+/// How big and how fresh the cache is (`auth.cache_capacity`, `auth.list_cache_capacity`,
+/// `auth.cache_ttl_ms`).
 #[derive(Debug, Clone, Copy)]
 pub struct AccessCacheSettings {
     /// Entries per kind (keys, users, accounts); 0 turns caching off.
     pub capacity: usize,
+    /// Rendered listings (one per user and filter; up to 100 posts each, so far fewer than
+    /// `capacity`); 0 turns listing caching off.
+    pub list_capacity: usize,
     /// The longest an entry is trusted without a re-read.
     pub ttl: Duration,
 }
@@ -47,10 +60,17 @@ impl Default for AccessCacheSettings {
     fn default() -> Self {
         Self {
             capacity: 10_000,
+            list_capacity: DEFAULT_LIST_CAPACITY,
             ttl: Duration::from_millis(5_000),
         }
     }
 }
+
+/// `auth.list_cache_capacity`'s default.
+pub const DEFAULT_LIST_CAPACITY: usize = 1_000;
+
+/// Whose listing, with which filter: what a cached `GET /api/scheduled-posts` answer is for.
+pub type ListingKey = (Uuid, crate::store::ScheduledFilter);
 
 /// What a write changed: the entries to drop, here and (as a notification) on other instances.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +81,9 @@ pub enum Invalidation {
     User(Uuid),
     /// An account row changed (disconnected, tokens, validity, lease).
     Account(Uuid),
+    /// A scheduled post changed in a way its listing shows (scheduled, cancelled, claimed,
+    /// linked to an attempt, ended, given back): every listing is dropped.
+    Scheduled,
     /// Anything may have changed (a listener that reconnected).
     All,
 }
@@ -72,6 +95,7 @@ impl Invalidation {
             Self::Key(id) => format!("key:{id}"),
             Self::User(id) => format!("user:{id}"),
             Self::Account(id) => format!("account:{id}"),
+            Self::Scheduled => "scheduled".to_string(),
             Self::All => "all".to_string(),
         }
     }
@@ -80,6 +104,9 @@ impl Invalidation {
     /// may send kinds this one does not know: dropping everything is always safe).
     pub fn parse(payload: &str) -> Self {
         let id = |raw: &str| Uuid::parse_str(raw).ok();
+        if payload == "scheduled" {
+            return Self::Scheduled;
+        }
         match payload.split_once(':') {
             Some(("key", raw)) => id(raw).map_or(Self::All, Self::Key),
             Some(("user", raw)) => id(raw).map_or(Self::All, Self::User),
@@ -116,6 +143,11 @@ struct Inner {
     keys: HashMap<String, Stamped<CachedKey>>,
     users: HashMap<Uuid, Stamped<Arc<entity::user::Model>>>,
     accounts: HashMap<Uuid, Stamped<Arc<entity::account::Model>>>,
+    /// Bumped by every [`Invalidation::Scheduled`] (and `All`); see
+    /// [`AccessCache::listing_version`].
+    listing_version: u64,
+    /// Rendered `GET /api/scheduled-posts` bodies (shared without copying: `Bytes`).
+    listings: HashMap<ListingKey, Stamped<bytes::Bytes>>,
 }
 
 /// The cache (one per process, held by the store; see the module's comment).
@@ -153,6 +185,8 @@ impl AccessCache {
                 keys: HashMap::new(),
                 users: HashMap::new(),
                 accounts: HashMap::new(),
+                listing_version: 0,
+                listings: HashMap::new(),
             }),
             listens: AtomicU64::new(0),
         }
@@ -193,6 +227,26 @@ impl AccessCache {
         fresh(&mut self.lock().accounts, &account_id, now)
     }
 
+    /// The listing version. Read it BEFORE reading the rows of a listing and pass it to
+    /// [`Self::insert_listing`]: a scheduled-post write meanwhile makes the listing unusable.
+    pub fn listing_version(&self) -> u64 {
+        self.lock().listing_version
+    }
+
+    /// A rendered listing, while fresh (every scheduled-post write since drops it).
+    pub fn listing(&self, key: &ListingKey) -> Option<bytes::Bytes> {
+        let now = self.clock.now();
+        fresh(&mut self.lock().listings, key, now)
+    }
+
+    /// Caches a rendered listing; false when refused (see [`Self::listing_version`]).
+    pub fn insert_listing(&self, seen: u64, key: ListingKey, body: bytes::Bytes) -> bool {
+        let expires_at = self.expiry();
+        let capacity = self.settings.list_capacity;
+        let mut inner = self.lock();
+        inner.listing_version == seen && put(&mut inner.listings, capacity, key, body, expires_at)
+    }
+
     /// Caches an authenticated key; false when refused (see [`Self::generation`]).
     pub fn insert_key(&self, seen: u64, key_hash: String, key: CachedKey) -> bool {
         let expires_at = self.expiry();
@@ -223,9 +277,14 @@ impl AccessCache {
     }
 
     /// Drops what `what` names and bumps the generation (so a read in flight does not put the
-    /// old row back).
+    /// old row back); for listings, the listing version instead.
     pub fn evict(&self, what: Invalidation) {
         let mut inner = self.lock();
+        if what == Invalidation::Scheduled {
+            inner.listing_version += 1;
+            inner.listings.clear();
+            return;
+        }
         inner.generation += 1;
         match what {
             // Deletions are rare and the map is bounded: a scan beats a second index.
@@ -236,10 +295,13 @@ impl AccessCache {
             Invalidation::Account(account_id) => {
                 inner.accounts.remove(&account_id);
             }
+            Invalidation::Scheduled => {}
             Invalidation::All => {
                 inner.keys.clear();
                 inner.users.clear();
                 inner.accounts.clear();
+                inner.listing_version += 1;
+                inner.listings.clear();
             }
         }
     }
@@ -248,6 +310,11 @@ impl AccessCache {
     pub fn len(&self) -> (usize, usize, usize) {
         let inner = self.lock();
         (inner.keys.len(), inner.users.len(), inner.accounts.len())
+    }
+
+    /// Rendered listings held.
+    pub fn listings_len(&self) -> usize {
+        self.lock().listings.len()
     }
 
     /// Now, and when an entry inserted now expires.
@@ -400,6 +467,7 @@ mod tests {
             Arc::new(clock.clone()),
             AccessCacheSettings {
                 capacity,
+                list_capacity: capacity,
                 ttl: Duration::from_secs(5),
             },
         );
@@ -475,6 +543,60 @@ mod tests {
         assert!(!off.insert_key(off.generation(), "h".into(), key));
     }
 
+    fn filter(limit: u64) -> crate::store::ScheduledFilter {
+        crate::store::ScheduledFilter {
+            status: None,
+            platform: None,
+            limit,
+        }
+    }
+
+    #[test]
+    fn a_listing_read_that_raced_a_scheduled_write_is_not_cached() {
+        let (_, cache) = cache(10);
+        let key = (Uuid::new_v4(), filter(50));
+        let body = bytes::Bytes::from_static(b"{}");
+        let seen = cache.listing_version();
+        cache.evict(Invalidation::Scheduled);
+        assert!(!cache.insert_listing(seen, key, body.clone()));
+        assert!(cache.listing(&key).is_none());
+        let seen = cache.listing_version();
+        assert!(cache.insert_listing(seen, key, body.clone()));
+        assert_eq!(cache.listing(&key), Some(body));
+        // Authentication's evictions leave listings alone, and the other way round.
+        let auth_seen = cache.generation();
+        cache.evict(Invalidation::User(key.0));
+        assert!(cache.listing(&key).is_some());
+        cache.evict(Invalidation::Scheduled);
+        assert!(
+            cache.listing(&key).is_none(),
+            "a scheduled write drops every listing"
+        );
+        assert_eq!(cache.generation(), auth_seen + 1);
+        // `All` (a listener that reconnected) drops listings too.
+        let seen = cache.listing_version();
+        assert!(cache.insert_listing(seen, key, bytes::Bytes::new()));
+        cache.evict(Invalidation::All);
+        assert_eq!(cache.listings_len(), 0);
+    }
+
+    #[test]
+    fn listings_are_bounded_and_expire() {
+        let (clock, cache) = cache(3);
+        let user = Uuid::new_v4();
+        for limit in 1..=10 {
+            let seen = cache.listing_version();
+            assert!(cache.insert_listing(seen, (user, filter(limit)), bytes::Bytes::new()));
+        }
+        assert_eq!(
+            cache.listings_len(),
+            3,
+            "one entry per filter, at most the capacity"
+        );
+        clock.advance(chrono::Duration::seconds(5));
+        assert!(cache.listing(&(user, filter(10))).is_none());
+    }
+
     #[test]
     fn payloads_round_trip() {
         let id = Uuid::new_v4();
@@ -482,6 +604,7 @@ mod tests {
             Invalidation::Key(id),
             Invalidation::User(id),
             Invalidation::Account(id),
+            Invalidation::Scheduled,
             Invalidation::All,
         ] {
             assert_eq!(Invalidation::parse(&what.payload()), what);

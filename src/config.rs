@@ -238,6 +238,9 @@ pub struct AuthConfig {
     pub cache_ttl_ms: u64,
     /// Entries the access cache holds per kind (keys, users, accounts); 0 turns it off.
     pub cache_capacity: usize,
+    /// Rendered `GET /api/scheduled-posts` answers kept (one per user and filter); 0 turns it
+    /// off. Any scheduled-post write drops them all; `cache_ttl_ms` bounds them too.
+    pub list_cache_capacity: usize,
 }
 
 impl Default for AuthConfig {
@@ -254,6 +257,7 @@ impl Default for AuthConfig {
             operator_emails: Vec::new(),
             cache_ttl_ms: 5_000,
             cache_capacity: 10_000,
+            list_cache_capacity: crate::access::DEFAULT_LIST_CAPACITY,
         }
     }
 }

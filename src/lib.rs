@@ -151,6 +151,7 @@ impl Application {
             clock.clone(),
             AccessCacheSettings {
                 capacity: config.auth.cache_capacity,
+                list_capacity: config.auth.list_cache_capacity,
                 ttl: Duration::from_millis(config.auth.cache_ttl_ms),
             },
         )));

@@ -1,6 +1,6 @@
 //! `GET /api/scheduled-posts` and `DELETE /api/scheduled-posts/{id}` (API key; spec §4.2, §4.3).
 
-use actix_web::{HttpResponse, middleware::from_fn, web};
+use actix_web::{HttpResponse, http::header::ContentType, middleware::from_fn, web};
 
 use super::{
     auth::{ApiCaller, require_api_key},
@@ -46,16 +46,24 @@ pub async fn list(
     query: web::Query<ScheduledListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let filter = ScheduledFilter::try_from(query.into_inner())?;
-    let rows = state
+    // Rendered once per change (see `crate::access`): the metering above still ran.
+    let body = state
         .store
-        .scheduled_listing(caller.user.id, filter)
+        .scheduled_listing_body(caller.user.id, filter, |rows| {
+            let posts: Vec<_> = rows.iter().map(ScheduledPost::from).collect();
+            serde_json::to_vec(&ScheduledPosts {
+                success: true,
+                count: posts.len(),
+                posts,
+            })
+            .map(web::Bytes::from)
+            .map_err(ApiError::internal)
+        })
         .await?;
-    let posts: Vec<_> = rows.iter().map(ScheduledPost::from).collect();
-    Ok(HttpResponse::Ok().json(ScheduledPosts {
-        success: true,
-        count: posts.len(),
-        posts,
-    }))
+    // What `HttpResponse::json` would have answered.
+    Ok(HttpResponse::Ok()
+        .content_type(ContentType::json())
+        .body(body))
 }
 
 /// Cancels a scheduled post still `scheduled` (§4.3).

@@ -28,6 +28,7 @@ use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use super::{NewSubmission, Store};
+use crate::access::Invalidation;
 
 /// The claim of one attempt of a scheduled post: held while the post is `publishing` under
 /// `claimant` and `attempts` is still this attempt's number (a stale job of an earlier attempt of
@@ -96,11 +97,16 @@ pub enum PublishWrite {
 impl PublishWrite {
     /// A single statement (no scheduled post's claim to renew, link or unlink alongside).
     fn is_one_statement(&self) -> bool {
+        !self.links_scheduled_post()
+    }
+
+    /// Sets or clears a scheduled post's `submission_id`, which its listing shows.
+    fn links_scheduled_post(&self) -> bool {
         match self {
-            PublishWrite::BeforeFinal { claim, .. } => claim.is_none(),
-            PublishWrite::Ended { claim, .. } => claim.is_none(),
-            PublishWrite::Published { .. } => true,
-            PublishWrite::Failed { unlink, .. } => unlink.is_none(),
+            PublishWrite::BeforeFinal { claim, .. } => claim.is_some(),
+            PublishWrite::Ended { claim, .. } => claim.is_some(),
+            PublishWrite::Published { .. } => false,
+            PublishWrite::Failed { unlink, .. } => unlink.is_some(),
         }
     }
 }
@@ -260,7 +266,8 @@ impl Store {
             // An error drops `txn`, which rolls the batch back.
             results.push(apply(&txn, write).await?);
         }
-        txn.commit().await?;
+        let links = batch.iter().any(|(write, _)| write.links_scheduled_post());
+        self.commit_publish_writes(txn, links).await?;
         Ok(results)
     }
 
@@ -271,8 +278,26 @@ impl Store {
         }
         let txn = self.db.begin().await?;
         let result = apply(&txn, write).await?;
-        txn.commit().await?;
+        self.commit_publish_writes(txn, write.links_scheduled_post())
+            .await?;
         Ok(result)
+    }
+
+    /// Commits publish-path writes; when they (may have) linked a scheduled post to its
+    /// attempt, one notification in the transaction and the listings dropped here after it
+    /// (also when the commit failed: its outcome may be unknown).
+    async fn commit_publish_writes(
+        &self,
+        txn: sea_orm::DatabaseTransaction,
+        links: bool,
+    ) -> Result<(), DbErr> {
+        if !links {
+            return txn.commit().await;
+        }
+        self.notify(&txn, &[Invalidation::Scheduled]).await?;
+        let committed = txn.commit().await;
+        self.access.evict(Invalidation::Scheduled);
+        committed
     }
 
     /// Renews an attempt's claim and links `submission_id` to it, outside the group commit (a
@@ -283,7 +308,12 @@ impl Store {
         submission_id: Uuid,
         lease_until: DateTime<Utc>,
     ) -> Result<bool, DbErr> {
-        renew_attempt(&self.db, claim, submission_id, lease_until).await
+        let renewed = renew_attempt(&self.db, claim, submission_id, lease_until).await;
+        // It (re)links the attempt's history row, which the listing shows.
+        if !matches!(renewed, Ok(false)) {
+            self.scheduled_changed().await;
+        }
+        renewed
     }
 }
 

@@ -49,9 +49,10 @@ pub use users::UserSearch;
 pub struct Store {
     db: DatabaseConnection,
     stats: Arc<DbStats>,
-    /// What authentication and ownership checks read without a query (see [`crate::access`]).
-    /// Every write to a row it holds evicts the entry here, right after its commit, and (on
-    /// PostgreSQL) notifies the other instances in the write's transaction.
+    /// What authentication and ownership checks read without a query, and the rendered
+    /// scheduled-post listings (see [`crate::access`]). Every write to a row it holds evicts the
+    /// entry here, right after its commit, and (on PostgreSQL) notifies the other instances in
+    /// the write's transaction (for a lone statement, right after it).
     access: Arc<AccessCache>,
     /// The `pg_notify` channel of this database schema.
     channel: Arc<str>,
@@ -196,18 +197,8 @@ impl Store {
         txn: DatabaseTransaction,
         what: &[Invalidation],
     ) -> Result<(), DbErr> {
-        let postgres = self.backend() == DbBackend::Postgres;
         let result = async {
-            if postgres {
-                for item in what {
-                    txn.execute_raw(Statement::from_sql_and_values(
-                        DbBackend::Postgres,
-                        "SELECT pg_notify($1, $2)",
-                        [self.channel.to_string().into(), item.payload().into()],
-                    ))
-                    .await?;
-                }
-            }
+            self.notify(&txn, what).await?;
             txn.commit().await
         }
         .await;
@@ -217,6 +208,34 @@ impl Store {
             self.access.evict(*item);
         }
         result
+    }
+
+    /// On PostgreSQL, tells the other instances about `what` on `db`: inside a transaction the
+    /// notification is delivered when, and only if, it commits. Nothing to do on SQLite.
+    async fn notify<C: ConnectionTrait>(&self, db: &C, what: &[Invalidation]) -> Result<(), DbErr> {
+        if self.backend() != DbBackend::Postgres {
+            return Ok(());
+        }
+        for item in what {
+            db.execute_raw(Statement::from_sql_and_values(
+                DbBackend::Postgres,
+                "SELECT pg_notify($1, $2)",
+                [self.channel.to_string().into(), item.payload().into()],
+            ))
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// After a write outside a transaction that changed what scheduled-post listings show
+    /// (or whose outcome is unknown): drops them here at once, then tells the other instances.
+    /// A notification that cannot be sent is logged, not the write's error (the write is done;
+    /// `auth.cache_ttl_ms` bounds what the other instances keep).
+    async fn scheduled_changed(&self) {
+        self.access.evict(Invalidation::Scheduled);
+        if let Err(error) = self.notify(&self.db, &[Invalidation::Scheduled]).await {
+            tracing::warn!(%error, "cannot notify the other instances of a scheduled-post write");
+        }
     }
 
     /// Applies every pending migration.

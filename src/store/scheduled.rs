@@ -15,9 +15,10 @@ use sea_orm::sea_query::ExprTrait as _;
 use uuid::Uuid;
 
 use super::Store;
+use crate::access::Invalidation;
 
 /// Which of a user's scheduled posts to list: `None` is "any"; at most `limit` rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ScheduledFilter {
     pub status: Option<ScheduledStatus>,
     pub platform: Option<Platform>,
@@ -152,7 +153,7 @@ impl Store {
         new: NewScheduledPost,
         now: DateTime<Utc>,
     ) -> Result<scheduled_post::Model, DbErr> {
-        scheduled_post::ActiveModel {
+        let inserted = scheduled_post::ActiveModel {
             id: Set(Uuid::new_v4()),
             user_id: Set(new.user_id),
             account_id: Set(new.account_id),
@@ -176,7 +177,10 @@ impl Store {
             published_at: Set(None),
         }
         .insert(&self.db)
-        .await
+        .await;
+        // Also after an error: whether the row went in may be unknown.
+        self.scheduled_changed().await;
+        inserted
     }
 
     /// The user's scheduled posts, by scheduled time.
@@ -235,6 +239,27 @@ impl Store {
             .await
     }
 
+    /// The body of `GET /api/scheduled-posts`: `render` of [`Self::scheduled_listing`], kept
+    /// in the access cache (see [`crate::access`]) until a scheduled-post write, or the TTL,
+    /// drops it. The listing version is read before the rows, so a listing that raced a write
+    /// is answered but not kept.
+    pub async fn scheduled_listing_body<E: From<DbErr>>(
+        &self,
+        user_id: Uuid,
+        filter: ScheduledFilter,
+        render: impl FnOnce(&[ScheduledListing]) -> Result<bytes::Bytes, E>,
+    ) -> Result<bytes::Bytes, E> {
+        let key = (user_id, filter);
+        if let Some(body) = self.access.listing(&key) {
+            return Ok(body);
+        }
+        let seen = self.access.listing_version();
+        let rows = self.scheduled_listing(user_id, filter).await?;
+        let body = render(&rows)?;
+        self.access.insert_listing(seen, key, body.clone());
+        Ok(body)
+    }
+
     pub async fn find_scheduled_post(
         &self,
         id: Uuid,
@@ -259,7 +284,8 @@ impl Store {
             .filter(scheduled_post::Column::UserId.eq(user_id))
             .filter(scheduled_post::Column::Status.eq(ScheduledStatus::Scheduled))
             .exec(&self.db)
-            .await?;
+            .await;
+        let result = self.after_scheduled_update(result).await?;
         if result.rows_affected == 1 {
             return Ok(CancelOutcome::Cancelled);
         }
@@ -320,10 +346,15 @@ impl Store {
         } else {
             vec![claimant, now.clone(), lease, now.clone(), now, limit]
         };
-        let mut rows = scheduled_post::Entity::find()
+        let rows = scheduled_post::Entity::find()
             .from_raw_sql(Statement::from_sql_and_values(backend, sql, values))
             .all(&self.db)
-            .await?;
+            .await;
+        // `publishing`, one attempt more: listed. Most passes claim nothing and change nothing.
+        if rows.as_ref().map_or(true, |rows| !rows.is_empty()) {
+            self.scheduled_changed().await;
+        }
+        let mut rows = rows?;
         rows.sort_by_key(|r| r.next_attempt_at);
         Ok(rows)
     }
@@ -342,12 +373,15 @@ impl Store {
             )
             .filter(Self::claimed_by(id, claimant, None))
             .exec(&self.db)
-            .await?;
+            .await;
+        // The listing names the attempt's history row.
+        let result = self.after_scheduled_update(result).await?;
         Ok(result.rows_affected == 1)
     }
 
     /// Renews one claim if `claimant` still holds it *for this attempt* (the fence before an
     /// irreversible call): a stale job of an earlier attempt of the same instance fails it too.
+    /// Only the lease changes, which no listing shows: cached listings stay.
     pub async fn renew_claim(
         &self,
         id: Uuid,
@@ -366,7 +400,8 @@ impl Store {
 
     /// Extends the leases of the posts this instance holds right now (`ids`: queued or
     /// publishing). A post it claimed but no longer tracks is left to expire and be settled.
-    /// One statement per [`IDS_PER_STATEMENT`] ids (thousands may be claimed at once).
+    /// One statement per [`IDS_PER_STATEMENT`] ids (thousands may be claimed at once). Only
+    /// leases change, which no listing shows: cached listings stay.
     pub async fn extend_leases(
         &self,
         claimant: &str,
@@ -446,7 +481,7 @@ impl Store {
         let mut written = vec![false; ended.len()];
         match ended {
             [] => {}
-            [one] => written[0] = Self::end_attempt(&self.db, one, now).await?,
+            [one] => written[0] = self.end_one(one, now).await?,
             many => {
                 let mut order: Vec<usize> = (0..many.len()).collect();
                 order.sort_by_key(|&i| many[i].id);
@@ -454,14 +489,28 @@ impl Store {
                 for i in order {
                     written[i] = Self::end_attempt(&txn, &many[i], now).await?;
                 }
-                txn.commit().await?;
+                // One notification for the batch, delivered with its commit.
+                let changed = written.contains(&true);
+                if changed {
+                    self.notify(&txn, &[Invalidation::Scheduled]).await?;
+                }
+                let committed = txn.commit().await;
+                if changed {
+                    // Also when the commit failed: its outcome may be unknown.
+                    self.access.evict(Invalidation::Scheduled);
+                }
+                committed?;
             }
         }
         Ok(written)
     }
 
-    async fn end_one(&self, ended: EndedAttempt, now: DateTime<Utc>) -> Result<bool, DbErr> {
-        Self::end_attempt(&self.db, &ended, now).await
+    async fn end_one(&self, ended: &EndedAttempt, now: DateTime<Utc>) -> Result<bool, DbErr> {
+        let written = Self::end_attempt(&self.db, ended, now).await;
+        if !matches!(written, Ok(false)) {
+            self.scheduled_changed().await;
+        }
+        written
     }
 
     /// `publishing → published`, by the claimant.
@@ -477,7 +526,7 @@ impl Store {
             post_id: post_id.to_string(),
         };
         self.end_one(
-            EndedAttempt {
+            &EndedAttempt {
                 id,
                 claimant: claimant.to_string(),
                 lease_expired_at,
@@ -503,7 +552,7 @@ impl Store {
             error: error.to_string(),
         };
         self.end_one(
-            EndedAttempt {
+            &EndedAttempt {
                 id,
                 claimant: claimant.to_string(),
                 lease_expired_at,
@@ -529,7 +578,7 @@ impl Store {
             error: error.to_string(),
         };
         self.end_one(
-            EndedAttempt {
+            &EndedAttempt {
                 id,
                 claimant: claimant.to_string(),
                 lease_expired_at,
@@ -544,6 +593,20 @@ impl Store {
     /// scheduled`, the claim's attempt not counted. Only posts `claimant` still holds; the
     /// caller passes only posts whose attempt never started, so nothing was published.
     pub async fn release_claims(
+        &self,
+        claimant: &str,
+        ids: &[Uuid],
+        now: DateTime<Utc>,
+    ) -> Result<u64, DbErr> {
+        let released = self.release_chunks(claimant, ids, now).await;
+        // One notification for the whole give-back (back to `scheduled`, the attempt uncounted).
+        if !matches!(released, Ok(0)) {
+            self.scheduled_changed().await;
+        }
+        released
+    }
+
+    async fn release_chunks(
         &self,
         claimant: &str,
         ids: &[Uuid],
@@ -640,7 +703,20 @@ impl Store {
             .filter(scheduled_post::Column::Status.eq(ScheduledStatus::Publishing))
             .filter(scheduled_post::Column::SubmissionId.eq(submission_id))
             .exec(&self.db)
-            .await?;
+            .await;
+        let result = self.after_scheduled_update(result).await?;
         Ok(result.rows_affected == 1)
+    }
+
+    /// After an update of scheduled posts outside a transaction: when it changed a row (or its
+    /// outcome is unknown), drops the listings here and tells the other instances.
+    async fn after_scheduled_update(
+        &self,
+        result: Result<sea_orm::UpdateResult, DbErr>,
+    ) -> Result<sea_orm::UpdateResult, DbErr> {
+        if result.as_ref().map_or(true, |r| r.rows_affected > 0) {
+            self.scheduled_changed().await;
+        }
+        result
     }
 }

@@ -14,7 +14,7 @@ use crate::helpers::{SecondInstance, TestApp, status_and_json};
 /// machine is loaded (the stated bound is the TTL; a notification is normally milliseconds).
 const DEADLINE: Duration = Duration::from_secs(30);
 
-fn on_postgres() -> bool {
+pub(crate) fn on_postgres() -> bool {
     std::env::var("TEST_DATABASE_URL").is_ok_and(|url| !url.is_empty())
 }
 
@@ -38,7 +38,7 @@ async fn get(base: &str, path: &str, key: &str) -> Response {
 /// Waits until the second instance's listener is listening, so that what follows is heard by
 /// notification (a listener that connects later clears the cache, which would pass the test for
 /// another reason).
-async fn wait_listening(second: &SecondInstance) {
+pub(crate) async fn wait_listening(second: &SecondInstance) {
     let started = Instant::now();
     while second.state.store.access().listens() == 0 {
         assert!(started.elapsed() < DEADLINE, "the listener never connected");
@@ -49,7 +49,7 @@ async fn wait_listening(second: &SecondInstance) {
 /// Makes the write visible on `second`: on PostgreSQL by waiting (up to [`DEADLINE`]) for
 /// `check` to hold, through the notification; on SQLite, where one instance owns the file and
 /// there is nothing to listen to, by moving the clock past the TTL, which bounds it.
-async fn wait_for_second<F, Fut>(app: &TestApp, second: &SecondInstance, check: F)
+pub(crate) async fn wait_for_second<F, Fut>(app: &TestApp, second: &SecondInstance, check: F)
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = bool>,

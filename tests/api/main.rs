@@ -35,6 +35,8 @@ mod hostile;
 mod ids;
 mod instagram_login;
 mod keys;
+// Cached `GET /api/scheduled-posts` answers.
+mod listcache;
 mod media;
 mod meta_unknown_views;
 mod openapi;
