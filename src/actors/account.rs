@@ -1134,5 +1134,7 @@ mod tests {
         assert!(future <= 536, "actor future {future} bytes");
         // The board's entry: one per live actor too.
         assert!(std::mem::size_of::<BoardEntry>() <= 72);
+        // And the limiter, one per account that had an actor.
+        assert!(std::mem::size_of::<AccountLimiter>() <= 96);
     }
 }

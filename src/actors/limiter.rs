@@ -14,7 +14,7 @@ use std::{
 
 use governor::{
     Quota, RateLimiter,
-    clock::{Clock, DefaultClock},
+    clock::{Clock, MonotonicClock},
     middleware::StateInformationMiddleware,
     state::{InMemoryState, NotKeyed},
 };
@@ -27,9 +27,11 @@ use crate::{
 };
 
 /// A limiter with what it needs to describe itself. One per account that had an actor in this
-/// process, so kept compact (the clock is the governor limiter's own; the period in seconds).
+/// process, so kept compact: the clock is the governor limiter's own, and std's monotonic clock
+/// (nothing to store) rather than governor's default quanta clock (its calibration, in every
+/// limiter); the period in seconds.
 pub struct AccountLimiter {
-    limiter: RateLimiter<NotKeyed, InMemoryState, DefaultClock, StateInformationMiddleware>,
+    limiter: RateLimiter<NotKeyed, InMemoryState, MonotonicClock, StateInformationMiddleware>,
     /// Units left after the latest admission, and when (governor cannot be asked without
     /// spending; the operator view extrapolates from this).
     last: Mutex<Option<(u32, Instant)>>,
@@ -74,7 +76,7 @@ impl AccountLimiter {
             .unwrap_or_else(|| Quota::per_second(burst))
             .allow_burst(burst);
         Self {
-            limiter: RateLimiter::direct_with_clock(quota, DefaultClock::default())
+            limiter: RateLimiter::direct_with_clock(quota, MonotonicClock)
                 .with_middleware::<StateInformationMiddleware>(),
             last: Mutex::new(None),
             capacity,
