@@ -169,6 +169,8 @@ pub struct DatabaseConfig {
     /// Most publish-path writes (history rows before and after the final call) committed in one
     /// transaction when they arrive together. 1 turns group commit off.
     pub group_commit_max: usize,
+    /// SQLite's page cache per pooled connection, in KiB (ignored on PostgreSQL).
+    pub sqlite_cache_kib: u32,
 }
 
 impl Default for DatabaseConfig {
@@ -177,6 +179,7 @@ impl Default for DatabaseConfig {
             url: "sqlite://data/service.db?mode=rwc".into(),
             max_connections: 10,
             group_commit_max: crate::store::DEFAULT_GROUP_COMMIT_MAX,
+            sqlite_cache_kib: crate::store::DEFAULT_SQLITE_CACHE_KIB,
         }
     }
 }

@@ -141,10 +141,11 @@ impl Application {
             Store::connect(&config.database.url, 1, options.pg_schema.as_deref()).await?;
         migrator.migrate().await?;
         migrator.close().await?;
-        let store = Store::connect(
+        let store = Store::connect_with_cache(
             &config.database.url,
             config.database.max_connections,
             options.pg_schema.as_deref(),
+            config.database.sqlite_cache_kib,
         )
         .await?
         .with_access_cache(Arc::new(AccessCache::new(

@@ -35,8 +35,8 @@ use crate::{
     },
 };
 
-/// How often an actor checks whether it has been idle long enough to stop.
-const IDLE_CHECK: Duration = Duration::from_secs(5);
+/// How often the supervisor asks its actors whether they have been idle long enough to stop.
+pub(super) const IDLE_CHECK: Duration = Duration::from_secs(5);
 /// Messages waiting in an actor's mailbox before senders are refused.
 const MAILBOX_CAPACITY: usize = 64;
 
@@ -65,31 +65,71 @@ struct InFlight {
 
 /// The operator view's copy of an actor's health, kept current by the actor at every change so
 /// the view reads it without messaging thousands of actors.
-#[derive(Clone)]
+///
+/// One per live actor, so it is kept small (issue 16: ≤ 2 KB per idle actor): the name and the
+/// limiter are the actor's own shared pointers, the state, the limiter's figures and the
+/// durations are computed on read, and what an actor that has done nothing yet has at its
+/// defaults (queue, publish in flight, back-off, counters, last error) sits in a box that idle
+/// actors do not allocate.
 pub struct BoardEntry {
     pub generation: u64,
-    health: ActorHealth,
-    in_flight_started: Option<Instant>,
-    backoff_until: Option<Instant>,
     limiter: Arc<AccountLimiter>,
+    name: Arc<str>,
+    started_at: DateTime<Utc>,
+    token_expires_at: Option<DateTime<Utc>>,
+    platform: Platform,
+    token_valid: bool,
+    activity: Option<Box<BoardActivity>>,
+}
+
+/// The part of a [`BoardEntry`] that is at its defaults for an actor that has done nothing.
+#[derive(Default, PartialEq)]
+struct BoardActivity {
+    queue_depth: usize,
+    in_flight: Option<(Uuid, Instant)>,
+    backoff_until: Option<Instant>,
+    last_error: Option<(String, DateTime<Utc>)>,
+    published: u32,
+    failed: u32,
 }
 
 impl BoardEntry {
-    /// The health as of now (durations and the limiter read at call time).
-    pub fn health(&self) -> ActorHealth {
-        let mut health = self.health.clone();
-        health.in_flight_ms = self
-            .in_flight_started
-            .map(|at| at.elapsed().as_millis() as u64);
-        health.limiter = self.limiter.state();
-        if health.state == ActorState::BackingOff
-            && self
-                .backoff_until
-                .is_none_or(|until| until <= Instant::now())
-        {
-            health.state = ActorState::Idle;
+    /// The health as of now (state, durations and the limiter read at call time).
+    pub fn health(&self, account_id: Uuid) -> ActorHealth {
+        let activity = self.activity.as_deref();
+        let in_flight = activity.and_then(|a| a.in_flight);
+        let backoff_until = activity.and_then(|a| a.backoff_until);
+        let last_error = activity.and_then(|a| a.last_error.as_ref());
+        ActorHealth {
+            account_id,
+            platform: self.platform,
+            name: self.name.clone(),
+            state: actor_state(self.token_valid, in_flight.is_some(), backoff_until),
+            queue_depth: activity.map_or(0, |a| a.queue_depth),
+            in_flight_submission: in_flight.map(|(id, _)| id),
+            in_flight_ms: in_flight.map(|(_, at)| at.elapsed().as_millis() as u64),
+            limiter: self.limiter.state(),
+            token_valid: self.token_valid,
+            token_expires_at: self.token_expires_at,
+            last_error: last_error.map(|(e, _)| e.clone()),
+            last_error_at: last_error.map(|(_, at)| *at),
+            published: activity.map_or(0, |a| a.published.into()),
+            failed: activity.map_or(0, |a| a.failed.into()),
+            started_at: self.started_at,
         }
-        health
+    }
+}
+
+/// An actor's state from what it holds (the actor's answer and the board's agree by using it).
+fn actor_state(token_valid: bool, publishing: bool, backoff_until: Option<Instant>) -> ActorState {
+    if !token_valid {
+        ActorState::TokenInvalid
+    } else if publishing {
+        ActorState::Publishing
+    } else if backoff_until.is_some_and(|until| until > Instant::now()) {
+        ActorState::BackingOff
+    } else {
+        ActorState::Idle
     }
 }
 
@@ -104,33 +144,33 @@ pub struct ActorSeat {
     pub board: HealthBoard,
 }
 
+/// The actor. It lives inside its tokio task (with its actix context), so every byte here is
+/// paid by every live actor: what is rare (a dead token, a publish in flight, the last error)
+/// is boxed, what is shared (credentials, limiter, dependencies) is behind an `Arc`, and what
+/// the configuration says is read from it, not copied.
 pub struct AccountActor {
     seat: ActorSeat,
     platform: Platform,
-    display_name: Arc<str>,
-    credentials: AccountCredentials,
+    /// The credentials and their token's dates (the name is shared with the board).
+    token: Arc<AccountToken>,
     /// `None` while the token is usable; otherwise the code and reason it is not.
-    token_failure: Option<(ErrorCode, String)>,
-    token_expires_at: Option<DateTime<Utc>>,
-    /// When the token was issued (Instagram Login refreshes only tokens at least 24 h old).
-    token_issued_at: Option<DateTime<Utc>>,
+    token_failure: Option<Box<(ErrorCode, String)>>,
     limiter: Arc<AccountLimiter>,
     queue: VecDeque<QueuedJob>,
-    in_flight: Option<InFlight>,
+    in_flight: Option<Box<InFlight>>,
     deps: Arc<PublishDeps>,
-    queue_capacity: usize,
-    idle_after: Duration,
     last_activity: Instant,
     started_at: DateTime<Utc>,
-    published: u64,
-    failed: u64,
-    last_error: Option<(String, DateTime<Utc>)>,
+    // u32: a count since the actor started (4 bytes less each in every live actor).
+    published: u32,
+    failed: u32,
+    last_error: Option<Box<(String, DateTime<Utc>)>>,
     /// Set while the account waits out a rate limit (ours or the platform's).
     backoff_until: Option<Instant>,
     /// Insights reads running now (they run beside publishes).
-    reads_in_flight: usize,
+    reads_in_flight: u32,
     /// Checks of unconfirmed publishes running (spawned futures the idle stop must not drop).
-    checks_in_flight: usize,
+    checks_in_flight: u32,
     /// A token refresh is running: publishes wait for it.
     refreshing: bool,
 }
@@ -188,10 +228,18 @@ pub struct ActorHealth {
     pub started_at: DateTime<Utc>,
 }
 
+/// What a token refresh replaces: the credentials (with the access token) and the token's dates.
+#[derive(Clone)]
+struct AccountToken {
+    credentials: AccountCredentials,
+    expires_at: Option<DateTime<Utc>>,
+    /// When the token was issued (Instagram Login refreshes only tokens at least 24 h old).
+    issued_at: Option<DateTime<Utc>>,
+}
+
 pub struct AccountActorInit {
     pub seat: ActorSeat,
     pub platform: Platform,
-    pub display_name: String,
     pub credentials: AccountCredentials,
     pub token_expires_at: Option<DateTime<Utc>>,
     pub token_issued_at: Option<DateTime<Utc>>,
@@ -201,18 +249,16 @@ pub struct AccountActorInit {
 
 impl AccountActor {
     pub fn new(init: AccountActorInit) -> Self {
-        let publishing = &init.deps.publishing;
         Self {
-            queue_capacity: publishing.queue_capacity,
-            idle_after: Duration::from_secs(publishing.actor_idle_secs.max(1)),
             started_at: init.deps.clock.now(),
             seat: init.seat,
             platform: init.platform,
-            display_name: Arc::from(init.display_name),
-            credentials: init.credentials,
+            token: Arc::new(AccountToken {
+                credentials: init.credentials,
+                expires_at: init.token_expires_at,
+                issued_at: init.token_issued_at,
+            }),
             token_failure: None,
-            token_expires_at: init.token_expires_at,
-            token_issued_at: init.token_issued_at,
             limiter: init.limiter,
             queue: VecDeque::new(),
             in_flight: None,
@@ -228,16 +274,46 @@ impl AccountActor {
         }
     }
 
-    /// Copies the current health to the board, and the queue gauges to the metrics.
+    /// How long the actor stays up with nothing to do.
+    fn idle_after(&self) -> Duration {
+        Duration::from_secs(self.deps.publishing.actor_idle_secs.max(1))
+    }
+
+    /// Whether stopping now loses nothing: no publish queued or running, no read or check
+    /// running (stopping drops the actor's spawned futures: perhaps a continuation's final
+    /// call), and nothing asked of it for `actor_idle_secs`.
+    fn idle_long_enough(&self) -> bool {
+        self.in_flight.is_none()
+            && self.queue.is_empty()
+            && self.reads_in_flight == 0
+            && self.checks_in_flight == 0
+            && self.last_activity.elapsed() >= self.idle_after()
+    }
+
+    /// Copies the current health to the board.
     fn post_health(&self) {
+        let activity = BoardActivity {
+            queue_depth: self.queue.len(),
+            in_flight: self
+                .in_flight
+                .as_ref()
+                .map(|f| (f.submission_id, f.started)),
+            backoff_until: self.backoff_until,
+            last_error: self.last_error.as_deref().cloned(),
+            published: self.published,
+            failed: self.failed,
+        };
         self.seat.board.insert(
             self.seat.account_id,
             BoardEntry {
                 generation: self.seat.generation,
-                health: self.health(),
-                in_flight_started: self.in_flight.as_ref().map(|f| f.started),
-                backoff_until: self.backoff_until,
                 limiter: self.limiter.clone(),
+                name: self.token.credentials.display_name.clone(),
+                started_at: self.started_at,
+                token_expires_at: self.token.expires_at,
+                platform: self.platform,
+                token_valid: self.token_failure.is_none(),
+                activity: (activity != BoardActivity::default()).then(|| Box::new(activity)),
             },
         );
     }
@@ -262,18 +338,18 @@ impl AccountActor {
             waited_ms = job.enqueued_at.elapsed().as_millis() as u64,
             "publish starts"
         );
-        self.in_flight = Some(InFlight {
+        self.in_flight = Some(Box::new(InFlight {
             submission_id: job.spec.submission_id,
             started: Instant::now(),
             platform: job.spec.plan.platform().as_str(),
             post_type: job.spec.plan.post_type().as_str(),
-        });
+        }));
         let metrics = &self.deps.metrics;
         metrics.gauge_add("publish_queue_depth", &[], -1);
         metrics.gauge_add("publishes_in_flight", &[], 1);
         self.post_health();
         let deps = self.deps.clone();
-        let credentials = self.credentials.clone();
+        let credentials = self.token.credentials.clone();
         let submission_id = job.spec.submission_id;
         // A panic inside an adapter must not take the actor (and its queue) down with it.
         let work = std::panic::AssertUnwindSafe(run_job(deps, credentials, job.spec))
@@ -314,8 +390,10 @@ impl AccountActor {
             }
             Err(error) => {
                 self.failed += 1;
-                self.last_error =
-                    Some((format!("{}: {}", error.code.as_str(), error.message), now));
+                self.last_error = Some(Box::new((
+                    format!("{}: {}", error.code.as_str(), error.message),
+                    now,
+                )));
                 if error.code == ErrorCode::RateLimitExceeded {
                     self.back_off(error.retry_after);
                 }
@@ -361,9 +439,9 @@ impl AccountActor {
         oauth::refresh_due(
             &self.deps.oauth,
             self.platform,
-            self.credentials.login_route,
-            self.token_expires_at,
-            self.token_issued_at,
+            self.token.credentials.login_route,
+            self.token.expires_at,
+            self.token.issued_at,
         )
         .is_some_and(|due| due <= self.deps.clock.now())
     }
@@ -378,15 +456,16 @@ impl AccountActor {
         self.refreshing = true;
         let deps = self.deps.clone();
         let account_id = self.seat.account_id;
-        let route = self.credentials.login_route;
+        let route = self.token.credentials.login_route;
         let work = async move { refresh_account(&deps, account_id, platform, route).await };
         ctx.spawn(in_runtime(work).into_actor(self).map(|outcome, actor, ctx| {
             actor.refreshing = false;
             match outcome {
                 RefreshOutcome::Refreshed { access_token, expires_at, issued_at } => {
-                    actor.credentials.access_token = access_token;
-                    actor.token_expires_at = expires_at;
-                    actor.token_issued_at = issued_at;
+                    let token = Arc::make_mut(&mut actor.token);
+                    token.credentials.access_token = access_token;
+                    token.expires_at = expires_at;
+                    token.issued_at = issued_at;
                     actor.deps.metrics.inc("token_refreshes_total", &[("platform", actor.platform.as_str()), ("outcome", "refreshed")]);
                 }
                 RefreshOutcome::Dead(reason) => {
@@ -396,7 +475,7 @@ impl AccountActor {
                 RefreshOutcome::Failed(reason) => {
                     tracing::warn!(account = %actor.seat.account_id, %reason, "token refresh failed; retried at the next sweep");
                     actor.deps.metrics.inc("token_refreshes_total", &[("platform", actor.platform.as_str()), ("outcome", "failed")]);
-                    actor.last_error = Some((format!("token refresh: {reason}"), actor.deps.clock.now()));
+                    actor.last_error = Some(Box::new((format!("token refresh: {reason}"), actor.deps.clock.now())));
                 }
                 RefreshOutcome::Busy => {}
             }
@@ -412,7 +491,7 @@ impl AccountActor {
     /// that lists its accounts next sees the account invalid.
     fn token_dead(&mut self, code: ErrorCode, reason: String) -> RecordWrite {
         let stored = format!("{}: {reason}", code.as_str());
-        self.token_failure = Some((code, reason));
+        self.token_failure = Some(Box::new((code, reason)));
         let store = self.deps.store.clone();
         let account_id = self.seat.account_id;
         let now = self.deps.clock.now();
@@ -433,30 +512,23 @@ impl AccountActor {
         if error.code == ErrorCode::RateLimitExceeded {
             self.back_off(error.retry_after);
         }
-        self.last_error = Some((
+        self.last_error = Some(Box::new((
             format!("{}: {}", error.code.as_str(), error.message),
             self.deps.clock.now(),
-        ));
+        )));
         (error, recorded)
     }
 
     fn health(&self) -> ActorHealth {
-        let state = if self.token_failure.is_some() {
-            ActorState::TokenInvalid
-        } else if self.in_flight.is_some() {
-            ActorState::Publishing
-        } else if self
-            .backoff_until
-            .is_some_and(|until| until > Instant::now())
-        {
-            ActorState::BackingOff
-        } else {
-            ActorState::Idle
-        };
+        let state = actor_state(
+            self.token_failure.is_none(),
+            self.in_flight.is_some(),
+            self.backoff_until,
+        );
         ActorHealth {
             account_id: self.seat.account_id,
             platform: self.platform,
-            name: self.display_name.clone(),
+            name: self.token.credentials.display_name.clone(),
             state,
             queue_depth: self.queue.len(),
             in_flight_submission: self.in_flight.as_ref().map(|f| f.submission_id),
@@ -466,11 +538,11 @@ impl AccountActor {
                 .map(|f| f.started.elapsed().as_millis() as u64),
             limiter: self.limiter.state(),
             token_valid: self.token_failure.is_none(),
-            token_expires_at: self.token_expires_at,
-            last_error: self.last_error.as_ref().map(|(e, _)| e.clone()),
-            last_error_at: self.last_error.as_ref().map(|(_, at)| *at),
-            published: self.published,
-            failed: self.failed,
+            token_expires_at: self.token.expires_at,
+            last_error: self.last_error.as_deref().map(|(e, _)| e.clone()),
+            last_error_at: self.last_error.as_deref().map(|(_, at)| *at),
+            published: self.published.into(),
+            failed: self.failed.into(),
             started_at: self.started_at,
         }
     }
@@ -482,19 +554,9 @@ impl Actor for AccountActor {
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
         self.deps.metrics.gauge_add("account_actors", &[], 1);
+        // No timer of its own: the supervisor's sweep sends [`StopIfIdle`] (a timer per actor
+        // cost a boxed interval and a tokio timer entry for each of them).
         self.post_health();
-        ctx.run_interval(IDLE_CHECK.min(self.idle_after), |actor, ctx| {
-            // Stopping drops the actor's spawned futures: never with a read or a check (perhaps
-            // a continuation's final call) still running.
-            let idle = actor.in_flight.is_none()
-                && actor.queue.is_empty()
-                && actor.reads_in_flight == 0
-                && actor.checks_in_flight == 0
-                && actor.last_activity.elapsed() >= actor.idle_after;
-            if idle {
-                ctx.stop();
-            }
-        });
     }
 
     fn stopped(&mut self, _ctx: &mut Self::Context) {
@@ -558,14 +620,14 @@ impl Handler<Publish> for AccountActor {
     fn handle(&mut self, msg: Publish, ctx: &mut Self::Context) -> Self::Result {
         let _span = tracing::debug_span!("account_actor", account = %self.seat.account_id, message = "publish").entered();
         self.last_activity = Instant::now();
-        if let Some((code, reason)) = &self.token_failure {
+        if let Some((code, reason)) = self.token_failure.as_deref() {
             return Err(ApiError::new(
                 *code,
                 "The platform access token of this account is no longer valid; reconnect the account",
             )
             .with_details(reason.clone()));
         }
-        if self.queue.len() >= self.queue_capacity {
+        if self.queue.len() >= self.deps.publishing.queue_capacity {
             return Err(ApiError::service_unavailable(format!(
                 "This account already has {} posts waiting to publish; retry later",
                 self.queue.len()
@@ -593,6 +655,47 @@ impl Handler<Publish> for AccountActor {
         self.start_next(ctx);
         self.post_health();
         Ok(receiver)
+    }
+}
+
+/// Stop if idle long enough (see [`AccountActor::idle_long_enough`]). The supervisor's sweep
+/// sends it to every live actor every few seconds; the actor decides, so nothing in flight is
+/// dropped.
+pub struct StopIfIdle;
+
+impl Message for StopIfIdle {
+    type Result = ();
+}
+
+impl Handler<StopIfIdle> for AccountActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: StopIfIdle, ctx: &mut Self::Context) {
+        if self.idle_long_enough() {
+            ctx.stop();
+        }
+    }
+}
+
+/// The supervisor forgot this actor (its account's tokens changed; the next request starts a
+/// fresh one), so its sweep no longer reaches it: it stops by itself once idle long enough,
+/// after finishing what it was given.
+pub struct Retire;
+
+impl Message for Retire {
+    type Result = ();
+}
+
+impl Handler<Retire> for AccountActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: Retire, ctx: &mut Self::Context) {
+        // A timer for this actor alone: retired actors are few and short-lived.
+        ctx.run_interval(IDLE_CHECK.min(self.idle_after()), |actor, ctx| {
+            if actor.idle_long_enough() {
+                ctx.stop();
+            }
+        });
     }
 }
 
@@ -701,7 +804,7 @@ impl Message for ReadInsights {
 
 /// Reads one actor runs at the same time; more are refused with 503 (the collector and
 /// dashboards retry).
-const MAX_READS_IN_FLIGHT: usize = 8;
+const MAX_READS_IN_FLIGHT: u32 = 8;
 
 impl Handler<ReadInsights> for AccountActor {
     type Result = Result<oneshot::Receiver<InsightsResult>, ApiError>;
@@ -709,7 +812,7 @@ impl Handler<ReadInsights> for AccountActor {
     fn handle(&mut self, msg: ReadInsights, ctx: &mut Self::Context) -> Self::Result {
         let _span = tracing::debug_span!("account_actor", account = %self.seat.account_id, message = "insights").entered();
         self.last_activity = Instant::now();
-        if let Some((code, reason)) = &self.token_failure {
+        if let Some((code, reason)) = self.token_failure.as_deref() {
             return Err(ApiError::new(
                 *code,
                 "The platform access token of this account is no longer valid; reconnect the account",
@@ -741,7 +844,7 @@ impl Handler<ReadInsights> for AccountActor {
         }
         self.reads_in_flight += 1;
         let deps = self.deps.clone();
-        let credentials = self.credentials.clone();
+        let credentials = self.token.credentials.clone();
         let work = async move {
             let ctx = InsightsContext {
                 http: &deps.http,
@@ -808,7 +911,7 @@ impl Handler<CheckUnconfirmed> for AccountActor {
     fn handle(&mut self, msg: CheckUnconfirmed, ctx: &mut Self::Context) -> Self::Result {
         let _span = tracing::debug_span!("account_actor", account = %self.seat.account_id, message = "check").entered();
         self.last_activity = Instant::now();
-        if let Some((code, reason)) = &self.token_failure {
+        if let Some((code, reason)) = self.token_failure.as_deref() {
             return Err(ApiError::new(
                 *code,
                 "The platform access token of this account is no longer valid; reconnect the account",
@@ -832,7 +935,7 @@ impl Handler<CheckUnconfirmed> for AccountActor {
             self.start_refresh(ctx);
         }
         let deps = self.deps.clone();
-        let credentials = self.credentials.clone();
+        let credentials = self.token.credentials.clone();
         let submission_id = msg.spec.submission.id;
         let work = std::panic::AssertUnwindSafe(run_check(deps, credentials, msg.spec))
             .catch_unwind()
@@ -1014,5 +1117,24 @@ async fn refresh_under_lease(
         access_token: secrecy::SecretString::from(refreshed.access_token),
         expires_at: refreshed.expires_at,
         issued_at: Some(now),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every live actor is one tokio task holding the actor and its actix context (issue 16:
+    /// ≤ 2 KB per idle actor). Tokio aligns a task to 128 bytes and adds 104 of its own, so a
+    /// future of at most 536 bytes makes a 640-byte task; the actor's fields decide it.
+    #[test]
+    fn an_actor_task_fits_in_640_bytes() {
+        let future =
+            std::mem::size_of::<actix::dev::ContextFut<AccountActor, Context<AccountActor>>>();
+        assert!(future <= 536, "actor future {future} bytes");
+        // The board's entry: one per live actor too.
+        assert!(std::mem::size_of::<BoardEntry>() <= 72);
+        // And the limiter, one per account that had an actor.
+        assert!(std::mem::size_of::<AccountLimiter>() <= 96);
     }
 }

@@ -14,7 +14,7 @@ use std::{
 
 use governor::{
     Quota, RateLimiter,
-    clock::{Clock, DefaultClock},
+    clock::{Clock, MonotonicClock},
     middleware::StateInformationMiddleware,
     state::{InMemoryState, NotKeyed},
 };
@@ -26,20 +26,22 @@ use crate::{
     publish::plan::{Platform, PublishPlan, YoutubePost},
 };
 
-/// A limiter with what it needs to describe itself.
+/// A limiter with what it needs to describe itself. One per account that had an actor in this
+/// process, so kept compact: the clock is the governor limiter's own, and std's monotonic clock
+/// (nothing to store) rather than governor's default quanta clock (its calibration, in every
+/// limiter); the period in seconds.
 pub struct AccountLimiter {
-    limiter: RateLimiter<NotKeyed, InMemoryState, DefaultClock, StateInformationMiddleware>,
+    limiter: RateLimiter<NotKeyed, InMemoryState, MonotonicClock, StateInformationMiddleware>,
     /// Units left after the latest admission, and when (governor cannot be asked without
     /// spending; the operator view extrapolates from this).
     last: Mutex<Option<(u32, Instant)>>,
-    clock: DefaultClock,
     /// Units in one full period (the `X-RateLimit-Limit` value).
     capacity: u32,
-    /// Length of the period the capacity refills over.
-    period: Duration,
-    /// What the units are: `calls` or `quota units`.
-    unit: &'static str,
+    /// Length of the period the capacity refills over, in seconds.
+    period_secs: u32,
     youtube_costs: (u32, u32),
+    /// Whether the units are youtube quota units (otherwise API calls).
+    quota_units: bool,
 }
 
 /// The limiter as the operator view shows it.
@@ -58,34 +60,45 @@ pub struct LimiterState {
 
 impl AccountLimiter {
     pub fn for_platform(platform: Platform, config: &PublishingConfig) -> Self {
-        let (capacity, period, unit) = match platform {
-            Platform::Facebook => (config.facebook_calls_per_hour, 3_600, "calls"),
-            Platform::Instagram => (config.instagram_calls_per_hour, 3_600, "calls"),
-            Platform::Threads => (config.threads_calls_per_hour, 3_600, "calls"),
-            Platform::X => (config.x_calls_per_3_hours, 3 * 3_600, "calls"),
-            Platform::Tiktok => (config.tiktok_calls_per_minute, 60, "calls"),
-            Platform::Youtube => (config.youtube_daily_units, 86_400, "quota units"),
+        let (capacity, period_secs) = match platform {
+            Platform::Facebook => (config.facebook_calls_per_hour, 3_600),
+            Platform::Instagram => (config.instagram_calls_per_hour, 3_600),
+            Platform::Threads => (config.threads_calls_per_hour, 3_600),
+            Platform::X => (config.x_calls_per_3_hours, 3 * 3_600),
+            Platform::Tiktok => (config.tiktok_calls_per_minute, 60),
+            Platform::Youtube => (config.youtube_daily_units, 86_400),
         };
         let capacity = capacity.max(1);
-        let period = Duration::from_secs(period);
+        let period = Duration::from_secs(u64::from(period_secs));
         let burst = NonZeroU32::new(capacity).unwrap_or(NonZeroU32::MIN);
         // One unit comes back every period/capacity; a full bucket holds `capacity`.
         let quota = Quota::with_period(period / capacity)
             .unwrap_or_else(|| Quota::per_second(burst))
             .allow_burst(burst);
-        let clock = DefaultClock::default();
         Self {
-            limiter: RateLimiter::direct_with_clock(quota, clock.clone())
+            limiter: RateLimiter::direct_with_clock(quota, MonotonicClock)
                 .with_middleware::<StateInformationMiddleware>(),
             last: Mutex::new(None),
-            clock,
             capacity,
-            period,
-            unit,
+            period_secs,
             youtube_costs: (
                 config.youtube_video_insert_cost,
                 config.youtube_thumbnail_set_cost,
             ),
+            quota_units: platform == Platform::Youtube,
+        }
+    }
+
+    fn period(&self) -> Duration {
+        Duration::from_secs(u64::from(self.period_secs))
+    }
+
+    /// What the units are: `calls` or `quota units`.
+    fn unit(&self) -> &'static str {
+        if self.quota_units {
+            "quota units"
+        } else {
+            "calls"
         }
     }
 
@@ -123,9 +136,9 @@ impl AccountLimiter {
                     Some((snapshot.remaining_burst_capacity(), Instant::now()));
                 return Ok(());
             }
-            Ok(Err(not_until)) => not_until.wait_time_from(self.clock.now()),
+            Ok(Err(not_until)) => not_until.wait_time_from(self.limiter.clock().now()),
             // Cannot happen: cost is clamped to the capacity.
-            Err(_) => self.period,
+            Err(_) => self.period(),
         };
         let retry_after = wait.as_secs().max(1) + u64::from(wait.subsec_nanos() > 0);
         let reset = chrono::Utc::now().timestamp() + retry_after as i64;
@@ -140,13 +153,13 @@ impl AccountLimiter {
         .with_details(format!(
             "The account's platform limit ({} {} per {} s) is used up",
             self.capacity,
-            self.unit,
-            self.period.as_secs()
+            self.unit(),
+            self.period_secs
         )))
     }
 
     pub fn state(&self) -> LimiterState {
-        let per_unit = self.period / self.capacity;
+        let per_unit = self.period() / self.capacity;
         let remaining = match *self.last.lock().unwrap_or_else(|p| p.into_inner()) {
             None => self.capacity,
             Some((left, at)) => {
@@ -156,8 +169,8 @@ impl AccountLimiter {
         };
         LimiterState {
             capacity: self.capacity,
-            period_secs: self.period.as_secs(),
-            unit: self.unit,
+            period_secs: u64::from(self.period_secs),
+            unit: self.unit(),
             remaining,
             full_in_secs: (per_unit * (self.capacity - remaining)).as_secs(),
         }

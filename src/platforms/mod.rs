@@ -45,7 +45,8 @@ pub struct PlatformContext<'a> {
 pub struct AccountCredentials {
     /// Page id (facebook), IG user id, Threads user id, TikTok open_id, YouTube channel id, X user id.
     pub external_id: String,
-    pub display_name: String,
+    /// Shared with the operator view (one copy per live actor, not one per reader).
+    pub display_name: std::sync::Arc<str>,
     pub access_token: SecretString,
     /// How the account was connected: for instagram, which host and token it uses
     /// (graph.facebook.com with Facebook Login, graph.instagram.com with Instagram Login).

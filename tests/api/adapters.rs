@@ -85,7 +85,7 @@ impl Harness {
     ) -> (Result<Published, PlatformError>, serde_json::Value) {
         let credentials = AccountCredentials {
             external_id: account.external_id.clone(),
-            display_name: account.name.clone(),
+            display_name: account.name.as_str().into(),
             access_token: SecretString::from(account.access_token.clone()),
             login_route: Default::default(),
         };

@@ -46,7 +46,7 @@ fn deps(app: &TestApp) -> Arc<PublishDeps> {
 fn credentials(publisher: &Publisher) -> AccountCredentials {
     AccountCredentials {
         external_id: publisher.sim.external_id.clone(),
-        display_name: publisher.sim.name.clone(),
+        display_name: publisher.sim.name.as_str().into(),
         access_token: SecretString::from(publisher.sim.access_token.clone()),
         login_route: Default::default(),
     }
