@@ -305,6 +305,20 @@ impl TestApp {
         let base = format!("http://127.0.0.1:{}", app.port());
         let state = app.state();
         actix_rt::spawn(app.run_until_stopped());
+        if pg_schema.is_some() {
+            // The invalidation listener clears every cache when it connects (what it missed
+            // before is unknown). Wait for that first connection, so that it cannot land in the
+            // middle of a test and empty a cache the test has just warmed (a loaded machine
+            // connects it late).
+            let started = std::time::Instant::now();
+            while state.store.access().listens() == 0 {
+                assert!(
+                    started.elapsed() < std::time::Duration::from_secs(60),
+                    "the invalidation listener never connected"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        }
         Self {
             base,
             state,
