@@ -49,6 +49,10 @@ use social_service::{
 };
 use uuid::Uuid;
 
+// The service binary's allocator (see `src/main.rs`), so the figures are the binary's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -257,7 +261,7 @@ async fn main() {
     let baseline_url = format!("http://{}", baseline.addrs()[0]);
     actix_rt::spawn(baseline.run());
 
-    // A Pro user with a key, 50 scheduled posts, and 64 threads accounts on the simulator.
+    // A Pro user with a key, 50 scheduled posts, and 512 threads accounts on the simulator.
     let now = Utc::now();
     let user = state
         .store
@@ -276,7 +280,9 @@ async fn main() {
         .await
         .unwrap();
     let mut publish_accounts = Vec::new();
-    for i in 0..64 {
+    // 512 accounts: Threads allows 250 posts a day per profile, and a 5 s run at the publish
+    // rate would use up 64 profiles' quota.
+    for i in 0..512 {
         let s = sim
             .state()
             .create_account("threads", &format!("t{i}"), None);
@@ -397,6 +403,7 @@ async fn main() {
             Arc::new(publish_accounts.clone()),
         );
         let before = state.store.db_counts();
+        let commits_before = state.store.group_commit_stats();
         let publish = load(
             connections,
             seconds,
@@ -418,6 +425,15 @@ async fn main() {
         println!(
             "    {}",
             per_request(state.store.db_counts().since(before), &publish)
+        );
+        let commits = state.store.group_commit_stats();
+        let (transactions, writes) = (
+            commits.transactions - commits_before.transactions,
+            commits.writes - commits_before.writes,
+        );
+        println!(
+            "    group commit: {writes} writes in {transactions} transactions ({:.1} per transaction)",
+            writes as f64 / transactions.max(1) as f64
         );
     }
     if !wanted("memory") {

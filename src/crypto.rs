@@ -32,8 +32,15 @@ pub fn random_token(n: usize) -> String {
 
 /// SHA-256 of `input` as lowercase hex.
 pub fn sha256_hex(input: &str) -> String {
+    // Runs on every API-key request (the key cache is keyed by it): no `format!` per byte.
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(input.as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    let mut out = String::with_capacity(64);
+    for b in digest {
+        out.push(HEX[usize::from(b >> 4)] as char);
+        out.push(HEX[usize::from(b & 0xf)] as char);
+    }
+    out
 }
 
 /// Compares two strings in time independent of where they differ.

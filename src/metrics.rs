@@ -111,34 +111,59 @@ pub struct Metrics {
     histograms: DashMap<(&'static str, String), Histogram>,
 }
 
-fn escape(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
+/// `k1="v1",k2="v2"`, values escaped for the exposition format. Built on every request (the
+/// HTTP counters), so into one string, without a `format!` per pair.
 fn labels(pairs: &[(&str, &str)]) -> String {
-    pairs
-        .iter()
-        .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
-        .collect::<Vec<_>>()
-        .join(",")
+    let mut out = String::with_capacity(
+        pairs
+            .iter()
+            .map(|(k, v)| k.len() + v.len() + 4)
+            .sum::<usize>(),
+    );
+    for (i, (key, value)) in pairs.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(key);
+        out.push_str("=\"");
+        for c in value.chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '"' => out.push_str("\\\""),
+                '\n' => out.push_str("\\n"),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+    }
+    out
 }
 
 impl Metrics {
+    // The series exist after their first use: a shared read (`get`) finds them, and only a new
+    // series takes its shard's write lock.
     pub fn inc(&self, name: &'static str, pairs: &[(&str, &str)]) {
-        self.counters
-            .entry((name, labels(pairs)))
-            .or_default()
-            .fetch_add(1, Ordering::Relaxed);
+        let key = (name, labels(pairs));
+        match self.counters.get(&key) {
+            Some(counter) => counter.fetch_add(1, Ordering::Relaxed),
+            None => self
+                .counters
+                .entry(key)
+                .or_default()
+                .fetch_add(1, Ordering::Relaxed),
+        };
     }
 
     pub fn gauge_add(&self, name: &'static str, pairs: &[(&str, &str)], delta: i64) {
-        self.gauges
-            .entry((name, labels(pairs)))
-            .or_default()
-            .fetch_add(delta, Ordering::Relaxed);
+        let key = (name, labels(pairs));
+        match self.gauges.get(&key) {
+            Some(gauge) => gauge.fetch_add(delta, Ordering::Relaxed),
+            None => self
+                .gauges
+                .entry(key)
+                .or_default()
+                .fetch_add(delta, Ordering::Relaxed),
+        };
     }
 
     pub fn gauge_set(&self, name: &'static str, pairs: &[(&str, &str)], value: i64) {
@@ -149,10 +174,15 @@ impl Metrics {
     }
 
     pub fn observe(&self, name: &'static str, pairs: &[(&str, &str)], seconds: f64) {
-        let entry = self
-            .histograms
-            .entry((name, labels(pairs)))
-            .or_insert_with(Histogram::new);
+        let key = (name, labels(pairs));
+        let entry = match self.histograms.get(&key) {
+            Some(entry) => entry,
+            None => self
+                .histograms
+                .entry(key)
+                .or_insert_with(Histogram::new)
+                .downgrade(),
+        };
         for (bound, bucket) in BUCKETS.iter().zip(&entry.buckets) {
             if seconds <= *bound {
                 bucket.fetch_add(1, Ordering::Relaxed);

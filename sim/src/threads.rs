@@ -331,10 +331,20 @@ async fn create_container(
             )));
         }
     }
+    // auto_publish_text: a TEXT container is published right away, within the same quota as
+    // `threads_publish` (checked first: a refused post leaves no container behind).
+    let auto_publish = media_type == "TEXT" && params.flag("auto_publish_text") == Some(true);
+    if auto_publish {
+        check_quota(state, account, reply_to.is_some())?;
+    }
+    if auto_publish {
+        // Published by the platform as it is created: a text has nothing to process, so the
+        // processing faults (which model media) do not hold it.
+        data["settled"] = json!("FINISHED");
+    }
     let id = state.next_id().to_string();
     state.put_object(&id, new_object(account, "threads_container", data));
-    // auto_publish_text: a TEXT container is published right away.
-    if media_type == "TEXT" && params.flag("auto_publish_text") == Some(true) {
+    if auto_publish {
         let media_id = publish_container(state, account, &id)?;
         return Ok(ok(account, json!({ "id": media_id })));
     }
@@ -359,7 +369,14 @@ fn publish(
             "A carousel item container cannot be published on its own.",
         ));
     }
-    let reply = !container.data["reply_to_id"].is_null();
+    check_quota(state, account, !container.data["reply_to_id"].is_null())?;
+    let media_id = publish_container(state, account, creation_id)?;
+    Ok(ok(account, json!({ "id": media_id })))
+}
+
+/// The 24-hour publishing quota (250 posts, 1000 replies), for `threads_publish` and for a text
+/// post published at creation (`auto_publish_text`).
+fn check_quota(state: &SimState, account: &SimAccount, reply: bool) -> Result<(), MetaError> {
     let (used, total) = if reply {
         (quota_usage(state, account, Some(true)), REPLY_QUOTA)
     } else {
@@ -373,8 +390,7 @@ fn publish(
         .subcode(2_207_042)
         .status(StatusCode::BAD_REQUEST));
     }
-    let media_id = publish_container(state, account, creation_id)?;
-    Ok(ok(account, json!({ "id": media_id })))
+    Ok(())
 }
 
 /// Publishes a FINISHED container and records the post.

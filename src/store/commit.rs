@@ -21,8 +21,8 @@ use entity::{
     scheduled_post::{self, ScheduledStatus},
 };
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, Set,
-    TransactionTrait, sea_query::Expr,
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait, QueryFilter,
+    Set, Statement, TransactionTrait, sea_query::Expr,
 };
 use tokio::sync::oneshot;
 use uuid::Uuid;
@@ -95,6 +95,23 @@ pub enum PublishWrite {
 }
 
 impl PublishWrite {
+    /// The history row it writes.
+    fn submission_id(&self) -> Uuid {
+        match self {
+            PublishWrite::BeforeFinal { row, .. } | PublishWrite::Ended { row, .. } => row.id,
+            PublishWrite::Published { id, .. } | PublishWrite::Failed { id, .. } => *id,
+        }
+    }
+
+    /// A new row with no scheduled post alongside: it can share a multi-row `INSERT`.
+    fn plain_row(&self) -> Option<&SubmissionRow> {
+        match self {
+            PublishWrite::BeforeFinal { row, claim: None }
+            | PublishWrite::Ended { row, claim: None } => Some(row),
+            _ => None,
+        }
+    }
+
     /// A single statement (no scheduled post's claim to renew, link or unlink alongside).
     fn is_one_statement(&self) -> bool {
         !self.links_scheduled_post()
@@ -230,25 +247,56 @@ impl Store {
         }
     }
 
-    /// One transaction for the whole batch; if it fails, each write alone, so that one bad write
-    /// (a duplicate id, a constraint) fails only its own caller.
+    /// One transaction for the whole batch (on SQLite in one round trip when it can: see
+    /// [`apply_in_one_trip`]); if it fails, each write alone, so that one bad write (a
+    /// duplicate id, a constraint) fails only its own caller.
     async fn run_batch(&self, batch: Vec<(PublishWrite, Reply)>) {
         let count = batch.len() as u64;
-        if batch.len() > 1 {
-            match self.run_together(&batch).await {
-                Ok(results) => {
-                    self.group.transactions.fetch_add(1, Ordering::Relaxed);
-                    self.group.writes.fetch_add(count, Ordering::Relaxed);
-                    for ((_, reply), result) in batch.into_iter().zip(results) {
-                        let _ = reply.send(Ok(result));
-                    }
-                    return;
-                }
-                Err(error) => {
-                    tracing::warn!(%error, writes = count, "group commit failed; retrying its writes one by one");
-                }
+        let one_trip = match &self.writer {
+            Some(writer) => {
+                let writes: Vec<&PublishWrite> = batch.iter().map(|(write, _)| write).collect();
+                apply_in_one_trip(writer, &writes).await
+            }
+            None => None,
+        };
+        match one_trip {
+            Some(Ok(results)) => return self.answer_committed(batch, results),
+            Some(Err(error)) if count > 1 => {
+                tracing::warn!(%error, writes = count, "group commit failed; retrying its writes one by one");
+            }
+            // A lone write's error is its caller's, from the retry below.
+            Some(Err(_)) => {}
+            None if count > 1 => return self.run_batch_together(batch).await,
+            None => {}
+        }
+        self.run_one_by_one(batch).await;
+    }
+
+    /// A batch in one transaction, statement by statement; if it fails, write by write.
+    async fn run_batch_together(&self, batch: Vec<(PublishWrite, Reply)>) {
+        let count = batch.len() as u64;
+        match self.run_together(&batch).await {
+            Ok(results) => self.answer_committed(batch, results),
+            Err(error) => {
+                tracing::warn!(%error, writes = count, "group commit failed; retrying its writes one by one");
+                self.run_one_by_one(batch).await;
             }
         }
+    }
+
+    /// Answers the callers of a batch committed in one transaction.
+    fn answer_committed(&self, batch: Vec<(PublishWrite, Reply)>, results: Vec<bool>) {
+        self.group.transactions.fetch_add(1, Ordering::Relaxed);
+        self.group
+            .writes
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        for ((_, reply), result) in batch.into_iter().zip(results) {
+            let _ = reply.send(Ok(result));
+        }
+    }
+
+    /// Each write in its own transaction, each caller answered with its own result.
+    async fn run_one_by_one(&self, batch: Vec<(PublishWrite, Reply)>) {
         for (write, reply) in batch {
             let result = self.run_alone(&write).await;
             if result.is_ok() {
@@ -261,11 +309,9 @@ impl Store {
 
     async fn run_together(&self, batch: &[(PublishWrite, Reply)]) -> Result<Vec<bool>, DbErr> {
         let txn = self.db.begin().await?;
-        let mut results = Vec::with_capacity(batch.len());
-        for (write, _) in batch {
-            // An error drops `txn`, which rolls the batch back.
-            results.push(apply(&txn, write).await?);
-        }
+        let writes: Vec<&PublishWrite> = batch.iter().map(|(write, _)| write).collect();
+        // An error drops `txn`, which rolls the batch back.
+        let results = apply_batch(&txn, &writes).await?;
         let links = batch.iter().any(|(write, _)| write.links_scheduled_post());
         self.commit_publish_writes(txn, links).await?;
         Ok(results)
@@ -372,6 +418,250 @@ fn row_model(row: &SubmissionRow) -> post_submission::ActiveModel {
     }
 }
 
+/// A batch's writes in as few statements as they allow, since on the publish path the
+/// statements of a batch are the serial part (one writer at a time, one round trip to the
+/// database each): the new rows without a scheduled post in multi-row `INSERT`s, the
+/// `published` outcomes in `UPDATE … RETURNING id`s, the rest (`Others`) one by one. Their
+/// order does not matter, because each touches a row of its own (a job waits for one write's
+/// answer before it sends its next); `None` when a row appears twice (run one by one, in order).
+struct BatchPlan {
+    statements: Vec<(Statement, Planned)>,
+    /// Writes with conditions of their own (a claim to renew, a status to check): [`apply`].
+    others: Vec<usize>,
+}
+
+/// What a planned statement answers.
+enum Planned {
+    /// Inserts these writes' rows: all of them, or an error.
+    Rows(Vec<usize>),
+    /// Marks these writes' rows published, returning the ids it found.
+    Published(Vec<(usize, Uuid)>),
+}
+
+impl BatchPlan {
+    fn new(backend: DbBackend, writes: &[&PublishWrite]) -> Option<Self> {
+        let mut seen = std::collections::HashSet::with_capacity(writes.len());
+        if !writes.iter().all(|w| seen.insert(w.submission_id())) {
+            return None;
+        }
+        let rows: Vec<(usize, &SubmissionRow)> = writes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, w)| w.plain_row().map(|row| (i, row)))
+            .collect();
+        let published: Vec<(usize, PublishedOutcome<'_>)> = writes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, w)| PublishedOutcome::of(w).map(|o| (i, o)))
+            .collect();
+        let mut statements = Vec::new();
+        for chunk in power_of_two_chunks(&rows) {
+            let insert =
+                post_submission::Entity::insert_many(chunk.iter().map(|(_, row)| row_model(row)));
+            statements.push((
+                sea_orm::QueryTrait::build(&insert, backend),
+                Planned::Rows(chunk.iter().map(|(i, _)| *i).collect()),
+            ));
+        }
+        // Outcomes with their final steps and outcomes without apart: one statement sets every
+        // row's steps or none (a `CASE` that kept some rows' column would mix the column's
+        // type with the parameters', which PostgreSQL refuses for `json`).
+        let (with_steps, without_steps): (Vec<_>, Vec<_>) =
+            published.into_iter().partition(|(_, o)| o.steps.is_some());
+        for group in [with_steps, without_steps] {
+            for chunk in power_of_two_chunks(&group) {
+                let outcomes: Vec<&PublishedOutcome<'_>> = chunk.iter().map(|(_, o)| o).collect();
+                statements.push((
+                    backend.build(&mark_published(&outcomes)),
+                    Planned::Published(chunk.iter().map(|(i, o)| (*i, o.id)).collect()),
+                ));
+            }
+        }
+        let others = (0..writes.len())
+            .filter(|i| {
+                writes[*i].plain_row().is_none() && PublishedOutcome::of(writes[*i]).is_none()
+            })
+            .collect();
+        Some(Self { statements, others })
+    }
+}
+
+/// Runs `writes` on `db` (inside the caller's transaction), one statement at a time.
+async fn apply_batch<C: ConnectionTrait>(
+    db: &C,
+    writes: &[&PublishWrite],
+) -> Result<Vec<bool>, DbErr> {
+    let Some(plan) = BatchPlan::new(db.get_database_backend(), writes) else {
+        let mut results = Vec::with_capacity(writes.len());
+        for write in writes {
+            results.push(apply(db, write).await?);
+        }
+        return Ok(results);
+    };
+    let mut results = vec![false; writes.len()];
+    for (statement, planned) in plan.statements {
+        match planned {
+            Planned::Rows(indices) => {
+                db.execute_raw(statement).await?;
+                for i in indices {
+                    results[i] = true;
+                }
+            }
+            Planned::Published(rows) => {
+                let found = returned_ids(db.query_all_raw(statement).await?)?;
+                for (i, id) in rows {
+                    results[i] = found.contains(&id);
+                }
+            }
+        }
+    }
+    for i in plan.others {
+        results[i] = apply(db, writes[i]).await?;
+    }
+    Ok(results)
+}
+
+/// SQLite: the whole batch as one text (`BEGIN; …; COMMIT`) on the group commit's own
+/// connection, so it costs one round trip to the connection's thread instead of one per
+/// statement plus the transaction's and the pool's. `None` when the batch has writes with
+/// conditions of their own (they need each answer before the next statement). On an error
+/// the transaction is rolled back on that same connection (its pool holds only it) before the
+/// error is returned.
+async fn apply_in_one_trip(
+    writer: &DatabaseConnection,
+    writes: &[&PublishWrite],
+) -> Option<Result<Vec<bool>, DbErr>> {
+    let plan = BatchPlan::new(DbBackend::Sqlite, writes)?;
+    if !plan.others.is_empty() {
+        return None;
+    }
+    let mut sql = String::from("BEGIN");
+    let mut values = Vec::new();
+    for (statement, _) in &plan.statements {
+        sql.push(';');
+        sql.push_str(&statement.sql);
+        if let Some(v) = &statement.values {
+            values.extend(v.0.iter().cloned());
+        }
+    }
+    sql.push_str(";COMMIT");
+    let combined = Statement::from_sql_and_values(DbBackend::Sqlite, sql, values);
+    let found = match writer.query_all_raw(combined).await {
+        Ok(rows) => returned_ids(rows),
+        Err(error) => Err(error),
+    };
+    Some(match found {
+        Ok(found) => {
+            let mut results = vec![false; writes.len()];
+            for (_, planned) in &plan.statements {
+                match planned {
+                    Planned::Rows(indices) => indices.iter().for_each(|i| results[*i] = true),
+                    Planned::Published(rows) => rows
+                        .iter()
+                        .for_each(|(i, id)| results[*i] = found.contains(id)),
+                }
+            }
+            Ok(results)
+        }
+        Err(error) => {
+            // The statement that failed left the transaction open (or it never began: then
+            // this fails too, harmlessly).
+            let _ = writer.execute_unprepared("ROLLBACK").await;
+            Err(error)
+        }
+    })
+}
+
+fn returned_ids(rows: Vec<sea_orm::QueryResult>) -> Result<std::collections::HashSet<Uuid>, DbErr> {
+    rows.iter()
+        .map(|row| row.try_get::<Uuid>("", "id"))
+        .collect()
+}
+
+/// `items` in chunks whose lengths are powers of two, largest first (13 → 8, 4, 1): a
+/// multi-row statement's text depends on its row count, and with a handful of counts the
+/// database connection's prepared-statement cache keeps every one of them, instead of
+/// preparing a new text for each batch size.
+fn power_of_two_chunks<T>(mut items: &[T]) -> impl Iterator<Item = &[T]> {
+    std::iter::from_fn(move || {
+        if items.is_empty() {
+            return None;
+        }
+        let size = 1 << items.len().ilog2();
+        let (chunk, rest) = items.split_at(size);
+        items = rest;
+        Some(chunk)
+    })
+}
+
+/// What a `published` outcome writes.
+struct PublishedOutcome<'a> {
+    id: Uuid,
+    post_id: &'a str,
+    result: &'a serde_json::Value,
+    steps: Option<&'a PublishSteps>,
+    now: DateTime<Utc>,
+}
+
+impl<'a> PublishedOutcome<'a> {
+    fn of(write: &'a PublishWrite) -> Option<Self> {
+        match write {
+            PublishWrite::Published {
+                id,
+                post_id,
+                result,
+                steps,
+                now,
+            } => Some(Self {
+                id: *id,
+                post_id,
+                result,
+                steps: steps.as_ref(),
+                now: *now,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// `publishing → published` for several rows in one statement (each column a `CASE` on the
+/// id), returning the ids it updated. The outcomes all carry steps, or none does.
+fn mark_published(outcomes: &[&PublishedOutcome<'_>]) -> sea_orm::sea_query::UpdateStatement {
+    use post_submission::Column;
+    use sea_orm::sea_query::{CaseStatement, Query};
+    let by_id = |value: &dyn Fn(&PublishedOutcome<'_>) -> Expr| -> Expr {
+        let mut case = CaseStatement::new();
+        for outcome in outcomes {
+            case = case.case(Column::Id.eq(outcome.id), value(outcome));
+        }
+        case.into()
+    };
+    let mut update = Query::update();
+    update
+        .table(post_submission::Entity)
+        .value(
+            Column::Status,
+            Expr::value(SubmissionStatus::Published.as_str()),
+        )
+        .value(
+            Column::PostId,
+            by_id(&|o| Expr::value(o.post_id.to_string())),
+        )
+        .value(Column::Result, by_id(&|o| Expr::value(o.result.clone())))
+        .value(Column::PublishedAt, by_id(&|o| Expr::value(o.now)))
+        .value(Column::UpdatedAt, by_id(&|o| Expr::value(o.now)));
+    if outcomes.iter().all(|o| o.steps.is_some()) {
+        update.value(
+            Column::Steps,
+            by_id(&|o| Expr::value(o.steps.cloned().unwrap_or_default())),
+        );
+    }
+    update
+        .and_where(Column::Id.is_in(outcomes.iter().map(|o| o.id)))
+        .returning_col(Column::Id);
+    update
+}
+
 async fn apply<C: ConnectionTrait>(db: &C, write: &PublishWrite) -> Result<bool, DbErr> {
     match write {
         PublishWrite::BeforeFinal { row, claim } => {
@@ -380,7 +670,9 @@ async fn apply<C: ConnectionTrait>(db: &C, write: &PublishWrite) -> Result<bool,
             {
                 return Ok(false);
             }
-            row_model(row).insert(db).await?;
+            post_submission::Entity::insert(row_model(row))
+                .exec_without_returning(db)
+                .await?;
             Ok(true)
         }
         PublishWrite::Ended { row, claim } => {
@@ -393,7 +685,9 @@ async fn apply<C: ConnectionTrait>(db: &C, write: &PublishWrite) -> Result<bool,
                     .exec(db)
                     .await?;
             }
-            row_model(row).insert(db).await?;
+            post_submission::Entity::insert(row_model(row))
+                .exec_without_returning(db)
+                .await?;
             Ok(true)
         }
         PublishWrite::Published {
@@ -471,5 +765,28 @@ async fn apply<C: ConnectionTrait>(db: &C, write: &PublishWrite) -> Result<bool,
                 .await?;
             Ok(result.rows_affected == 1)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::power_of_two_chunks;
+
+    #[test]
+    fn batches_split_into_power_of_two_statements() {
+        let lengths = |n: usize| {
+            let items: Vec<usize> = (0..n).collect();
+            power_of_two_chunks(&items)
+                .map(<[usize]>::len)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(lengths(0), Vec::<usize>::new());
+        assert_eq!(lengths(1), [1]);
+        assert_eq!(lengths(13), [8, 4, 1]);
+        assert_eq!(lengths(64), [64]);
+        // Every item once, in order.
+        let items: Vec<usize> = (0..27).collect();
+        let flat: Vec<usize> = power_of_two_chunks(&items).flatten().copied().collect();
+        assert_eq!(flat, items);
     }
 }

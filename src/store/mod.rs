@@ -48,6 +48,9 @@ pub use users::UserSearch;
 #[derive(Clone, Debug)]
 pub struct Store {
     db: DatabaseConnection,
+    /// On a SQLite file, the connection the group commit writes its batches on (each batch one
+    /// round trip: see `commit.rs`); `None` on PostgreSQL and in-memory SQLite.
+    writer: Option<DatabaseConnection>,
     stats: Arc<DbStats>,
     /// What authentication and ownership checks read without a query, and the rendered
     /// scheduled-post listings (see [`crate::access`]). Every write to a row it holds evicts the
@@ -94,13 +97,25 @@ impl DbCounts {
 }
 
 impl DbStats {
+    /// Counts each statement of `sql`. A text of several statements (the group commit's
+    /// one-trip batch on SQLite) counts each, and its `BEGIN`/`COMMIT` none, as a transaction
+    /// opened through the pool counts none. Values are bound, never inlined, so `;` only ever
+    /// separates statements.
     fn observe(&self, sql: &str) {
-        let verb = sql.trim_start().get(..6).unwrap_or("");
-        let write = ["INSERT", "UPDATE", "DELETE"]
-            .iter()
-            .any(|w| verb.eq_ignore_ascii_case(w));
-        let counter = if write { &self.writes } else { &self.reads };
-        counter.fetch_add(1, Ordering::Relaxed);
+        for statement in sql.split(';') {
+            let verb = statement
+                .trim_start()
+                .split(|c: char| !c.is_ascii_alphabetic())
+                .next()
+                .unwrap_or("");
+            let is = |words: &[&str]| words.iter().any(|w| verb.eq_ignore_ascii_case(w));
+            if verb.is_empty() || is(&["BEGIN", "COMMIT", "ROLLBACK", "END"]) {
+                continue;
+            }
+            let write = is(&["INSERT", "UPDATE", "DELETE"]);
+            let counter = if write { &self.writes } else { &self.reads };
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     pub fn counts(&self) -> DbCounts {
@@ -144,32 +159,50 @@ impl Store {
             std::fs::create_dir_all(parent)
                 .map_err(|e| DbErr::Custom(format!("cannot create {}: {e}", parent.display())))?;
         }
-        let mut options = ConnectOptions::new(url.to_string());
-        options
-            .max_connections(max_connections.max(1))
-            .acquire_timeout(Duration::from_secs(10))
-            .sqlx_logging(false)
-            .map_sqlx_sqlite_opts(move |opts| {
-                use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
-                // WAL lets readers proceed during a write; writers queue on the busy timeout
-                // instead of failing with SQLITE_BUSY.
-                opts.journal_mode(SqliteJournalMode::Wal)
-                    .synchronous(SqliteSynchronous::Normal)
-                    .busy_timeout(Duration::from_secs(15))
-                    .foreign_keys(true)
-                    // Negative: a size in KiB (SQLite's own default is 2,000 KiB per
-                    // connection, which a pool of them fills with pages the OS caches anyway).
-                    .pragma("cache_size", format!("-{}", sqlite_cache_kib.max(1)))
-            });
-        if let Some(schema) = pg_schema {
-            options.set_schema_search_path(schema.to_string());
-        }
-        let mut db = Database::connect(options).await?;
+        let options = |max_connections: u32| {
+            let mut options = ConnectOptions::new(url.to_string());
+            options
+                .max_connections(max_connections.max(1))
+                .acquire_timeout(Duration::from_secs(10))
+                .sqlx_logging(false)
+                .map_sqlx_sqlite_opts(move |opts| {
+                    use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
+                    // WAL lets readers proceed during a write; writers queue on the busy timeout
+                    // instead of failing with SQLITE_BUSY.
+                    opts.journal_mode(SqliteJournalMode::Wal)
+                        .synchronous(SqliteSynchronous::Normal)
+                        .busy_timeout(Duration::from_secs(15))
+                        .foreign_keys(true)
+                        // Negative: a size in KiB (SQLite's own default is 2,000 KiB per
+                        // connection, which a pool of them fills with pages the OS caches anyway).
+                        .pragma("cache_size", format!("-{}", sqlite_cache_kib.max(1)))
+                });
+            if let Some(schema) = pg_schema {
+                options.set_schema_search_path(schema.to_string());
+            }
+            options
+        };
         let stats = Arc::new(DbStats::default());
         let observer = stats.clone();
+        let mut db = Database::connect(options(max_connections)).await?;
         db.set_metric_callback(move |info| observer.observe(&info.statement.sql));
+        // SQLite's group-commit connection (see `commit.rs`): a pool of exactly one, which only
+        // the group commit's drainer uses, one batch at a time. Not checked before each use:
+        // it is a file handle in this process, and the check is a round trip to its thread.
+        let writer = match sqlite_file_path(url) {
+            Some(_) => {
+                let mut writer_options = options(1);
+                writer_options.min_connections(1).test_before_acquire(false);
+                let mut writer = Database::connect(writer_options).await?;
+                let observer = stats.clone();
+                writer.set_metric_callback(move |info| observer.observe(&info.statement.sql));
+                Some(writer)
+            }
+            None => None,
+        };
         Ok(Self {
             db,
+            writer,
             stats,
             access: Arc::new(AccessCache::default()),
             channel: access::channel_name(pg_schema).into(),
@@ -343,14 +376,16 @@ mod tests {
             "DELETE FROM t",
             "WITH x AS (SELECT 1) SELECT * FROM x",
             "",
+            // The group commit's one-trip batch: its statements, not its transaction control.
+            "BEGIN;INSERT INTO t VALUES (?);UPDATE t SET a = ? RETURNING id;COMMIT",
         ] {
             stats.observe(sql);
         }
         assert_eq!(
             stats.counts(),
             DbCounts {
-                reads: 3,
-                writes: 3
+                reads: 2,
+                writes: 5
             }
         );
     }

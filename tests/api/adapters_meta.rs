@@ -530,6 +530,34 @@ async fn threads_text_post() {
     assert_eq!(items[0].text.as_deref(), Some("just text"));
     assert!(items[0].media.is_empty());
     assert_eq!(items[0].reply_to, None);
+    // One call: the container is created and published at once (`auto_publish_text`), so no
+    // container to wait on and two calls fewer against the app's call budget.
+    assert_eq!(h.sim.state().request_count("threads", &th.external_id), 1);
+    assert!(step_ids(&steps, "container").is_empty());
+}
+
+/// `auto_publish_text` publishes within the same 24-hour quota as `threads_publish`: a text
+/// post over it is refused, and nothing is published.
+#[actix_web::test]
+async fn threads_text_post_at_the_quota_is_refused() {
+    let h = Harness::start().await;
+    let th = h.account("threads", "Threader");
+    let plan = PublishPlan::Threads(ThreadsPost::Text {
+        text: "one too many".into(),
+    });
+    for i in 0..250 {
+        let text = PublishPlan::Threads(ThreadsPost::Text {
+            text: format!("post {i}"),
+        });
+        h.publish(&th, &text).await.0.unwrap();
+    }
+    let (result, steps) = h.publish(&th, &plan).await;
+    assert!(
+        matches!(result, Err(PlatformError::RateLimited { .. })),
+        "{result:?}"
+    );
+    assert!(step_ids(&steps, "post").is_empty());
+    assert_eq!(published(&h, &th).len(), 250);
 }
 
 #[actix_web::test]
@@ -611,7 +639,9 @@ async fn threads_thread_of_three_chains_replies() {
     assert_eq!(post.post_ids.len(), 3);
     assert_eq!(post.post_id, post.post_ids[0]);
     assert_eq!(step_ids(&steps, "post"), post.post_ids);
-    assert_eq!(step_ids(&steps, "container").len(), 3);
+    // A container for the first post (its image); the text-only replies in one call each.
+    assert_eq!(step_ids(&steps, "container").len(), 1);
+    assert_eq!(h.sim.state().request_count("threads", &th.external_id), 5);
     assert_eq!(steps["final_started"], true);
     let items = published(&h, &th);
     assert_eq!(items.len(), 3);
@@ -666,12 +696,15 @@ async fn threads_faults_are_classified() {
     // The posts of a thread cannot be carried on one by one: a stuck one fails the thread.
     let thread = PublishPlan::Threads(ThreadsPost::Thread {
         texts: vec!["one".into(), "two".into()],
-        media: None,
+        media: Some(h.media("sample.mp4").await),
     });
     match h.publish(&th, &thread).await.0 {
         Err(PlatformError::ProcessingFailed(m)) => assert!(m.contains("did not finish"), "{m}"),
         other => panic!("{other:?}"),
     }
+    // A text post has nothing to process: created and published in one call, it goes out.
+    assert!(h.publish(&th, &text).await.0.is_ok());
+    assert_eq!(published(&h, &th).len(), 1);
     fault(&h, &th, processing(Processing::Fail));
     let carousel = PublishPlan::Threads(ThreadsPost::Carousel {
         items: vec![h.media("sample.jpg").await, h.media("sample.mp4").await],
@@ -693,7 +726,7 @@ async fn threads_faults_are_classified() {
         h.publish(&th, &image).await.0,
         Err(PlatformError::MediaFetch(_))
     ));
-    assert_eq!(published(&h, &th).len(), 0);
+    assert_eq!(published(&h, &th).len(), 1);
 }
 
 #[actix_web::test]
@@ -713,7 +746,7 @@ async fn threads_publish_call_is_never_retried() {
     );
     let plan = PublishPlan::Threads(ThreadsPost::Thread {
         texts: vec!["a".into(), "b".into()],
-        media: None,
+        media: Some(h.media("sample.jpg").await),
     });
     let (result, steps) = h.publish(&th, &plan).await;
     assert!(
@@ -725,6 +758,30 @@ async fn threads_publish_call_is_never_retried() {
     // Container, one status poll, one publish: no second publish attempt.
     assert_eq!(h.sim.state().request_count("threads", &th.external_id), 3);
     assert_eq!(published(&h, &th).len(), 0);
+
+    // A text post's one call is its final call: never retried either.
+    let other = h.account("threads", "Texter");
+    fault(
+        &h,
+        &other,
+        FaultSpec {
+            error: Some(FaultKind::ServerError),
+            times: Some(1),
+            ..FaultSpec::default()
+        },
+    );
+    let text = PublishPlan::Threads(ThreadsPost::Text { text: "a".into() });
+    let (result, steps) = h.publish(&other, &text).await;
+    assert!(
+        matches!(result, Err(PlatformError::Transient(_))),
+        "{result:?}"
+    );
+    assert_eq!(steps["final_started"], true);
+    assert_eq!(
+        h.sim.state().request_count("threads", &other.external_id),
+        1
+    );
+    assert_eq!(published(&h, &other).len(), 0);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -359,7 +359,15 @@ async fn a_transient_failure_is_retried_and_then_publishes_once() {
             ..FaultSpec::default()
         },
     );
-    let id = schedule_ok(&app, &publisher, json!({"text": "retry me"}), 61).await;
+    // An image post: its container is created before the final call, so a 5xx there means
+    // nothing went out and the attempt is safe to retry.
+    let id = schedule_ok(
+        &app,
+        &publisher,
+        json!({"text": "retry me", "mediaUrls": [app.media_url("sample.jpg")]}),
+        61,
+    )
+    .await;
     app.clock.advance(chrono::Duration::seconds(62));
     // The first attempt fails with a 5xx and goes back to `scheduled` with its reason.
     let mut waiting = Value::Null;

@@ -146,7 +146,8 @@ async fn a_threads_text_publish_writes_once_before_its_final_call_and_once_after
     assert_eq!(row.post_id.as_deref(), Some(receipt.post_id.as_str()));
     let steps = row.steps.unwrap();
     assert!(steps.final_started);
-    assert_eq!(steps.ids(StepKind::Container).len(), 1);
+    // A text post is created and published in one call: no container.
+    assert!(steps.ids(StepKind::Container).is_empty());
     assert_eq!(steps.ids(StepKind::Post), vec![receipt.post_id.clone()]);
     assert_eq!(app.published(&publisher.sim).len(), 1);
 }
@@ -194,13 +195,13 @@ async fn an_attempt_cut_off_before_its_final_call_is_retried_never_unconfirmed()
     };
 
     // Attempt 1: the platform refuses the final call with its rate limit (nothing went out).
+    // A text post's one call is its final call.
     let post = claim(app.clock_now()).await;
     app.sim.state().set_faults(
         "threads",
         &publisher.sim.external_id,
         FaultSpec {
             error: Some(FaultKind::RateLimit),
-            path_contains: Some("threads_publish".into()),
             times: Some(1),
             ..FaultSpec::default()
         },
@@ -345,6 +346,143 @@ async fn writes_arriving_together_commit_together_and_answer_each_caller() {
         let stored = store.find_submission(row.id).await.unwrap().unwrap();
         assert_eq!(stored.status, SubmissionStatus::Published);
         assert_eq!(stored.post_id, Some(format!("post-{i}")));
+    }
+}
+
+fn step(kind: StepKind, id: &str) -> entity::post_submission::Step {
+    entity::post_submission::Step {
+        kind,
+        id: id.into(),
+        outcome: None,
+        at: None,
+    }
+}
+
+/// A batch's outcomes go out in one statement and still answer each caller: a row that does not
+/// exist is its caller's `false`, the others' `true`; steps given are written, rows given none
+/// keep theirs; new rows of one batch are inserted together.
+#[actix_web::test]
+async fn a_batch_of_outcomes_answers_each_caller_and_keeps_untouched_steps() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("threads", "pro").await;
+    let store = &app.state.store;
+    let now = app.clock_now();
+    let rows: Vec<SubmissionRow> = (0..5)
+        .map(|i| {
+            let mut row = new_row(&publisher, None, &app);
+            row.steps.final_started = true;
+            row.steps
+                .steps
+                .push(step(StepKind::Container, &format!("container-{i}")));
+            row
+        })
+        .collect();
+    let stats = store.group_commit_stats();
+    let inserted = futures_util::future::join_all(rows.iter().map(|row| {
+        store.publish_write(PublishWrite::BeforeFinal {
+            row: row.clone(),
+            claim: None,
+        })
+    }))
+    .await;
+    assert!(
+        inserted.iter().all(|a| matches!(a, Ok(true))),
+        "{inserted:?}"
+    );
+    let missing = Uuid::new_v4();
+    let mut writes: Vec<PublishWrite> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, row)| {
+            // Even rows end with one more step; odd rows keep what they had.
+            let steps = (i % 2 == 0).then(|| {
+                let mut steps = row.steps.clone();
+                steps.steps.push(step(StepKind::Post, &format!("post-{i}")));
+                steps
+            });
+            PublishWrite::Published {
+                id: row.id,
+                post_id: format!("post-{i}"),
+                result: json!({"n": i}),
+                steps,
+                now,
+            }
+        })
+        .collect();
+    writes.insert(
+        2,
+        PublishWrite::Published {
+            id: missing,
+            post_id: "nowhere".into(),
+            result: json!({}),
+            steps: None,
+            now,
+        },
+    );
+    let answers =
+        futures_util::future::join_all(writes.into_iter().map(|w| store.publish_write(w))).await;
+    let after = store.group_commit_stats();
+    assert_eq!(after.transactions - stats.transactions, 2, "one per batch");
+    assert!(matches!(answers[2], Ok(false)), "{answers:?}");
+    for (i, answer) in answers.iter().enumerate() {
+        if i != 2 {
+            assert!(matches!(answer, Ok(true)), "{i}: {answers:?}");
+        }
+    }
+    assert!(store.find_submission(missing).await.unwrap().is_none());
+    for (i, row) in rows.iter().enumerate() {
+        let stored = store.find_submission(row.id).await.unwrap().unwrap();
+        assert_eq!(stored.status, SubmissionStatus::Published);
+        assert_eq!(stored.post_id, Some(format!("post-{i}")));
+        assert_eq!(stored.result, Some(json!({"n": i})));
+        let steps = stored.steps.unwrap();
+        assert!(steps.final_started);
+        let kinds: Vec<StepKind> = steps.steps.iter().map(|s| s.kind).collect();
+        if i % 2 == 0 {
+            assert_eq!(kinds, [StepKind::Container, StepKind::Post], "row {i}");
+        } else {
+            assert_eq!(kinds, [StepKind::Container], "row {i}");
+        }
+    }
+}
+
+/// A batch that fails (here a row that already exists, sharing a multi-row insert with a new
+/// one) is rolled back and retried write by write: the new row is written, the duplicate fails
+/// alone, and the writes after it commit as usual (no transaction left open behind them).
+#[actix_web::test]
+async fn a_failed_batch_is_rolled_back_and_retried_write_by_write() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("threads", "pro").await;
+    let store = &app.state.store;
+    let before_final = |row: &SubmissionRow| PublishWrite::BeforeFinal {
+        row: row.clone(),
+        claim: None,
+    };
+    let existing = new_row(&publisher, None, &app);
+    assert!(matches!(
+        store.publish_write(before_final(&existing)).await,
+        Ok(true)
+    ));
+    let fresh = new_row(&publisher, None, &app);
+    let answers = futures_util::future::join_all([
+        store.publish_write(before_final(&fresh)),
+        store.publish_write(before_final(&existing)),
+    ])
+    .await;
+    assert!(matches!(answers[0], Ok(true)), "{answers:?}");
+    assert!(answers[1].is_err(), "a duplicate row: {answers:?}");
+    assert!(store.find_submission(fresh.id).await.unwrap().is_some());
+    // The next writes commit: read back through another connection of the pool.
+    let later: Vec<SubmissionRow> = (0..3).map(|_| new_row(&publisher, None, &app)).collect();
+    let answers = futures_util::future::join_all(
+        later
+            .iter()
+            .map(|row| store.publish_write(before_final(row))),
+    )
+    .await;
+    assert!(answers.iter().all(|a| matches!(a, Ok(true))), "{answers:?}");
+    for row in &later {
+        assert!(store.find_submission(row.id).await.unwrap().is_some());
     }
 }
 
