@@ -45,10 +45,6 @@ use social_service::{
     publish::plan::Platform,
 };
 
-// The service binary's allocator (see `src/main.rs`), so the figures are the binary's.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()

@@ -49,10 +49,6 @@ use social_service::{
 };
 use uuid::Uuid;
 
-// The service binary's allocator (see `src/main.rs`), so the figures are the binary's.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()

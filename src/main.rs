@@ -14,12 +14,6 @@ use social_service::{
 };
 use tracing_subscriber::{EnvFilter, layer::SubscriberExt, util::SubscriberInitExt};
 
-// mimalloc instead of the system allocator: a request allocates and frees many small objects
-// across worker, actor and database threads, where glibc's malloc spent about a quarter of the
-// publish path's instructions (README, "Benchmarks").
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Parser)]
 #[command(name = "service", version, about = "Social publishing service")]
 struct Cli {
