@@ -92,16 +92,7 @@ async fn create(
     if let Some(text) = text.filter(|t| !t.is_empty()) {
         params.push(("text", text));
     }
-    if let Some(parent) = reply_to {
-        params.push(("reply_to_id", parent));
-    }
-    let body = graph
-        .post(
-            &ApiPath::id(&ctx.account.graph_id()?).then("threads"),
-            &params,
-        )
-        .await?;
-    let id = graph_id_of(&body)?;
+    let id = post_threads(ctx, graph, params, reply_to).await?;
     ctx.steps.record(StepKind::Container, id.as_str()).await?;
     wait(ctx, graph, &id).await?;
     Ok(id)
@@ -215,11 +206,24 @@ async fn publish_text(
     if first {
         ctx.steps.before_final().await?;
     }
-    let mut params = vec![
+    let params = vec![
         ("media_type", "TEXT"),
         ("text", text),
         ("auto_publish_text", "true"),
     ];
+    // The published id is the next reply's `reply_to_id`.
+    let id = post_threads(ctx, graph, params, reply_to).await?;
+    ctx.steps.record(StepKind::Post, id.as_str()).await?;
+    Ok(id.into())
+}
+
+/// `POST /{user}/threads` with `params` (and `reply_to_id` when replying); the id it answers.
+async fn post_threads<'a>(
+    ctx: &PlatformContext<'_>,
+    graph: &Graph<'_>,
+    mut params: Vec<(&'a str, &'a str)>,
+    reply_to: Option<&'a str>,
+) -> Result<GraphId, PlatformError> {
     if let Some(parent) = reply_to {
         params.push(("reply_to_id", parent));
     }
@@ -229,10 +233,7 @@ async fn publish_text(
             &params,
         )
         .await?;
-    // The published id is the next reply's `reply_to_id`.
-    let id = graph_id_of(&body)?;
-    ctx.steps.record(StepKind::Post, id.as_str()).await?;
-    Ok(id.into())
+    graph_id_of(&body)
 }
 
 /// `threads_publish` (never retried); marks the final step first when `first` is set and

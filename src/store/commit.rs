@@ -421,7 +421,7 @@ fn row_model(row: &SubmissionRow) -> post_submission::ActiveModel {
 /// A batch's writes in as few statements as they allow, since on the publish path the
 /// statements of a batch are the serial part (one writer at a time, one round trip to the
 /// database each): the new rows without a scheduled post in multi-row `INSERT`s, the
-/// `published` outcomes in `UPDATE … RETURNING id`s, the rest (`Others`) one by one. Their
+/// `published` outcomes in `UPDATE … RETURNING id`s, the rest (`others`) one by one. Their
 /// order does not matter, because each touches a row of its own (a job waits for one write's
 /// answer before it sends its next); `None` when a row appears twice (run one by one, in order).
 struct BatchPlan {
@@ -690,34 +690,13 @@ async fn apply<C: ConnectionTrait>(db: &C, write: &PublishWrite) -> Result<bool,
                 .await?;
             Ok(true)
         }
-        PublishWrite::Published {
-            id,
-            post_id,
-            result,
-            steps,
-            now,
-        } => {
-            let mut update = post_submission::Entity::update_many();
-            if let Some(steps) = steps {
-                update =
-                    update.col_expr(post_submission::Column::Steps, Expr::value(steps.clone()));
-            }
-            let result = update
-                .col_expr(
-                    post_submission::Column::Status,
-                    Expr::value(SubmissionStatus::Published.as_str()),
-                )
-                .col_expr(
-                    post_submission::Column::PostId,
-                    Expr::value(post_id.as_str()),
-                )
-                .col_expr(post_submission::Column::Result, Expr::value(result.clone()))
-                .col_expr(post_submission::Column::PublishedAt, Expr::value(*now))
-                .col_expr(post_submission::Column::UpdatedAt, Expr::value(*now))
-                .filter(post_submission::Column::Id.eq(*id))
-                .exec(db)
-                .await?;
-            Ok(result.rows_affected == 1)
+        PublishWrite::Published { id, .. } => {
+            // The batch's statement, with one row.
+            let outcomes: Vec<PublishedOutcome<'_>> =
+                PublishedOutcome::of(write).into_iter().collect();
+            let outcomes: Vec<&PublishedOutcome<'_>> = outcomes.iter().collect();
+            let found = returned_ids(db.query_all(&mark_published(&outcomes)).await?)?;
+            Ok(found.contains(id))
         }
         PublishWrite::Failed {
             id,

@@ -298,6 +298,9 @@ impl Store {
 
     /// Closes the pool (the migration's own connection, see `Application::build`).
     pub async fn close(self) -> Result<(), DbErr> {
+        if let Some(writer) = self.writer {
+            writer.close().await?;
+        }
         self.db.close().await
     }
 
