@@ -425,7 +425,9 @@ fn row_model(row: &SubmissionRow) -> post_submission::ActiveModel {
 /// order does not matter, because each touches a row of its own (a job waits for one write's
 /// answer before it sends its next); `None` when a row appears twice (run one by one, in order).
 struct BatchPlan {
-    statements: Vec<(Statement, Planned)>,
+    statements: Vec<Statement>,
+    /// What each of `statements` answers, in the same order.
+    planned: Vec<Planned>,
     /// Writes with conditions of their own (a claim to renew, a status to check): [`apply`].
     others: Vec<usize>,
 }
@@ -454,14 +456,12 @@ impl BatchPlan {
             .enumerate()
             .filter_map(|(i, w)| PublishedOutcome::of(w).map(|o| (i, o)))
             .collect();
-        let mut statements = Vec::new();
+        let (mut statements, mut planned) = (Vec::new(), Vec::new());
         for chunk in power_of_two_chunks(&rows) {
             let insert =
                 post_submission::Entity::insert_many(chunk.iter().map(|(_, row)| row_model(row)));
-            statements.push((
-                sea_orm::QueryTrait::build(&insert, backend),
-                Planned::Rows(chunk.iter().map(|(i, _)| *i).collect()),
-            ));
+            statements.push(sea_orm::QueryTrait::build(&insert, backend));
+            planned.push(Planned::Rows(chunk.iter().map(|(i, _)| *i).collect()));
         }
         // Outcomes with their final steps and outcomes without apart: one statement sets every
         // row's steps or none (a `CASE` that kept some rows' column would mix the column's
@@ -471,9 +471,9 @@ impl BatchPlan {
         for group in [with_steps, without_steps] {
             for chunk in power_of_two_chunks(&group) {
                 let outcomes: Vec<&PublishedOutcome<'_>> = chunk.iter().map(|(_, o)| o).collect();
-                statements.push((
-                    backend.build(&mark_published(&outcomes)),
-                    Planned::Published(chunk.iter().map(|(i, o)| (*i, o.id)).collect()),
+                statements.push(backend.build(&mark_published(&outcomes)));
+                planned.push(Planned::Published(
+                    chunk.iter().map(|(i, o)| (*i, o.id)).collect(),
                 ));
             }
         }
@@ -482,7 +482,27 @@ impl BatchPlan {
                 writes[*i].plain_row().is_none() && PublishedOutcome::of(writes[*i]).is_none()
             })
             .collect();
-        Some(Self { statements, others })
+        Some(Self {
+            statements,
+            planned,
+            others,
+        })
+    }
+
+    /// Each planned write's answer once its statements ran: a new row was written (its
+    /// statement did not fail), an outcome was written when its row's id came back in `found`.
+    /// The `others` stay `false` here: [`apply`] answers them.
+    fn answers(&self, writes: usize, found: &std::collections::HashSet<Uuid>) -> Vec<bool> {
+        let mut results = vec![false; writes];
+        for planned in &self.planned {
+            match planned {
+                Planned::Rows(indices) => indices.iter().for_each(|i| results[*i] = true),
+                Planned::Published(rows) => rows
+                    .iter()
+                    .for_each(|(i, id)| results[*i] = found.contains(id)),
+            }
+        }
+        results
     }
 }
 
@@ -491,30 +511,25 @@ async fn apply_batch<C: ConnectionTrait>(
     db: &C,
     writes: &[&PublishWrite],
 ) -> Result<Vec<bool>, DbErr> {
-    let Some(plan) = BatchPlan::new(db.get_database_backend(), writes) else {
+    let Some(mut plan) = BatchPlan::new(db.get_database_backend(), writes) else {
         let mut results = Vec::with_capacity(writes.len());
         for write in writes {
             results.push(apply(db, write).await?);
         }
         return Ok(results);
     };
-    let mut results = vec![false; writes.len()];
-    for (statement, planned) in plan.statements {
+    let mut found = std::collections::HashSet::new();
+    for (statement, planned) in plan.statements.drain(..).zip(&plan.planned) {
         match planned {
-            Planned::Rows(indices) => {
+            Planned::Rows(_) => {
                 db.execute_raw(statement).await?;
-                for i in indices {
-                    results[i] = true;
-                }
             }
-            Planned::Published(rows) => {
-                let found = returned_ids(db.query_all_raw(statement).await?)?;
-                for (i, id) in rows {
-                    results[i] = found.contains(&id);
-                }
+            Planned::Published(_) => {
+                found.extend(returned_ids(db.query_all_raw(statement).await?)?);
             }
         }
     }
+    let mut results = plan.answers(writes.len(), &found);
     for i in plan.others {
         results[i] = apply(db, writes[i]).await?;
     }
@@ -531,17 +546,18 @@ async fn apply_in_one_trip(
     writer: &DatabaseConnection,
     writes: &[&PublishWrite],
 ) -> Option<Result<Vec<bool>, DbErr>> {
-    let plan = BatchPlan::new(DbBackend::Sqlite, writes)?;
+    let mut plan = BatchPlan::new(DbBackend::Sqlite, writes)?;
     if !plan.others.is_empty() {
         return None;
     }
     let mut sql = String::from("BEGIN");
     let mut values = Vec::new();
-    for (statement, _) in &plan.statements {
+    for statement in &mut plan.statements {
         sql.push(';');
         sql.push_str(&statement.sql);
-        if let Some(v) = &statement.values {
-            values.extend(v.0.iter().cloned());
+        // Moved, not copied: they hold the rows' JSON documents.
+        if let Some(v) = statement.values.take() {
+            values.extend(v.0);
         }
     }
     sql.push_str(";COMMIT");
@@ -551,18 +567,7 @@ async fn apply_in_one_trip(
         Err(error) => Err(error),
     };
     Some(match found {
-        Ok(found) => {
-            let mut results = vec![false; writes.len()];
-            for (_, planned) in &plan.statements {
-                match planned {
-                    Planned::Rows(indices) => indices.iter().for_each(|i| results[*i] = true),
-                    Planned::Published(rows) => rows
-                        .iter()
-                        .for_each(|(i, id)| results[*i] = found.contains(id)),
-                }
-            }
-            Ok(results)
-        }
+        Ok(found) => Ok(plan.answers(writes.len(), &found)),
         Err(error) => {
             // The statement that failed left the transaction open (or it never began: then
             // this fails too, harmlessly).
