@@ -91,10 +91,11 @@ async fn load(connections: usize, seconds: u64, make: MakeRequest) -> Load {
         let stop = stop.clone();
         let make = make.clone();
         tasks.push(tokio::spawn(async move {
-            let client = reqwest::Client::builder()
-                .pool_max_idle_per_host(1)
-                .build()
-                .unwrap();
+            // No cap on idle connections: the client hands a connection back to its pool only
+            // after the caller has read the body, so the next request may start a second one;
+            // with a cap of one, that spare was closed again, and a large answer (the 50-item
+            // list) cost a new TCP connection every second request (issue 16's third session).
+            let client = reqwest::Client::builder().build().unwrap();
             let mut latencies = Vec::new();
             let mut errors = 0;
             let mut i = c;

@@ -714,7 +714,7 @@ impl SchedulingService {
                 error,
                 abandon: false,
             })?;
-        let submission_id = Uuid::new_v4();
+        let submission_id = crate::store::new_row_id();
         // No write here: the claim is checked (by claimant and attempt number), renewed and
         // linked to the history row in the publish's one write before its final call.
         let claim = ClaimFence {

@@ -237,7 +237,7 @@ impl PublishingService {
         let prepared = self.prepare(user, plan, request).await?;
         let platform = prepared.request.platform;
         let time_limit = self.time_limit(&prepared.plan);
-        let submission_id = Uuid::new_v4();
+        let submission_id = crate::store::new_row_id();
         let (ask_for_row, asked) = oneshot::channel();
         let receiver = self
             .enqueue_with(user, prepared, submission_id, None, Some(asked))

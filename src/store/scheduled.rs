@@ -154,7 +154,7 @@ impl Store {
         now: DateTime<Utc>,
     ) -> Result<scheduled_post::Model, DbErr> {
         let inserted = scheduled_post::ActiveModel {
-            id: Set(Uuid::new_v4()),
+            id: Set(super::new_row_id()),
             user_id: Set(new.user_id),
             account_id: Set(new.account_id),
             platform: Set(new.platform),

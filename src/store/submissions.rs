@@ -84,7 +84,7 @@ impl Store {
         now: DateTime<Utc>,
     ) -> Result<post_submission::Model, DbErr> {
         post_submission::ActiveModel {
-            id: Set(Uuid::new_v4()),
+            id: Set(super::new_row_id()),
             user_id: Set(new.user_id),
             account_id: Set(new.account_id),
             platform: Set(new.platform),
