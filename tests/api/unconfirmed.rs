@@ -319,11 +319,22 @@ async fn a_scheduled_post_still_processing_stays_publishing_then_is_published_on
     set_processing(&app, &publisher, Processing::Finish);
     let item = wait_history(&app, &publisher, &submission_id, &["published", "failed"]).await;
     assert_eq!(item["status"], "published", "{item}");
-    let post = store
-        .find_scheduled_post(scheduled_uuid)
-        .await
-        .unwrap()
-        .unwrap();
+    // The reconciler ends the scheduled post right after the history row, in a statement of
+    // its own: wait for it rather than read in between (it failed once on PostgreSQL so).
+    let mut post = None;
+    for _ in 0..100 {
+        let found = store
+            .find_scheduled_post(scheduled_uuid)
+            .await
+            .unwrap()
+            .unwrap();
+        if found.status.as_str() != "publishing" {
+            post = Some(found);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let post = post.expect("the scheduled post ended with its attempt");
     assert_eq!(post.status.as_str(), "published", "{post:?}");
     assert_eq!(post.post_id.as_deref(), item["post_id"].as_str());
     assert_eq!(post.attempts, 1);
