@@ -85,17 +85,22 @@ struct Load {
 /// `connections` clients hammer a request for `seconds`; `make` builds request i.
 async fn load(connections: usize, seconds: u64, make: MakeRequest) -> Load {
     let stop = Arc::new(AtomicBool::new(false));
+    // Built before the clock starts: each one reads the system's root certificates, several
+    // milliseconds of CPU that the run's first fraction of a second would otherwise spend on
+    // the load generator instead of the service (issue 16's fourth session).
+    // No cap on idle connections: the client hands a connection back to its pool only after
+    // the caller has read the body, so the next request may start a second one; with a cap of
+    // one, that spare was closed again, and a large answer (the 50-item list) cost a new TCP
+    // connection every second request (issue 16's third session).
+    let clients: Vec<reqwest::Client> = (0..connections)
+        .map(|_| reqwest::Client::builder().build().unwrap())
+        .collect();
     let started = Instant::now();
     let mut tasks = Vec::new();
-    for c in 0..connections {
+    for (c, client) in clients.into_iter().enumerate() {
         let stop = stop.clone();
         let make = make.clone();
         tasks.push(tokio::spawn(async move {
-            // No cap on idle connections: the client hands a connection back to its pool only
-            // after the caller has read the body, so the next request may start a second one;
-            // with a cap of one, that spare was closed again, and a large answer (the 50-item
-            // list) cost a new TCP connection every second request (issue 16's third session).
-            let client = reqwest::Client::builder().build().unwrap();
             let mut latencies = Vec::new();
             let mut errors = 0;
             let mut i = c;

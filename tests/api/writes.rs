@@ -446,6 +446,194 @@ async fn a_batch_of_outcomes_answers_each_caller_and_keeps_untouched_steps() {
     }
 }
 
+/// Every column of a row as the database holds it, type included (SQLite's `quote`), so two
+/// rows written by different statements can be compared value for value; PostgreSQL: each
+/// column's text.
+async fn stored_columns(store: &social_service::store::Store, id: Uuid) -> Vec<String> {
+    use sea_orm::{ConnectionTrait, DbBackend, Statement};
+    const COLUMNS: [&str; 21] = [
+        "user_id",
+        "account_id",
+        "platform",
+        "post_type",
+        "post_id",
+        "status",
+        "page_name",
+        "content",
+        "result",
+        "steps",
+        "error_code",
+        "error_message",
+        "scheduled_post_id",
+        "created_at",
+        "published_at",
+        "updated_at",
+        "reconcile",
+        "next_check_at",
+        "check_until",
+        "check_claimed_by",
+        "check_lease_until",
+    ];
+    let db = store.connection();
+    let backend = db.get_database_backend();
+    let select = COLUMNS
+        .iter()
+        .map(|c| match backend {
+            DbBackend::Sqlite => format!("quote({c}) AS {c}"),
+            _ => format!("coalesce({c}::text, '<null>') AS {c}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let placeholder = if backend == DbBackend::Sqlite {
+        "?"
+    } else {
+        "$1"
+    };
+    let row = db
+        .query_one_raw(Statement::from_sql_and_values(
+            backend,
+            format!("SELECT {select} FROM post_submissions WHERE id = {placeholder}"),
+            [id.into()],
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    COLUMNS
+        .iter()
+        .map(|c| format!("{c}={}", row.try_get::<String>("", c).unwrap()))
+        .collect()
+}
+
+/// The group commit writes a batch in one statement text of its own on SQLite (its rows and
+/// outcomes as JSON parameters): what it stores must be exactly what SeaORM's own insert and
+/// update store for the same values, or rows written by the two paths would sort, compare or
+/// read differently. Compared column by column, with values that test the encodings (quotes,
+/// non-ASCII text, a newline, nanoseconds, nested JSON), for a new row and for both kinds of
+/// `published` outcome (with steps, and without: the row keeps its own).
+#[actix_web::test]
+async fn the_one_trip_batch_writes_what_single_statements_write() {
+    use entity::post_submission;
+    use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, sea_query::Expr};
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("threads", "pro").await;
+    let store = &app.state.store;
+    let at = app.clock_now() + chrono::Duration::nanoseconds(123_456_789);
+    let row = |id: Uuid| {
+        let mut row = new_row(&publisher, None, &app);
+        row.id = id;
+        row.new.post_type = Some(PostType::Text);
+        row.new.post_id = Some("17841400000000001".into());
+        row.new.page_name = "Café \"☕\" Ünïcode".into();
+        row.new.content = json!({"text": "line one\nline \"two\" — ✓", "media_urls": ["https://a.example/x.png"], "z": 1.5, "a": null});
+        row.new.result = Some(json!({"thread_count": 2, "post_ids": ["1", "2"]}));
+        row.new.error_code = Some("PublishingFailed".into());
+        row.new.error_message = Some("it said:\n\"no\"".into());
+        row.new.published_at = Some(at);
+        row.steps.final_started = true;
+        row.steps
+            .steps
+            .push(step(StepKind::Container, "container-1"));
+        row.created_at = at;
+        row.updated_at = at + chrono::Duration::microseconds(7);
+        row
+    };
+    // SeaORM's own statements, as the write-by-write path runs them.
+    let insert_alone = |row: &SubmissionRow| {
+        let new = row.new.clone();
+        post_submission::Entity::insert(post_submission::ActiveModel {
+            id: Set(row.id),
+            user_id: Set(new.user_id),
+            account_id: Set(new.account_id),
+            platform: Set(new.platform),
+            post_type: Set(new.post_type),
+            post_id: Set(new.post_id),
+            status: Set(new.status),
+            page_name: Set(new.page_name),
+            content: Set(new.content),
+            result: Set(new.result),
+            steps: Set(Some(row.steps.clone())),
+            error_code: Set(new.error_code),
+            error_message: Set(new.error_message),
+            scheduled_post_id: Set(row.scheduled_post_id),
+            created_at: Set(row.created_at),
+            published_at: Set(new.published_at),
+            updated_at: Set(row.updated_at),
+            reconcile: Set(None),
+            next_check_at: Set(None),
+            check_until: Set(None),
+            check_claimed_by: Set(None),
+            check_lease_until: Set(None),
+        })
+    };
+    let (batched, alone) = (row(Uuid::now_v7()), row(Uuid::now_v7()));
+    // Two writes queued together, so the batch holds more than one row.
+    let other = row(Uuid::now_v7());
+    let answers = futures_util::future::join_all([&batched, &other].map(|row| {
+        store.publish_write(PublishWrite::BeforeFinal {
+            row: row.clone(),
+            claim: None,
+        })
+    }))
+    .await;
+    assert!(answers.iter().all(|a| matches!(a, Ok(true))), "{answers:?}");
+    insert_alone(&alone)
+        .exec_without_returning(store.connection())
+        .await
+        .unwrap();
+    assert_eq!(
+        stored_columns(store, batched.id).await,
+        stored_columns(store, alone.id).await,
+        "a new row"
+    );
+
+    let later = at + chrono::Duration::nanoseconds(987_654_321);
+    let mut final_steps = batched.steps.clone();
+    final_steps.steps.push(step(StepKind::Post, "post-1"));
+    for steps in [Some(final_steps), None] {
+        let result = json!({"post_ids": ["é", "2"], "n": 3});
+        let answers = futures_util::future::join_all([&batched, &other].map(|row| {
+            store.publish_write(PublishWrite::Published {
+                id: row.id,
+                post_id: "post \"1\" ✓".into(),
+                result: result.clone(),
+                steps: steps.clone(),
+                now: later,
+            })
+        }))
+        .await;
+        assert!(answers.iter().all(|a| matches!(a, Ok(true))), "{answers:?}");
+        let mut update = post_submission::Entity::update_many()
+            .col_expr(
+                post_submission::Column::Status,
+                Expr::value(SubmissionStatus::Published.as_str()),
+            )
+            .col_expr(
+                post_submission::Column::PostId,
+                Expr::value("post \"1\" ✓".to_string()),
+            )
+            .col_expr(post_submission::Column::Result, Expr::value(result))
+            .col_expr(post_submission::Column::PublishedAt, Expr::value(later))
+            .col_expr(post_submission::Column::UpdatedAt, Expr::value(later));
+        if let Some(steps) = &steps {
+            update = update.col_expr(post_submission::Column::Steps, Expr::value(steps.clone()));
+        }
+        update
+            .filter(post_submission::Column::Id.eq(alone.id))
+            .exec(store.connection())
+            .await
+            .unwrap();
+        assert_eq!(
+            stored_columns(store, batched.id).await,
+            stored_columns(store, alone.id).await,
+            "an outcome with steps: {}",
+            steps.is_some()
+        );
+    }
+    let stored = store.find_submission(batched.id).await.unwrap().unwrap();
+    assert_eq!(stored.status, SubmissionStatus::Published);
+    assert_eq!(stored.steps.unwrap().steps.len(), 2);
+}
+
 /// A batch that fails (here a row that already exists, sharing a multi-row insert with a new
 /// one) is rolled back and retried write by write: the new row is written, the duplicate fails
 /// alone, and the writes after it commit as usual (no transaction left open behind them).
