@@ -442,8 +442,7 @@ enum Planned {
 
 impl BatchPlan {
     fn new(backend: DbBackend, writes: &[&PublishWrite]) -> Option<Self> {
-        let mut seen = std::collections::HashSet::with_capacity(writes.len());
-        if !writes.iter().all(|w| seen.insert(w.submission_id())) {
+        if !rows_are_distinct(writes) {
             return None;
         }
         let rows: Vec<(usize, &SubmissionRow)> = writes
@@ -553,8 +552,7 @@ async fn apply_in_one_trip(
     writer: &DatabaseConnection,
     writes: &[&PublishWrite],
 ) -> Option<Result<Vec<bool>, DbErr>> {
-    let mut seen = std::collections::HashSet::with_capacity(writes.len());
-    if !writes.iter().all(|w| seen.insert(w.submission_id())) {
+    if !rows_are_distinct(writes) {
         return None;
     }
     let mut rows = Vec::new();
@@ -568,16 +566,28 @@ async fn apply_in_one_trip(
             return None;
         }
     }
-    let (rows, outcomes) = (
-        serde_json::to_string(&rows),
-        serde_json::to_string(&outcomes),
-    );
-    let (sql, values) = match (rows, outcomes) {
-        (Ok(rows), Ok(outcomes)) if outcomes == "[]" => (&ONE_TRIP_SQL[0], vec![rows.into()]),
-        (Ok(rows), Ok(outcomes)) if rows == "[]" => (&ONE_TRIP_SQL[1], vec![outcomes.into()]),
-        (Ok(rows), Ok(outcomes)) => (&ONE_TRIP_SQL[2], vec![rows.into(), outcomes.into()]),
-        // Strings, numbers and options only: not reached.
-        (Err(error), _) | (_, Err(error)) => return Some(Err(DbErr::Json(error.to_string()))),
+    let documents = |rows: Vec<OneTripRow<'_>>, outcomes: Vec<OneTripOutcome<'_>>| {
+        let json = |value: serde_json::Result<String>| value.map(sea_orm::Value::from);
+        Ok::<_, serde_json::Error>(match (rows.is_empty(), outcomes.is_empty()) {
+            (false, true) => (&ONE_TRIP_SQL[0], vec![json(serde_json::to_string(&rows))?]),
+            (true, false) => (
+                &ONE_TRIP_SQL[1],
+                vec![json(serde_json::to_string(&outcomes))?],
+            ),
+            _ => (
+                &ONE_TRIP_SQL[2],
+                vec![
+                    json(serde_json::to_string(&rows))?,
+                    json(serde_json::to_string(&outcomes))?,
+                ],
+            ),
+        })
+    };
+    // A document that does not serialize (not expected: the steps are plain strings and
+    // flags) fails the batch, which is then retried write by write through SeaORM.
+    let (sql, values) = match documents(rows, outcomes) {
+        Ok(documents) => documents,
+        Err(error) => return Some(Err(DbErr::Json(error.to_string()))),
     };
     let statement = Statement::from_sql_and_values(DbBackend::Sqlite, sql.as_str(), values);
     let found = match writer.query_all_raw(statement).await {
@@ -646,12 +656,16 @@ fn sqlite_time(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false)
 }
 
-/// A JSON document as sea-orm hands it to sqlx, which writes its text: through a
-/// `serde_json::Value` (whose objects order their keys) for typed documents.
-fn json_text<T: serde::Serialize>(document: &T) -> String {
-    serde_json::to_value(document)
-        .map(|value| value.to_string())
-        .unwrap_or_default()
+/// A typed JSON document (the steps) as SeaORM hands it to sqlx, which writes its text:
+/// through a `serde_json::Value`, whose objects order their keys. Serialized in place, so
+/// an error is the batch's (see [`apply_in_one_trip`]), never an empty text stored.
+struct StepsText<'a>(&'a PublishSteps);
+
+impl serde::Serialize for StepsText<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let value = serde_json::to_value(self.0).map_err(serde::ser::Error::custom)?;
+        serializer.serialize_str(&value.to_string())
+    }
 }
 
 /// An active enum's stored string.
@@ -672,7 +686,7 @@ struct OneTripRow<'a> {
     page_name: &'a str,
     content: String,
     result: Option<String>,
-    steps: String,
+    steps: StepsText<'a>,
     error_code: Option<&'a str>,
     error_message: Option<&'a str>,
     scheduled_post_id: Option<String>,
@@ -695,7 +709,7 @@ impl<'a> OneTripRow<'a> {
             page_name: &new.page_name,
             content: new.content.to_string(),
             result: new.result.as_ref().map(|r| r.to_string()),
-            steps: json_text(&row.steps),
+            steps: StepsText(&row.steps),
             error_code: new.error_code.as_deref(),
             error_message: new.error_message.as_deref(),
             scheduled_post_id: row.scheduled_post_id.map(hex_id),
@@ -706,15 +720,15 @@ impl<'a> OneTripRow<'a> {
     }
 }
 
-/// A `published` outcome in [`ONE_TRIP_SQL`]'s second parameter (no `steps`: the row keeps
-/// its own).
+/// A `published` outcome in [`ONE_TRIP_SQL`]'s second parameter (without `steps`, the row
+/// keeps its own).
 #[derive(serde::Serialize)]
 struct OneTripOutcome<'a> {
     id: String,
     post_id: &'a str,
     result: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    steps: Option<String>,
+    steps: Option<StepsText<'a>>,
     at: String,
 }
 
@@ -724,10 +738,16 @@ impl<'a> OneTripOutcome<'a> {
             id: hex_id(outcome.id),
             post_id: outcome.post_id,
             result: outcome.result.to_string(),
-            steps: outcome.steps.map(json_text),
+            steps: outcome.steps.map(StepsText),
             at: sqlite_time(outcome.now),
         }
     }
+}
+
+/// No two writes name the same row (a batch that does runs one by one, in order).
+fn rows_are_distinct(writes: &[&PublishWrite]) -> bool {
+    let mut seen = std::collections::HashSet::with_capacity(writes.len());
+    writes.iter().all(|w| seen.insert(w.submission_id()))
 }
 
 fn returned_ids(rows: Vec<sea_orm::QueryResult>) -> Result<std::collections::HashSet<Uuid>, DbErr> {
