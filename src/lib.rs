@@ -312,12 +312,7 @@ impl Core {
         cipher: &TokenCipher,
         public_url: &str,
     ) -> Result<Self, StartupError> {
-        let platform_client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .read_timeout(Duration::from_secs(
-                config.platforms.call_timeout_secs.max(1),
-            ))
-            .build()
+        let platform_client = platforms::client(&config.platforms)
             .map_err(|e| ConfigError::Invalid("http client", e.to_string()))?;
         let media = MediaFetcher::new(
             &config.publishing.media_allow_hosts,

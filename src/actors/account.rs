@@ -846,8 +846,9 @@ impl Handler<ReadInsights> for AccountActor {
         let deps = self.deps.clone();
         let credentials = self.token.credentials.clone();
         let work = async move {
+            let http = deps.http();
             let ctx = InsightsContext {
-                http: &deps.http,
+                http: &http,
                 config: &deps.platforms,
                 credentials: &credentials,
                 account: &msg.account,
@@ -1078,8 +1079,9 @@ async fn refresh_under_lease(
         Ok(token) => token,
         Err(outcome) => return outcome,
     };
+    let http = deps.http();
     let ctx = oauth::OAuthContext {
-        http: &deps.http,
+        http: &http,
         platforms: &deps.platforms,
         oauth: &deps.oauth,
         now,

@@ -87,6 +87,16 @@ impl Supervisor {
             std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN)
         });
         let arbiters: Vec<Arbiter> = (0..count.get()).map(|_| Arbiter::new()).collect();
+        for arbiter in &arbiters {
+            match crate::platforms::client(&deps.platforms) {
+                Ok(client) => {
+                    arbiter.spawn_fn(move || crate::publish::run::set_arbiter_http(client));
+                }
+                // Not expected (the shared client was built with the same settings): the
+                // arbiter then uses the shared client.
+                Err(error) => tracing::warn!(%error, "no platform client of the arbiter's own"),
+            }
+        }
         let actors = Arc::new(DashMap::new());
         let idle_after = Duration::from_secs(deps.publishing.actor_idle_secs.max(1));
         arbiters[0].spawn(idle_sweep(

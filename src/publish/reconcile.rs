@@ -161,8 +161,9 @@ pub async fn run_check(
             error: None,
         };
     }
+    let http = deps.http();
     let ctx = PlatformContext {
-        http: &deps.http,
+        http: &http,
         media: &deps.media,
         config: &deps.platforms,
         account: &credentials,

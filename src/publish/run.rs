@@ -41,6 +41,32 @@ pub struct PublishDeps {
     pub metrics: Arc<crate::metrics::Metrics>,
 }
 
+thread_local! {
+    /// This actor arbiter's own platform client (see [`PublishDeps::http`]).
+    static ARBITER_HTTP: std::cell::RefCell<Option<reqwest::Client>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Gives the current thread (an actor arbiter, when the supervisor starts it) a platform
+/// client of its own.
+pub fn set_arbiter_http(client: reqwest::Client) {
+    ARBITER_HTTP.with_borrow_mut(|own| *own = Some(client));
+}
+
+impl PublishDeps {
+    /// The platform client to call with on this thread: on an actor arbiter, the arbiter's
+    /// own, else the shared one. reqwest drives a connection's I/O on the runtime that opened
+    /// it, so with one shared pool a call from one arbiter often went out, and came back, on a
+    /// connection the other arbiter drives: two more thread hand-overs per call, each a wait
+    /// for a core on a busy machine (issue 16's fifth session). With a pool per arbiter, a
+    /// call's connection is on its own thread.
+    pub fn http(&self) -> reqwest::Client {
+        ARBITER_HTTP
+            .with_borrow(|own| own.clone())
+            .unwrap_or_else(|| self.http.clone())
+    }
+}
+
 /// One publish, as queued on an account actor.
 pub struct JobSpec {
     pub submission_id: Uuid,
@@ -219,8 +245,9 @@ pub async fn run_job_probed(
         .with_fence(job.claim.clone())
         .with_clock(deps.clock.clone())
         .with_final_probe(probe);
+    let http = deps.http();
     let ctx = PlatformContext {
-        http: &deps.http,
+        http: &http,
         media: &deps.media,
         config: &deps.platforms,
         account: &credentials,

@@ -21,13 +21,16 @@ use entity::{
     scheduled_post::{self, ScheduledStatus},
 };
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait, QueryFilter,
-    Set, Statement, TransactionTrait, sea_query::Expr,
+    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, QueryFilter, Set, Statement,
+    TransactionTrait, sea_query::Expr,
 };
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use super::{NewSubmission, Store};
+use super::{
+    NewSubmission, Store,
+    sqlite_writer::{Applied, Outcome, SqliteWriter},
+};
 use crate::access::Invalidation;
 
 /// The claim of one attempt of a scheduled post: held while the post is `publishing` under
@@ -223,6 +226,20 @@ impl Store {
             .map_err(|_| DbErr::Custom("the group commit stopped before the write ran".into()))?
     }
 
+    /// The next batch, or `None` (and the queue marked idle) when nothing is waiting.
+    fn take_batch(&self) -> Option<Vec<(PublishWrite, Reply)>> {
+        let mut queue = self.group.lock();
+        if queue.waiting.is_empty() {
+            queue.draining = false;
+            return None;
+        }
+        let take = queue
+            .waiting
+            .len()
+            .min(self.group.max.load(Ordering::Relaxed));
+        Some(queue.waiting.drain(..take).collect())
+    }
+
     /// Takes what is queued, batch after batch, until the queue is empty.
     async fn drain(&self) {
         let mut guard = DrainGuard {
@@ -230,46 +247,69 @@ impl Store {
             armed: true,
         };
         loop {
-            let batch: Vec<(PublishWrite, Reply)> = {
-                let mut queue = self.group.lock();
-                if queue.waiting.is_empty() {
-                    queue.draining = false;
-                    guard.armed = false;
-                    return;
-                }
-                let take = queue
-                    .waiting
-                    .len()
-                    .min(self.group.max.load(Ordering::Relaxed));
-                queue.waiting.drain(..take).collect()
+            let Some(batch) = self.take_batch() else {
+                guard.armed = false;
+                return;
             };
-            self.run_batch(batch).await;
+            if let Some((batch, failed)) = self.run_batch_here(batch) {
+                self.run_batch_elsewhere(batch, failed).await;
+            }
         }
     }
 
-    /// One transaction for the whole batch (on SQLite in one round trip when it can: see
-    /// [`apply_in_one_trip`]); if it fails, each write alone, so that one bad write (a
-    /// duplicate id, a constraint) fails only its own caller.
-    async fn run_batch(&self, batch: Vec<(PublishWrite, Reply)>) {
-        let count = batch.len() as u64;
-        let one_trip = match &self.writer {
-            Some(writer) => {
-                let writes: Vec<&PublishWrite> = batch.iter().map(|(write, _)| write).collect();
-                apply_in_one_trip(writer, &writes).await
-            }
-            None => None,
+    /// On SQLite, the whole batch in one transaction on the group commit's own connection, on
+    /// this thread (see [`apply_in_one_trip`]). Gives the batch back when it must go through
+    /// the pool instead, with whether that was because it failed.
+    fn run_batch_here(
+        &self,
+        batch: Vec<(PublishWrite, Reply)>,
+    ) -> Option<(Vec<(PublishWrite, Reply)>, bool)> {
+        let Some(writer) = &self.writer else {
+            return Some((batch, false));
         };
-        match one_trip {
-            Some(Ok(results)) => return self.answer_committed(batch, results),
-            Some(Err(error)) if count > 1 => {
-                tracing::warn!(%error, writes = count, "group commit failed; retrying its writes one by one");
+        let writes: Vec<&PublishWrite> = batch.iter().map(|(write, _)| write).collect();
+        match apply_in_one_trip(writer, &writes) {
+            Some(Ok(results)) => {
+                self.checkpoint_if_due();
+                self.answer_committed(batch, results);
+                None
             }
-            // A lone write's error is its caller's, from the retry below.
-            Some(Err(_)) => {}
-            None if count > 1 => return self.run_batch_together(batch).await,
-            None => {}
+            Some(Err(error)) => {
+                // A lone write's error is its caller's, from the retry.
+                if batch.len() > 1 {
+                    tracing::warn!(%error, writes = batch.len(), "group commit failed; retrying its writes one by one");
+                }
+                Some((batch, true))
+            }
+            None => Some((batch, false)),
+        }
+    }
+
+    /// Through the pool: one transaction for the whole batch, statement by statement; each write
+    /// alone if it fails (or `failed` already), so that one bad write (a duplicate id, a
+    /// constraint) fails only its own caller.
+    async fn run_batch_elsewhere(&self, batch: Vec<(PublishWrite, Reply)>, failed: bool) {
+        if !failed && batch.len() > 1 {
+            return self.run_batch_together(batch).await;
         }
         self.run_one_by_one(batch).await;
+    }
+
+    /// Has a pool connection checkpoint the WAL now and then: the group commit's own
+    /// connection never does (a checkpoint syncs to disk, and it writes on an arbiter thread).
+    /// Passive: it copies what no reader still needs and waits for nobody.
+    fn checkpoint_if_due(&self) {
+        if self.writer.as_ref().is_some_and(|w| w.checkpoint_due()) {
+            let db = self.db.clone();
+            tokio::spawn(async move {
+                if let Err(error) = db
+                    .execute_unprepared("PRAGMA wal_checkpoint(PASSIVE)")
+                    .await
+                {
+                    tracing::warn!(%error, "WAL checkpoint failed");
+                }
+            });
+        }
     }
 
     /// A batch in one transaction, statement by statement; if it fails, write by write.
@@ -535,21 +575,12 @@ async fn apply_batch<C: ConnectionTrait>(
     Ok(results)
 }
 
-/// SQLite: the whole batch as one statement text on the group commit's own connection, so it
-/// costs one round trip to the connection's thread instead of one per statement plus the
-/// transaction's and the pool's. `None` when the batch has writes with conditions of their
-/// own (they need each answer before the next statement) or names a row twice (run one by one,
-/// in order). On an error the transaction is rolled back on that same connection (its pool
-/// holds only it) before the error is returned.
-///
-/// The text never changes ([`ONE_TRIP_SQL`]): the batch's rows and outcomes go in as two JSON
-/// parameters that the statements read with `json_each`, however many there are of each. A
-/// text that varied with the batch's make-up (which multi-row statements it held) was a new
-/// text for SQLite to parse for most batches: some 300 texts in 2,000 batches of a benchmark
-/// run, against the connection's cache of 100 prepared statements, and the parser was a third
-/// of the writer thread's time (issue 16's fourth session).
-async fn apply_in_one_trip(
-    writer: &DatabaseConnection,
+/// SQLite: the whole batch on the group commit's own connection, written on this thread (see
+/// `sqlite_writer.rs`). `None` when the batch has writes with conditions of their own (they
+/// need each answer before the next statement), names a row twice (run one by one, in order),
+/// or found another connection writing (then it is written through the pool, which waits).
+fn apply_in_one_trip(
+    writer: &SqliteWriter,
     writes: &[&PublishWrite],
 ) -> Option<Result<Vec<bool>, DbErr>> {
     if !rows_are_distinct(writes) {
@@ -559,188 +590,31 @@ async fn apply_in_one_trip(
     let mut outcomes = Vec::new();
     for write in writes {
         if let Some(row) = write.plain_row() {
-            rows.push(OneTripRow::of(row));
+            rows.push(row);
         } else if let Some(outcome) = PublishedOutcome::of(write) {
-            outcomes.push(OneTripOutcome::of(&outcome));
+            outcomes.push(Outcome {
+                id: outcome.id,
+                post_id: outcome.post_id,
+                result: outcome.result,
+                steps: outcome.steps,
+                now: outcome.now,
+            });
         } else {
             return None;
         }
     }
-    let documents = |rows: Vec<OneTripRow<'_>>, outcomes: Vec<OneTripOutcome<'_>>| {
-        let json = |value: serde_json::Result<String>| value.map(sea_orm::Value::from);
-        Ok::<_, serde_json::Error>(match (rows.is_empty(), outcomes.is_empty()) {
-            (false, true) => (&ONE_TRIP_SQL[0], vec![json(serde_json::to_string(&rows))?]),
-            (true, false) => (
-                &ONE_TRIP_SQL[1],
-                vec![json(serde_json::to_string(&outcomes))?],
-            ),
-            _ => (
-                &ONE_TRIP_SQL[2],
-                vec![
-                    json(serde_json::to_string(&rows))?,
-                    json(serde_json::to_string(&outcomes))?,
-                ],
-            ),
-        })
-    };
-    // A document that does not serialize (not expected: the steps are plain strings and
-    // flags) fails the batch, which is then retried write by write through SeaORM.
-    let (sql, values) = match documents(rows, outcomes) {
-        Ok(documents) => documents,
-        Err(error) => return Some(Err(DbErr::Json(error.to_string()))),
-    };
-    let statement = Statement::from_sql_and_values(DbBackend::Sqlite, sql.as_str(), values);
-    let found = match writer.query_all_raw(statement).await {
-        Ok(rows) => returned_ids(rows),
-        Err(error) => Err(error),
-    };
-    Some(match found {
-        // A new row was written (the statement did not fail); an outcome was written when
-        // its row's id came back.
-        Ok(found) => Ok(writes
+    match writer.apply(&rows, &outcomes) {
+        // A new row was written (the transaction committed); an outcome was written when its
+        // row was found.
+        Ok(Applied::Committed(found)) => Some(Ok(writes
             .iter()
             .map(|write| match write {
                 PublishWrite::Published { id, .. } => found.contains(id),
                 _ => true,
             })
-            .collect()),
-        Err(error) => {
-            // The statement that failed left the transaction open (or it never began: then
-            // this fails too, harmlessly).
-            let _ = writer.execute_unprepared("ROLLBACK").await;
-            Err(error)
-        }
-    })
-}
-
-/// The one-trip batch's statements (see [`apply_in_one_trip`]): the new rows of one parameter
-/// and the outcomes of another, each an array of [`OneTripRow`] / [`OneTripOutcome`]; the
-/// outcomes' statement returns the ids of the rows it found. The columns take exactly the
-/// values the statement-by-statement path binds (ids as blobs, times and JSON documents as
-/// text): the test `the_one_trip_batch_writes_what_single_statements_write` compares them
-/// column by column. Three texts: rows only, outcomes only, both (a statement with nothing to
-/// write is left out, so the statement counts stay true).
-static ONE_TRIP_SQL: std::sync::LazyLock<[String; 3]> = std::sync::LazyLock::new(|| {
-    let insert = "INSERT INTO post_submissions (id, user_id, account_id, platform, post_type, \
-         post_id, status, page_name, content, result, steps, error_code, error_message, \
-         scheduled_post_id, created_at, published_at, updated_at, reconcile, next_check_at, \
-         check_until, check_claimed_by, check_lease_until) \
-         SELECT unhex(r->>'id'), unhex(r->>'user_id'), unhex(r->>'account_id'), r->>'platform', \
-         r->>'post_type', r->>'post_id', r->>'status', r->>'page_name', r->>'content', \
-         r->>'result', r->>'steps', r->>'error_code', r->>'error_message', \
-         unhex(r->>'scheduled_post_id'), r->>'created_at', r->>'published_at', r->>'updated_at', \
-         NULL, NULL, NULL, NULL, NULL \
-         FROM (SELECT value AS r FROM json_each(?))";
-    let update = format!(
-        "UPDATE post_submissions SET status = '{}', post_id = o.r->>'post_id', \
-         result = o.r->>'result', published_at = o.r->>'at', updated_at = o.r->>'at', \
-         steps = coalesce(o.r->>'steps', post_submissions.steps) \
-         FROM (SELECT value AS r FROM json_each(?)) AS o \
-         WHERE post_submissions.id = unhex(o.r->>'id') RETURNING post_submissions.id",
-        SubmissionStatus::Published.as_str()
-    );
-    [
-        format!("BEGIN;{insert};COMMIT"),
-        format!("BEGIN;{update};COMMIT"),
-        format!("BEGIN;{insert};{update};COMMIT"),
-    ]
-});
-
-/// A UUID as `unhex` reads it back into the 16-byte blob sqlx writes.
-fn hex_id(id: Uuid) -> String {
-    id.simple().to_string()
-}
-
-/// A time as sqlx writes a `DateTime<Utc>` to SQLite.
-fn sqlite_time(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false)
-}
-
-/// A typed JSON document (the steps) as SeaORM hands it to sqlx, which writes its text:
-/// through a `serde_json::Value`, whose objects order their keys. Serialized in place, so
-/// an error is the batch's (see [`apply_in_one_trip`]), never an empty text stored.
-struct StepsText<'a>(&'a PublishSteps);
-
-impl serde::Serialize for StepsText<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let value = serde_json::to_value(self.0).map_err(serde::ser::Error::custom)?;
-        serializer.serialize_str(&value.to_string())
-    }
-}
-
-/// An active enum's stored string.
-fn enum_text<E: sea_orm::ActiveEnum<Value = String>>(value: &E) -> String {
-    value.to_value()
-}
-
-/// A new history row in [`ONE_TRIP_SQL`]'s first parameter.
-#[derive(serde::Serialize)]
-struct OneTripRow<'a> {
-    id: String,
-    user_id: String,
-    account_id: String,
-    platform: String,
-    post_type: Option<String>,
-    post_id: Option<&'a str>,
-    status: String,
-    page_name: &'a str,
-    content: String,
-    result: Option<String>,
-    steps: StepsText<'a>,
-    error_code: Option<&'a str>,
-    error_message: Option<&'a str>,
-    scheduled_post_id: Option<String>,
-    created_at: String,
-    published_at: Option<String>,
-    updated_at: String,
-}
-
-impl<'a> OneTripRow<'a> {
-    fn of(row: &'a SubmissionRow) -> Self {
-        let new = &row.new;
-        Self {
-            id: hex_id(row.id),
-            user_id: hex_id(new.user_id),
-            account_id: hex_id(new.account_id),
-            platform: enum_text(&new.platform),
-            post_type: new.post_type.as_ref().map(enum_text),
-            post_id: new.post_id.as_deref(),
-            status: enum_text(&new.status),
-            page_name: &new.page_name,
-            content: new.content.to_string(),
-            result: new.result.as_ref().map(|r| r.to_string()),
-            steps: StepsText(&row.steps),
-            error_code: new.error_code.as_deref(),
-            error_message: new.error_message.as_deref(),
-            scheduled_post_id: row.scheduled_post_id.map(hex_id),
-            created_at: sqlite_time(row.created_at),
-            published_at: new.published_at.map(sqlite_time),
-            updated_at: sqlite_time(row.updated_at),
-        }
-    }
-}
-
-/// A `published` outcome in [`ONE_TRIP_SQL`]'s second parameter (without `steps`, the row
-/// keeps its own).
-#[derive(serde::Serialize)]
-struct OneTripOutcome<'a> {
-    id: String,
-    post_id: &'a str,
-    result: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    steps: Option<StepsText<'a>>,
-    at: String,
-}
-
-impl<'a> OneTripOutcome<'a> {
-    fn of(outcome: &PublishedOutcome<'a>) -> Self {
-        Self {
-            id: hex_id(outcome.id),
-            post_id: outcome.post_id,
-            result: outcome.result.to_string(),
-            steps: outcome.steps.map(StepsText),
-            at: sqlite_time(outcome.now),
-        }
+            .collect())),
+        Ok(Applied::Busy) => None,
+        Err(error) => Some(Err(error)),
     }
 }
 

@@ -9,6 +9,7 @@ mod oauth_states;
 mod scheduled;
 mod sessions;
 mod snapshots;
+mod sqlite_writer;
 mod submissions;
 mod usage;
 mod users;
@@ -59,7 +60,7 @@ pub struct Store {
     db: DatabaseConnection,
     /// On a SQLite file, the connection the group commit writes its batches on (each batch one
     /// round trip: see `commit.rs`); `None` on PostgreSQL and in-memory SQLite.
-    writer: Option<DatabaseConnection>,
+    writer: Option<Arc<sqlite_writer::SqliteWriter>>,
     stats: Arc<DbStats>,
     /// What authentication and ownership checks read without a query, and the rendered
     /// scheduled-post listings (see [`crate::access`]). Every write to a row it holds evicts the
@@ -125,6 +126,11 @@ impl DbStats {
             let counter = if write { &self.writes } else { &self.reads };
             counter.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Counts `n` writes run without SeaORM (the group commit's own SQLite connection).
+    fn count_writes(&self, n: u64) {
+        self.writes.fetch_add(n, Ordering::Relaxed);
     }
 
     pub fn counts(&self) -> DbCounts {
@@ -199,14 +205,11 @@ impl Store {
         // the group commit's drainer uses, one batch at a time. Not checked before each use:
         // it is a file handle in this process, and the check is a round trip to its thread.
         let writer = match sqlite_file_path(url) {
-            Some(_) => {
-                let mut writer_options = options(1);
-                writer_options.min_connections(1).test_before_acquire(false);
-                let mut writer = Database::connect(writer_options).await?;
-                let observer = stats.clone();
-                writer.set_metric_callback(move |info| observer.observe(&info.statement.sql));
-                Some(writer)
-            }
+            Some(path) => Some(Arc::new(sqlite_writer::SqliteWriter::open(
+                path,
+                sqlite_cache_kib,
+                stats.clone(),
+            )?)),
             None => None,
         };
         Ok(Self {
@@ -307,9 +310,6 @@ impl Store {
 
     /// Closes the pool (the migration's own connection, see `Application::build`).
     pub async fn close(self) -> Result<(), DbErr> {
-        if let Some(writer) = self.writer {
-            writer.close().await?;
-        }
         self.db.close().await
     }
 

@@ -674,6 +674,56 @@ async fn a_failed_batch_is_rolled_back_and_retried_write_by_write() {
     }
 }
 
+/// SQLite: the group commit's own connection never waits for the write lock (it writes on an
+/// actor arbiter's thread). A batch that finds another connection writing goes, whole, through
+/// the pool instead, which waits: one transaction once the lock is free, every caller answered,
+/// every row there. (On PostgreSQL the batch takes that path anyway.)
+#[actix_web::test]
+async fn a_batch_that_finds_the_database_being_written_waits_in_the_pool_and_is_written() {
+    use sea_orm::{ConnectionTrait, TransactionTrait};
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("threads", "pro").await;
+    let store = app.state.store.clone();
+    // Another connection of the pool holds the write lock (an UPDATE begins the write).
+    let holder = store.connection().begin().await.unwrap();
+    holder
+        .execute_unprepared("UPDATE accounts SET display_name = display_name")
+        .await
+        .unwrap();
+    let rows: Vec<SubmissionRow> = (0..3).map(|_| new_row(&publisher, None, &app)).collect();
+    let before = store.group_commit_stats();
+    // The lock is let go a moment after the writes start, so they find it held.
+    let release = actix_web::rt::spawn(async move {
+        actix_web::rt::time::sleep(std::time::Duration::from_millis(300)).await;
+        holder.commit().await
+    });
+    let answers = futures_util::future::join_all(
+        rows.iter()
+            .cloned()
+            .map(|row| store.publish_write(PublishWrite::BeforeFinal { row, claim: None })),
+    )
+    .await;
+    release.await.unwrap().unwrap();
+    assert!(answers.iter().all(|a| matches!(a, Ok(true))), "{answers:?}");
+    // One batch in one transaction: not an error on the own connection retried write by write.
+    let after = store.group_commit_stats();
+    assert_eq!(
+        (
+            after.writes - before.writes,
+            after.transactions - before.transactions
+        ),
+        (3, 1)
+    );
+    for row in &rows {
+        let stored = store
+            .find_submission(row.id)
+            .await
+            .unwrap()
+            .expect("written");
+        assert_eq!(stored.status, SubmissionStatus::Publishing);
+    }
+}
+
 /// Concurrent publishes through the group commit: every row ends right, each post once.
 #[actix_web::test]
 async fn concurrent_publishes_each_end_their_own_row() {
