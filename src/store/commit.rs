@@ -29,7 +29,7 @@ use uuid::Uuid;
 
 use super::{
     NewSubmission, Store,
-    sqlite_writer::{Applied, Outcome, SqliteWriter},
+    sqlite_writer::{Applied, SqliteWriter},
 };
 use crate::access::Invalidation;
 
@@ -258,7 +258,7 @@ impl Store {
     }
 
     /// On SQLite, the whole batch in one transaction on the group commit's own connection, on
-    /// this thread (see [`apply_in_one_trip`]). Gives the batch back when it must go through
+    /// this thread (see [`apply_on_own_connection`]). Gives the batch back when it must go through
     /// the pool instead, with whether that was because it failed.
     fn run_batch_here(
         &self,
@@ -268,7 +268,7 @@ impl Store {
             return Some((batch, false));
         };
         let writes: Vec<&PublishWrite> = batch.iter().map(|(write, _)| write).collect();
-        match apply_in_one_trip(writer, &writes) {
+        match apply_on_own_connection(writer, &writes) {
             Some(Ok(results)) => {
                 self.checkpoint_if_due();
                 self.answer_committed(batch, results);
@@ -579,7 +579,7 @@ async fn apply_batch<C: ConnectionTrait>(
 /// `sqlite_writer.rs`). `None` when the batch has writes with conditions of their own (they
 /// need each answer before the next statement), names a row twice (run one by one, in order),
 /// or found another connection writing (then it is written through the pool, which waits).
-fn apply_in_one_trip(
+fn apply_on_own_connection(
     writer: &SqliteWriter,
     writes: &[&PublishWrite],
 ) -> Option<Result<Vec<bool>, DbErr>> {
@@ -592,13 +592,7 @@ fn apply_in_one_trip(
         if let Some(row) = write.plain_row() {
             rows.push(row);
         } else if let Some(outcome) = PublishedOutcome::of(write) {
-            outcomes.push(Outcome {
-                id: outcome.id,
-                post_id: outcome.post_id,
-                result: outcome.result,
-                steps: outcome.steps,
-                now: outcome.now,
-            });
+            outcomes.push(outcome);
         } else {
             return None;
         }
@@ -647,12 +641,12 @@ fn power_of_two_chunks<T>(mut items: &[T]) -> impl Iterator<Item = &[T]> {
 }
 
 /// What a `published` outcome writes.
-struct PublishedOutcome<'a> {
-    id: Uuid,
-    post_id: &'a str,
-    result: &'a serde_json::Value,
-    steps: Option<&'a PublishSteps>,
-    now: DateTime<Utc>,
+pub(super) struct PublishedOutcome<'a> {
+    pub id: Uuid,
+    pub post_id: &'a str,
+    pub result: &'a serde_json::Value,
+    pub steps: Option<&'a PublishSteps>,
+    pub now: DateTime<Utc>,
 }
 
 impl<'a> PublishedOutcome<'a> {

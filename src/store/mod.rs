@@ -58,8 +58,8 @@ pub fn new_row_id() -> uuid::Uuid {
 #[derive(Clone, Debug)]
 pub struct Store {
     db: DatabaseConnection,
-    /// On a SQLite file, the connection the group commit writes its batches on (each batch one
-    /// round trip: see `commit.rs`); `None` on PostgreSQL and in-memory SQLite.
+    /// On a SQLite file, the group commit's own connection, which writes a batch on the
+    /// drainer's thread (see `sqlite_writer.rs`); `None` on PostgreSQL and in-memory SQLite.
     writer: Option<Arc<sqlite_writer::SqliteWriter>>,
     stats: Arc<DbStats>,
     /// What authentication and ownership checks read without a query, and the rendered
@@ -201,9 +201,8 @@ impl Store {
         let observer = stats.clone();
         let mut db = Database::connect(options(max_connections)).await?;
         db.set_metric_callback(move |info| observer.observe(&info.statement.sql));
-        // SQLite's group-commit connection (see `commit.rs`): a pool of exactly one, which only
-        // the group commit's drainer uses, one batch at a time. Not checked before each use:
-        // it is a file handle in this process, and the check is a round trip to its thread.
+        // SQLite's group-commit connection (see `sqlite_writer.rs`): opened after the pool,
+        // which creates the file; only the group commit's drainer uses it, one batch at a time.
         let writer = match sqlite_file_path(url) {
             Some(path) => Some(Arc::new(sqlite_writer::SqliteWriter::open(
                 path,

@@ -34,7 +34,10 @@ use rusqlite::{ErrorCode as SqliteCode, OptionalExtension, params};
 use sea_orm::{ActiveEnum, DbErr};
 use uuid::Uuid;
 
-use super::{DbStats, commit::SubmissionRow};
+use super::{
+    DbStats,
+    commit::{PublishedOutcome, SubmissionRow},
+};
 
 /// Batches between two checkpoints the group commit asks the pool for.
 const CHECKPOINT_EVERY: u64 = 256;
@@ -48,15 +51,6 @@ const INSERT_ROW: &str = "INSERT INTO post_submissions (id, user_id, account_id,
 const MARK_PUBLISHED: &str = "UPDATE post_submissions SET status = ?2, post_id = ?3, \
      result = ?4, published_at = ?5, updated_at = ?5, steps = coalesce(?6, steps) \
      WHERE id = ?1 RETURNING id";
-
-/// A `published` outcome to write.
-pub(crate) struct Outcome<'a> {
-    pub id: Uuid,
-    pub post_id: &'a str,
-    pub result: &'a serde_json::Value,
-    pub steps: Option<&'a PublishSteps>,
-    pub now: DateTime<Utc>,
-}
 
 /// What became of a batch.
 pub(crate) enum Applied {
@@ -105,7 +99,7 @@ impl SqliteWriter {
     pub fn apply(
         &self,
         rows: &[&SubmissionRow],
-        outcomes: &[Outcome<'_>],
+        outcomes: &[PublishedOutcome<'_>],
     ) -> Result<Applied, DbErr> {
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let txn = match conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate) {
