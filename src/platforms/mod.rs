@@ -383,8 +383,6 @@ pub async fn resume(
     }
 }
 
-/// Sends a platform call in a `platform_call` span (platform, method, path — never the query,
-/// which may carry a token) and logs its status and duration at debug level.
 /// The client for platform API calls: connections are kept alive, and each read must make
 /// progress within `platforms.call_timeout_secs`.
 pub fn client(config: &PlatformsConfig) -> reqwest::Result<reqwest::Client> {
@@ -396,6 +394,8 @@ pub fn client(config: &PlatformsConfig) -> reqwest::Result<reqwest::Client> {
         .build()
 }
 
+/// Sends a platform call in a `platform_call` span (platform, method, path — never the query,
+/// which may carry a token) and logs its status and duration at debug level.
 pub async fn traced_send(
     platform: &'static str,
     request: reqwest::RequestBuilder,

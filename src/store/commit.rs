@@ -169,6 +169,8 @@ pub struct GroupCommitStats {
     pub transactions: u64,
     /// Publish-path writes answered.
     pub writes: u64,
+    /// SQLite: batches that found another connection writing and went through the pool.
+    pub handed_to_pool: u64,
 }
 
 impl GroupCommit {
@@ -201,11 +203,12 @@ impl Store {
         self.group.max.store(max.max(1), Ordering::Relaxed);
     }
 
-    /// Transactions and writes of the group commit so far.
+    /// Transactions, writes and hand-overs of the group commit so far.
     pub fn group_commit_stats(&self) -> GroupCommitStats {
         GroupCommitStats {
             transactions: self.group.transactions.load(Ordering::Relaxed),
             writes: self.group.writes.load(Ordering::Relaxed),
+            handed_to_pool: self.writer.as_ref().map_or(0, |w| w.busy_batches()),
         }
     }
 

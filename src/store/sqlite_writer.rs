@@ -1,5 +1,6 @@
 //! SQLite's group-commit writer: a connection of our own on the database file, on which the
-//! group commit's drainer writes a batch of publish-path writes synchronously, on its own thread.
+//! group commit's drainer writes a batch of publish-path writes synchronously, on the thread the
+//! drainer runs on.
 //!
 //! Why not the pool: sqlx runs each SQLite connection on a thread of its own, so every batch
 //! was a hand-over to that thread and back. On a busy two-core machine that thread waited for
@@ -64,6 +65,8 @@ pub(crate) enum Applied {
 pub(crate) struct SqliteWriter {
     conn: Mutex<rusqlite::Connection>,
     batches: AtomicU64,
+    /// Batches handed back because another connection held the write lock.
+    busy: AtomicU64,
     /// The store's statement counters (each execution here counts as one).
     stats: Arc<DbStats>,
 }
@@ -90,6 +93,7 @@ impl SqliteWriter {
         Ok(Self {
             conn: Mutex::new(conn),
             batches: AtomicU64::new(0),
+            busy: AtomicU64::new(0),
             stats,
         })
     }
@@ -104,7 +108,10 @@ impl SqliteWriter {
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let txn = match conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate) {
             Ok(txn) => txn,
-            Err(error) if is_busy(&error) => return Ok(Applied::Busy),
+            Err(error) if is_busy(&error) => {
+                self.busy.fetch_add(1, Ordering::Relaxed);
+                return Ok(Applied::Busy);
+            }
             Err(error) => return Err(db_err(error)),
         };
         // Dropping `txn` on an early return rolls it back.
@@ -164,6 +171,11 @@ impl SqliteWriter {
             .count_writes((rows.len() + outcomes.len()) as u64);
         self.batches.fetch_add(1, Ordering::Relaxed);
         Ok(Applied::Committed(found))
+    }
+
+    /// Batches handed back so far because another connection was writing.
+    pub fn busy_batches(&self) -> u64 {
+        self.busy.load(Ordering::Relaxed)
     }
 
     /// Whether this batch is one after which the pool should checkpoint the WAL (this

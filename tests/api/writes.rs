@@ -692,9 +692,18 @@ async fn a_batch_that_finds_the_database_being_written_waits_in_the_pool_and_is_
         .unwrap();
     let rows: Vec<SubmissionRow> = (0..3).map(|_| new_row(&publisher, None, &app)).collect();
     let before = store.group_commit_stats();
-    // The lock is let go a moment after the writes start, so they find it held.
+    // The lock is let go once the batch has found it held and gone to the pool (on
+    // PostgreSQL, where no batch is handed over, right away).
+    let on_sqlite = app.sqlite_url.is_some();
+    let watched = store.clone();
     let release = actix_web::rt::spawn(async move {
-        actix_web::rt::time::sleep(std::time::Duration::from_millis(300)).await;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while on_sqlite
+            && watched.group_commit_stats().handed_to_pool == before.handed_to_pool
+            && std::time::Instant::now() < deadline
+        {
+            actix_web::rt::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
         holder.commit().await
     });
     let answers = futures_util::future::join_all(
@@ -714,6 +723,9 @@ async fn a_batch_that_finds_the_database_being_written_waits_in_the_pool_and_is_
         ),
         (3, 1)
     );
+    if on_sqlite {
+        assert_eq!(after.handed_to_pool - before.handed_to_pool, 1);
+    }
     for row in &rows {
         let stored = store
             .find_submission(row.id)
