@@ -361,10 +361,16 @@ pub struct PublishingConfig {
     pub queue_capacity: usize,
     /// An account actor with nothing to do stops after this long; the next request restarts it.
     pub actor_idle_secs: u64,
-    /// Threads (actix arbiters) the account actors are spread over; an account's actor always
-    /// runs on the same one (chosen by a hash of its id), so one account's heavy upload only
-    /// delays the accounts sharing its thread. Unset: one per core. See [`Self::actor_arbiters`].
+    /// Threads (actix arbiters) the account actors are spread over, chosen by a hash of the
+    /// account id, so one account's heavy upload only delays the accounts sharing its thread.
+    /// With `actors_on_http_workers`, these host the actors started by background work (the
+    /// scheduler, the collector, the reconciler). Unset: one per core. See
+    /// [`Self::actor_arbiters`].
     pub actor_arbiters: Option<usize>,
+    /// An actor started by an API request runs on the HTTP worker thread serving it, so that
+    /// worker's requests for the account reach it without a thread hand-over (issue 16). Off:
+    /// every actor runs on the `actor_arbiters` threads, and HTTP workers only hand over.
+    pub actors_on_http_workers: bool,
     /// Time limits of `POST /v2/posts` (spec §8); past them the caller gets 504 `Timeout` and the
     /// publish goes on and lands in the history.
     pub request_timeout_secs: u64,
@@ -402,6 +408,7 @@ impl Default for PublishingConfig {
             queue_capacity: 32,
             actor_idle_secs: 600,
             actor_arbiters: None,
+            actors_on_http_workers: true,
             request_timeout_secs: 60,
             video_timeout_secs: 300,
             thread_timeout_secs: 360,

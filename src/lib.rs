@@ -227,20 +227,28 @@ impl Application {
         idle_watch.spawn_sweeper();
         let connection_watch = idle_watch.clone();
         let server_state = state.clone();
-        let mut server = HttpServer::new(move || http::middleware::app(server_state.clone()))
-            .on_connect(move |io, extensions| connection_watch.on_connect(io, extensions))
-            // What a slow or idle client may hold (the body deadline is `body_deadline`'s).
-            .client_request_timeout(limits.request_head)
-            .client_disconnect_timeout(limits.client_disconnect)
-            .keep_alive(
-                limits
-                    .keep_alive
-                    .map_or(KeepAlive::Disabled, KeepAlive::Timeout),
-            )
-            .max_connections(limits.max_connections)
-            .listen(listener)
-            .map_err(|e| StartupError::Bind(config.server.bind.clone(), e))?
-            .disable_signals();
+        let mut server = HttpServer::new(move || {
+            // Runs once on each worker's thread, as it starts.
+            if server_state.config.publishing.actors_on_http_workers {
+                actors::supervisor::host_actors_here(
+                    platforms::client(&server_state.config.platforms).ok(),
+                );
+            }
+            http::middleware::app(server_state.clone())
+        })
+        .on_connect(move |io, extensions| connection_watch.on_connect(io, extensions))
+        // What a slow or idle client may hold (the body deadline is `body_deadline`'s).
+        .client_request_timeout(limits.request_head)
+        .client_disconnect_timeout(limits.client_disconnect)
+        .keep_alive(
+            limits
+                .keep_alive
+                .map_or(KeepAlive::Disabled, KeepAlive::Timeout),
+        )
+        .max_connections(limits.max_connections)
+        .listen(listener)
+        .map_err(|e| StartupError::Bind(config.server.bind.clone(), e))?
+        .disable_signals();
         if config.server.workers > 0 {
             server = server.workers(config.server.workers);
         }

@@ -770,6 +770,24 @@ impl Handler<Crash> for AccountActor {
     }
 }
 
+/// Test-only: which thread the actor runs on.
+#[cfg(test)]
+pub struct WhichThread;
+
+#[cfg(test)]
+impl Message for WhichThread {
+    type Result = std::thread::ThreadId;
+}
+
+#[cfg(test)]
+impl Handler<WhichThread> for AccountActor {
+    type Result = MessageResult<WhichThread>;
+
+    fn handle(&mut self, _msg: WhichThread, _ctx: &mut Self::Context) -> Self::Result {
+        MessageResult(std::thread::current().id())
+    }
+}
+
 /// What an insights read asks for.
 #[derive(Debug, Clone)]
 pub enum InsightsWork {

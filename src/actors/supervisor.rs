@@ -1,23 +1,31 @@
 //! The supervisor: routes requests from HTTP handlers to account actors.
 //!
-//! It is built once per process (in `Application::build`, before the HTTP workers start) and
-//! runs the account actors on arbiter threads of its own, so actors are shared by all workers.
-//! An actor starts on first use from the account row, stops itself when idle, and is started
+//! It is built once per process (in `Application::build`, before the HTTP workers start). An
+//! actor starts on first use from the account row, stops itself when idle, and is started
 //! again if it died (a panic closes its mailbox; the next message finds that and replaces it).
 //!
-//! There are `publishing.actor_arbiters` arbiters (default: one per core). An account's actor
-//! always runs on arbiter `hash(account_id) % N`, also when it is restarted, so its messages
-//! stay in order on one thread; the work an actor spawns (`ctx.spawn`: publishes with their
-//! media download and upload, insights reads, checks, token refreshes) runs on that thread too.
-//! One account's heavy upload therefore delays only the accounts hashed to the same arbiter,
-//! not all of them.
+//! Where an actor runs ([`Placement`]):
+//! - Started by an API request, on the thread of the HTTP worker serving it (the workers are
+//!   actix arbiters; [`host_actors_here`] marks them). That worker's later requests for the
+//!   account reach the actor, and get its answer, without a thread hand-over: on a busy
+//!   machine each hand-over is a wait for a core (issue 16's sixth session measured 8 % more
+//!   publishes per second). Requests arriving on another worker are handed over as before.
+//! - Started from anywhere else (the scheduler, the collector, the reconciler, tests), on the
+//!   supervisor's own `publishing.actor_arbiters` arbiters (default: one per core), chosen by
+//!   `hash(account_id) % N`, so background work is spread over them and not piled on the
+//!   thread that asked.
 //!
-//! Not tied to an arbiter: the HTTP connections. reqwest runs a connection's I/O (and TLS) on
-//! the runtime that opened it, and the platform and media clients' pools are shared, so a
-//! keep-alive connection opened on one arbiter (or by an HTTP worker probing media) and reused
-//! by an actor elsewhere keeps its byte work on the thread that opened it.
+//! Either way an account has one live actor, whose mailbox keeps its messages in order; the
+//! work it spawns (`ctx.spawn`: publishes with their media download and upload, insights
+//! reads, checks, token refreshes) runs on its thread. A restarted actor starts wherever the
+//! request that needed it is served.
+//!
+//! Each of these threads has a platform client of its own (see `PublishDeps::http`): reqwest
+//! drives a connection's I/O on the runtime that opened it, so a shared pool would have calls
+//! ride connections driven by another thread.
 
 use std::{
+    cell::Cell,
     hash::{DefaultHasher, Hash, Hasher},
     num::NonZeroUsize,
     sync::{
@@ -61,8 +69,31 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct ActorEntry {
     pub generation: u64,
     pub addr: Addr<AccountActor>,
-    /// Index of the arbiter the actor runs on.
-    pub arbiter: usize,
+    /// The thread the actor runs on.
+    pub placement: Placement,
+}
+
+/// The thread an account actor runs on (see the module's documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// The HTTP worker whose request started it.
+    RequestWorker,
+    /// The supervisor's arbiter of this index.
+    Arbiter(usize),
+}
+
+thread_local! {
+    /// Whether this thread hosts the actors its requests start (set on the HTTP workers).
+    static HOSTS_ACTORS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Called on each HTTP worker's thread as it starts: the actors its requests start run here,
+/// calling out with `client` (this thread's own platform client; without one, the shared one).
+pub fn host_actors_here(client: Option<reqwest::Client>) {
+    HOSTS_ACTORS.set(true);
+    if let Some(client) = client {
+        crate::publish::run::set_thread_http(client);
+    }
 }
 
 pub struct Supervisor {
@@ -90,7 +121,7 @@ impl Supervisor {
         for arbiter in &arbiters {
             match crate::platforms::client(&deps.platforms) {
                 Ok(client) => {
-                    arbiter.spawn_fn(move || crate::publish::run::set_arbiter_http(client));
+                    arbiter.spawn_fn(move || crate::publish::run::set_thread_http(client));
                 }
                 // Not expected (the shared client was built with the same settings): the
                 // arbiter then uses the shared client.
@@ -215,7 +246,15 @@ impl Supervisor {
             access_token: SecretString::from(access_token),
             login_route: account.login_route,
         };
-        let arbiter = self.arbiter_index(account.id);
+        // An HTTP worker is an arbiter; should it not be one after all, the pool serves.
+        let here = HOSTS_ACTORS.get().then(Arbiter::try_current).flatten();
+        let (placement, arbiter) = match here {
+            Some(here) => (Placement::RequestWorker, here),
+            None => {
+                let index = self.arbiter_index(account.id);
+                (Placement::Arbiter(index), self.arbiters[index].clone())
+            }
+        };
         let start = || {
             let generation = self.generation.fetch_add(1, Ordering::Relaxed);
             let init = AccountActorInit {
@@ -232,14 +271,12 @@ impl Supervisor {
                 limiter: limiter.clone(),
                 deps: self.deps.clone(),
             };
-            let addr = AccountActor::start_in_arbiter(&self.arbiters[arbiter], move |_| {
-                AccountActor::new(init)
-            });
-            tracing::debug!(account = %account.id, generation, arbiter, "account actor started");
+            let addr = AccountActor::start_in_arbiter(&arbiter, move |_| AccountActor::new(init));
+            tracing::debug!(account = %account.id, generation, ?placement, "account actor started");
             ActorEntry {
                 generation,
                 addr,
-                arbiter,
+                placement,
             }
         };
         // Under the map's entry lock, so two requests racing here start one actor, not two.
@@ -413,7 +450,7 @@ mod tests {
 
     use super::*;
     use crate::{
-        actors::account::{ActorState, Crash},
+        actors::account::{ActorState, Crash, WhichThread},
         clock::SystemClock,
         config::{PlatformsConfig, PublishingConfig},
         crypto::TokenCipher,
@@ -490,7 +527,10 @@ mod tests {
 
     /// The arbiter the account's live actor runs on, from the supervisor's map.
     fn arbiter_of(supervisor: &Supervisor, account_id: Uuid) -> usize {
-        supervisor.actors.get(&account_id).unwrap().arbiter
+        match supervisor.actors.get(&account_id).unwrap().placement {
+            Placement::Arbiter(index) => index,
+            Placement::RequestWorker => panic!("the actor runs on the caller's thread"),
+        }
     }
 
     #[actix_web::test]
@@ -542,7 +582,7 @@ mod tests {
         supervisor.health(&accounts[0]).await.unwrap();
         let after = supervisor.actors.get(&accounts[0].id).unwrap().clone();
         assert_ne!(before.generation, after.generation);
-        assert_eq!(after.arbiter, placed[0]);
+        assert_eq!(after.placement, Placement::Arbiter(placed[0]));
 
         // An actor really runs on its own arbiter's thread: with another account's arbiter
         // blocked, it still answers (`health` gives up with an error after SEND_TIMEOUT if it
@@ -567,6 +607,45 @@ mod tests {
         release_tx.send(()).unwrap();
         let health = supervisor.health(busy).await.unwrap();
         assert_eq!(health.account_id, busy.id);
+    }
+
+    /// An HTTP worker hosts the actors its requests start: the actor runs on the worker's
+    /// thread, not on one of the supervisor's arbiters; a thread not marked uses the pool.
+    #[actix_web::test]
+    async fn an_actor_started_on_an_http_worker_runs_on_that_worker() {
+        let (_dir, supervisor, first) = setup(600).await;
+        let supervisor = Arc::new(supervisor);
+        let deps = supervisor.deps().clone();
+        let second = insert_account(&deps.store, &deps.cipher, first.user_id, "2").await;
+        // A thread that stands for a worker: an arbiter of the test's, marked as the server
+        // marks its workers.
+        let worker = Arbiter::new();
+        let (tx, rx) = oneshot::channel();
+        let (on_worker, account) = (supervisor.clone(), first.clone());
+        assert!(worker.spawn(async move {
+            host_actors_here(None);
+            let started = on_worker.health(&account).await.is_ok();
+            let _ = tx.send((started, std::thread::current().id()));
+        }));
+        let (started, worker_thread) = rx.await.unwrap();
+        assert!(started);
+        let entry = supervisor.actors.get(&first.id).unwrap().clone();
+        assert_eq!(entry.placement, Placement::RequestWorker);
+        assert_eq!(entry.addr.send(WhichThread).await.unwrap(), worker_thread);
+        // Asked from here (not a worker), the other account's actor goes to the pool.
+        supervisor.health(&second).await.unwrap();
+        let entry = supervisor.actors.get(&second.id).unwrap().clone();
+        let Placement::Arbiter(index) = entry.placement else {
+            panic!("started on the caller's thread");
+        };
+        let (tx, rx) = oneshot::channel();
+        assert!(supervisor.arbiters[index].spawn(async move {
+            let _ = tx.send(std::thread::current().id());
+        }));
+        let pool_thread = rx.await.unwrap();
+        assert_eq!(entry.addr.send(WhichThread).await.unwrap(), pool_thread);
+        assert_ne!(pool_thread, worker_thread);
+        worker.stop();
     }
 
     #[actix_web::test]

@@ -387,6 +387,14 @@ pub async fn resume(
 /// progress within `platforms.call_timeout_secs`.
 pub fn client(config: &PlatformsConfig) -> reqwest::Result<reqwest::Client> {
     reqwest::Client::builder()
+        // A platform API answers; it does not redirect. A 3xx is reported like any other
+        // unexpected status instead of being followed to wherever its `Location` points
+        // (with the call's token), and YouTube's `308 Resume Incomplete` reaches its adapter.
+        .redirect(reqwest::redirect::Policy::none())
+        // Never replayed behind the adapter's back: a publish call sent twice may publish twice,
+        // and what went out is recorded by the caller (the steps). No retries also means no
+        // copy of every request kept for one.
+        .retry(reqwest::retry::never().max_retries_per_request(0))
         .connect_timeout(std::time::Duration::from_secs(10))
         .read_timeout(std::time::Duration::from_secs(
             config.call_timeout_secs.max(1),
@@ -447,4 +455,58 @@ pub async fn poll_pause(config: &PlatformsConfig) {
 /// The deadline for asynchronous processing that starts now.
 pub fn processing_deadline(config: &PlatformsConfig) -> tokio::time::Instant {
     tokio::time::Instant::now() + std::time::Duration::from_secs(config.processing_timeout_secs)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// A server whose `/start` redirects to `/elsewhere`; answers how many requests reached
+    /// `/elsewhere` through the returned counter.
+    async fn redirecting_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let followed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = followed.clone();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let answer: &[u8] = if head.starts_with(b"POST /start ") {
+                    b"HTTP/1.1 307 Temporary Redirect\r\nLocation: /elsewhere\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                } else {
+                    seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+                };
+                let _ = socket.write_all(answer).await;
+            }
+        });
+        (base, followed)
+    }
+
+    /// A platform call that is answered with a redirect reports the redirect: the call (here a
+    /// publish-like POST, which a 307 would have repeated) is not sent again elsewhere.
+    #[actix_web::test]
+    async fn platform_calls_do_not_follow_redirects() {
+        let (base, followed) = redirecting_server().await;
+        let client = client(&PlatformsConfig::default()).unwrap();
+        let response = client
+            .post(format!("{base}/start"))
+            .body("text=hello")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 307);
+        assert_eq!(followed.load(std::sync::atomic::Ordering::SeqCst), 0);
+    }
 }

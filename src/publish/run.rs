@@ -42,26 +42,26 @@ pub struct PublishDeps {
 }
 
 thread_local! {
-    /// This actor arbiter's own platform client (see [`PublishDeps::http`]).
-    static ARBITER_HTTP: std::cell::RefCell<Option<reqwest::Client>> =
+    /// This actor thread's own platform client (see [`PublishDeps::http`]).
+    static THREAD_HTTP: std::cell::RefCell<Option<reqwest::Client>> =
         const { std::cell::RefCell::new(None) };
 }
 
-/// Gives the current thread (an actor arbiter, when the supervisor starts it) a platform
-/// client of its own.
-pub fn set_arbiter_http(client: reqwest::Client) {
-    ARBITER_HTTP.with_borrow_mut(|own| *own = Some(client));
+/// Gives the current thread (one that runs account actors: a supervisor arbiter, or an HTTP
+/// worker) a platform client of its own.
+pub fn set_thread_http(client: reqwest::Client) {
+    THREAD_HTTP.with_borrow_mut(|own| *own = Some(client));
 }
 
 impl PublishDeps {
-    /// The platform client to call with on this thread: on an actor arbiter, the arbiter's
-    /// own, else the shared one. reqwest drives a connection's I/O on the runtime that opened
-    /// it, so with one shared pool a call from one arbiter often went out, and came back, on a
-    /// connection the other arbiter drives: two more thread hand-overs per call, each a wait
-    /// for a core on a busy machine (issue 16's fifth session). With a pool per arbiter, a
-    /// call's connection is on its own thread.
+    /// The platform client to call with on this thread: on a thread that runs account actors,
+    /// its own, else the shared one. reqwest drives a connection's I/O on the runtime that
+    /// opened it, so with one shared pool a call from one thread often went out, and came
+    /// back, on a connection another thread drives: two more thread hand-overs per call, each
+    /// a wait for a core on a busy machine (issue 16's fifth session). With a pool per thread,
+    /// a call's connection is on its own thread.
     pub fn http(&self) -> reqwest::Client {
-        ARBITER_HTTP
+        THREAD_HTTP
             .with_borrow(|own| own.clone())
             .unwrap_or_else(|| self.http.clone())
     }
