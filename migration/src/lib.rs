@@ -12,6 +12,7 @@ mod m20261124_000005_unconfirmed_checks;
 mod m20261124_000006_login_route;
 mod m20261124_000007_nullable_post_views;
 mod m20261124_000008_operator_role;
+mod m20261125_000009_partial_check_index;
 
 /// The ordered list of migrations.
 pub struct Migrator;
@@ -28,6 +29,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000006_login_route::Migration),
             Box::new(m20261124_000007_nullable_post_views::Migration),
             Box::new(m20261124_000008_operator_role::Migration),
+            Box::new(m20261125_000009_partial_check_index::Migration),
         ]
     }
 }

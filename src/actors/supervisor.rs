@@ -8,8 +8,10 @@
 //! - Started by an API request, on the thread of the HTTP worker serving it (the workers are
 //!   actix arbiters; [`host_actors_here`] marks them). That worker's later requests for the
 //!   account reach the actor, and get its answer, without a thread hand-over: on a busy
-//!   machine each hand-over is a wait for a core (issue 16's sixth session measured 8 % more
-//!   publishes per second). Requests arriving on another worker are handed over as before.
+//!   machine each hand-over is a wait for a core (issue 16's sixth session: about a tenth more
+//!   publishes per second). Requests arriving on another worker are handed over as before. A
+//!   worker that stops (the server's shutdown) stops the actors it hosts; the next request
+//!   for one of their accounts starts a new actor.
 //! - Started from anywhere else (the scheduler, the collector, the reconciler, tests), on the
 //!   supervisor's own `publishing.actor_arbiters` arbiters (default: one per core), chosen by
 //!   `hash(account_id) % N`, so background work is spread over them and not piled on the
