@@ -363,13 +363,12 @@ pub struct PublishingConfig {
     pub actor_idle_secs: u64,
     /// Threads (actix arbiters) the account actors are spread over, chosen by a hash of the
     /// account id, so one account's heavy upload only delays the accounts sharing its thread.
-    /// With `actors_on_http_workers`, these host the actors started by background work (the
-    /// scheduler, the collector, the reconciler). Unset: one per core. See
-    /// [`Self::actor_arbiters`].
+    /// With `actors_on_http_workers`, these host every actor not started by a publish request.
+    /// Unset: one per core. See [`Self::actor_arbiters`].
     pub actor_arbiters: Option<usize>,
-    /// An actor started by an API request runs on the HTTP worker thread serving it, so that
-    /// worker's requests for the account reach it without a thread hand-over (issue 16). Off:
-    /// every actor runs on the `actor_arbiters` threads, and HTTP workers only hand over.
+    /// An actor started by a publish request (`POST /v2/posts`) runs on the HTTP worker thread
+    /// serving it, so that worker's requests for the account reach it without a thread
+    /// hand-over (issue 16). Off: every actor runs on the `actor_arbiters` threads.
     pub actors_on_http_workers: bool,
     /// Time limits of `POST /v2/posts` (spec §8); past them the caller gets 504 `Timeout` and the
     /// publish goes on and lands in the history.

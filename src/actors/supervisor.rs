@@ -5,17 +5,18 @@
 //! again if it died (a panic closes its mailbox; the next message finds that and replaces it).
 //!
 //! Where an actor runs ([`Placement`]):
-//! - Started by an API request, on the thread of the HTTP worker serving it (the workers are
-//!   actix arbiters; [`host_actors_here`] marks them). That worker's later requests for the
-//!   account reach the actor, and get its answer, without a thread hand-over: on a busy
-//!   machine each hand-over is a wait for a core (issue 16's sixth session: about a tenth more
-//!   publishes per second). Requests arriving on another worker are handed over as before. A
-//!   worker that stops (the server's shutdown) stops the actors it hosts; the next request
-//!   for one of their accounts starts a new actor.
-//! - Started from anywhere else (the scheduler, the collector, the reconciler, tests), on the
-//!   supervisor's own `publishing.actor_arbiters` arbiters (default: one per core), chosen by
-//!   `hash(account_id) % N`, so background work is spread over them and not piled on the
-//!   thread that asked.
+//! - Started by a publish that an API request asks for (`POST /v2/posts`), on the thread of the
+//!   HTTP worker serving it (the workers are actix arbiters; [`host_actors_here`] marks them).
+//!   That worker's later requests for the account reach the actor, and get its answer, without
+//!   a thread hand-over: on a busy machine each hand-over is a wait for a core (issue 16's
+//!   sixth session: about a tenth more publishes per second). Requests arriving on another
+//!   worker are handed over as before. A worker that stops (the server's shutdown) stops the
+//!   actors it hosts; the next request for one of their accounts starts a new actor.
+//! - Started any other way, on the supervisor's own `publishing.actor_arbiters` arbiters
+//!   (default: one per core), chosen by `hash(account_id) % N`: by the scheduler, the
+//!   collector, the reconciler, and by requests other than a publish. One of those, an
+//!   operator's `POST /api/cron/collect-performance`, reads every account from one request;
+//!   placed on its worker, all their actors would have shared that one thread.
 //!
 //! Either way an account has one live actor, whose mailbox keeps its messages in order; the
 //! work it spawns (`ctx.spawn`: publishes with their media download and upload, insights
@@ -78,19 +79,21 @@ pub struct ActorEntry {
 /// The thread an account actor runs on (see the module's documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Placement {
-    /// The HTTP worker whose request started it.
+    /// The HTTP worker whose publish request started it.
     RequestWorker,
     /// The supervisor's arbiter of this index.
     Arbiter(usize),
 }
 
 thread_local! {
-    /// Whether this thread hosts the actors its requests start (set on the HTTP workers).
+    /// Whether this thread hosts the actors its publish requests start (set on the HTTP
+    /// workers).
     static HOSTS_ACTORS: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Called on each HTTP worker's thread as it starts: the actors its requests start run here,
-/// calling out with `client` (this thread's own platform client; without one, the shared one).
+/// Called on each HTTP worker's thread as it starts: the actors its publish requests start run
+/// here, calling out with `client` (this thread's own platform client; without one, the shared
+/// one).
 pub fn host_actors_here(client: Option<reqwest::Client>) {
     HOSTS_ACTORS.set(true);
     if let Some(client) = client {
@@ -228,8 +231,13 @@ impl Supervisor {
         }
     }
 
-    /// The account's actor, started from its row if it is not running.
-    fn actor_for(&self, account: &entity::account::Model) -> Result<ActorEntry, ApiError> {
+    /// The account's actor, started from its row if it is not running: on this thread when
+    /// `here_if_worker` and this thread is an HTTP worker hosting actors, else on the arbiters.
+    fn actor_for(
+        &self,
+        account: &entity::account::Model,
+        here_if_worker: bool,
+    ) -> Result<ActorEntry, ApiError> {
         if let Some(entry) = self.actors.get(&account.id)
             && entry.addr.connected()
         {
@@ -249,7 +257,9 @@ impl Supervisor {
             login_route: account.login_route,
         };
         // An HTTP worker is an arbiter; should it not be one after all, the pool serves.
-        let here = HOSTS_ACTORS.get().then(Arbiter::try_current).flatten();
+        let here = (here_if_worker && HOSTS_ACTORS.get())
+            .then(Arbiter::try_current)
+            .flatten();
         let (placement, arbiter) = match here {
             Some(here) => (Placement::RequestWorker, here),
             None => {
@@ -312,7 +322,7 @@ impl Supervisor {
         AccountActor: actix::Handler<M>,
     {
         for _ in 0..2 {
-            let entry = self.actor_for(account)?;
+            let entry = self.actor_for(account, false)?;
             match entry.addr.send(make()).timeout(SEND_TIMEOUT).await {
                 Ok(result) => return Ok(result),
                 Err(MailboxError::Closed) => {
@@ -338,7 +348,7 @@ impl Supervisor {
         account: &entity::account::Model,
         spec: JobSpec,
     ) -> Result<oneshot::Receiver<JobOutcome>, ApiError> {
-        let entry = self.actor_for(account)?;
+        let entry = self.actor_for(account, true)?;
         match entry
             .addr
             .send(Publish { spec })
@@ -611,31 +621,38 @@ mod tests {
         assert_eq!(health.account_id, busy.id);
     }
 
-    /// An HTTP worker hosts the actors its requests start: the actor runs on the worker's
-    /// thread, not on one of the supervisor's arbiters; a thread not marked uses the pool.
+    /// An HTTP worker hosts the actors its publishes start: the actor runs on the worker's
+    /// thread, not on one of the supervisor's arbiters. Anything else a worker asks for (here
+    /// a health read) starts its actor on the arbiters, as does a thread that is not a worker.
     #[actix_web::test]
-    async fn an_actor_started_on_an_http_worker_runs_on_that_worker() {
+    async fn an_actor_a_worker_starts_to_publish_runs_on_that_worker() {
         let (_dir, supervisor, first) = setup(600).await;
         let supervisor = Arc::new(supervisor);
         let deps = supervisor.deps().clone();
         let second = insert_account(&deps.store, &deps.cipher, first.user_id, "2").await;
+        let third = insert_account(&deps.store, &deps.cipher, first.user_id, "3").await;
         // A thread that stands for a worker: an arbiter of the test's, marked as the server
         // marks its workers.
         let worker = Arbiter::new();
         let (tx, rx) = oneshot::channel();
-        let (on_worker, account) = (supervisor.clone(), first.clone());
+        let (on_worker, account, other) = (supervisor.clone(), first.clone(), third.clone());
         assert!(worker.spawn(async move {
             host_actors_here(None);
-            let started = on_worker.health(&account).await.is_ok();
-            let _ = tx.send((started, std::thread::current().id()));
+            // The publish path's start (`Supervisor::publish`), without a job to run.
+            let started = on_worker.actor_for(&account, true).is_ok();
+            let read = on_worker.health(&other).await.is_ok();
+            let _ = tx.send((started && read, std::thread::current().id()));
         }));
         let (started, worker_thread) = rx.await.unwrap();
         assert!(started);
         let entry = supervisor.actors.get(&first.id).unwrap().clone();
         assert_eq!(entry.placement, Placement::RequestWorker);
         assert_eq!(entry.addr.send(WhichThread).await.unwrap(), worker_thread);
-        // Asked from here (not a worker), the other account's actor goes to the pool.
-        supervisor.health(&second).await.unwrap();
+        let read = supervisor.actors.get(&third.id).unwrap().clone();
+        assert!(matches!(read.placement, Placement::Arbiter(_)));
+        assert_ne!(read.addr.send(WhichThread).await.unwrap(), worker_thread);
+        // Asked from here (not a worker), even for a publish, the actor goes to the pool.
+        supervisor.actor_for(&second, true).unwrap();
         let entry = supervisor.actors.get(&second.id).unwrap().clone();
         let Placement::Arbiter(index) = entry.placement else {
             panic!("started on the caller's thread");
