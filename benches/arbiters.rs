@@ -91,6 +91,9 @@ async fn run_case(
     config.platforms = PlatformsConfig::simulator(&sim.base_url);
     config.platforms.poll_interval_ms = 20;
     config.publishing.actor_arbiters = Some(arbiters);
+    // The uploads are published through the API; this bench measures the arbiters, so their
+    // actors must run there, not on the HTTP worker that took the publish.
+    config.publishing.actors_on_http_workers = false;
     config.publishing.media_allow_hosts = vec![format!("127.0.0.1:{}", sim.port)];
     config.publishing.youtube_daily_units = 1_000_000;
     config.scheduler.enabled = false;

@@ -18,15 +18,16 @@ const OLD: &str = "idx_post_submissions_next_check_at";
 const NEW: &str = "idx_post_submissions_due_checks";
 
 // Created under a new name before the old one is dropped: the statements may run on different
-// pool connections, and a SQLite connection whose schema is stale would refuse to create an
-// index under a name it still believes taken.
+// pool connections, and on a pool of two SQLite connections, re-creating the index under its
+// old name right after dropping it failed with "already exists". `IF NOT EXISTS`: SQLite runs
+// a migration outside a transaction, so one cut off between the two statements is run again.
 #[sea_orm_migration::async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         let db = manager.get_connection();
         // The same statements on SQLite and PostgreSQL.
         db.execute_unprepared(&format!(
-            "CREATE INDEX {NEW} ON post_submissions (next_check_at) \
+            "CREATE INDEX IF NOT EXISTS {NEW} ON post_submissions (next_check_at) \
              WHERE next_check_at IS NOT NULL"
         ))
         .await?;

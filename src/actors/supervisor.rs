@@ -5,13 +5,18 @@
 //! again if it died (a panic closes its mailbox; the next message finds that and replaces it).
 //!
 //! Where an actor runs ([`Placement`]):
-//! - Started by a publish that an API request asks for (`POST /v2/posts`), on the thread of the
+//! - Started by a publish that a request asks for (`POST /v2/posts`, the dashboard's compose
+//!   form), on the thread of the
 //!   HTTP worker serving it (the workers are actix arbiters; [`host_actors_here`] marks them).
 //!   That worker's later requests for the account reach the actor, and get its answer, without
 //!   a thread hand-over: on a busy machine each hand-over is a wait for a core (issue 16's
 //!   sixth session: about a tenth more publishes per second). Requests arriving on another
-//!   worker are handed over as before. A worker that stops (the server's shutdown) stops the
-//!   actors it hosts; the next request for one of their accounts starts a new actor.
+//!   worker are handed over as before. actix gives each connection to one worker, so a client
+//!   that publishes over a single connection (or a proxy with a single upstream connection)
+//!   puts every account it publishes to on that one worker (`actors_on_http_workers = false`
+//!   avoids it). A worker that stops (the server's shutdown, once its own connections are done)
+//!   stops the actors it hosts and what they were running in the background; the next request
+//!   for one of their accounts starts a new actor.
 //! - Started any other way, on the supervisor's own `publishing.actor_arbiters` arbiters
 //!   (default: one per core), chosen by `hash(account_id) % N`: by the scheduler, the
 //!   collector, the reconciler, and by requests other than a publish. One of those, an
@@ -20,8 +25,8 @@
 //!
 //! Either way an account has one live actor, whose mailbox keeps its messages in order; the
 //! work it spawns (`ctx.spawn`: publishes with their media download and upload, insights
-//! reads, checks, token refreshes) runs on its thread. A restarted actor starts wherever the
-//! request that needed it is served.
+//! reads, checks, token refreshes) runs on its thread. A restarted actor is placed by the same
+//! rules as a new one, by whatever needed it.
 //!
 //! Each of these threads has a platform client of its own (see `PublishDeps::http`): reqwest
 //! drives a connection's I/O on the runtime that opened it, so a shared pool would have calls
@@ -157,7 +162,8 @@ impl Supervisor {
         &self.deps
     }
 
-    /// Whether every actor thread is running (one that stopped would strand its accounts).
+    /// Whether every arbiter thread is running (one that stopped would strand its accounts).
+    /// HTTP workers are watched by the server, which restarts a worker that died.
     pub fn is_running(&self) -> bool {
         self.arbiters.iter().all(|arbiter| arbiter.spawn(async {}))
     }

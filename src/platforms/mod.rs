@@ -389,11 +389,12 @@ pub fn client(config: &PlatformsConfig) -> reqwest::Result<reqwest::Client> {
     reqwest::Client::builder()
         // A platform API answers; it does not redirect. A 3xx is reported like any other
         // unexpected status instead of being followed to wherever its `Location` points
-        // (with the call's token), and YouTube's `308 Resume Incomplete` reaches its adapter.
+        // (with the call's token).
         .redirect(reqwest::redirect::Policy::none())
-        // Never replayed behind the adapter's back: a publish call sent twice may publish twice,
-        // and what went out is recorded by the caller (the steps). No retries also means no
-        // copy of every request kept for one.
+        // Never replayed by a retry policy behind the adapter's back: a publish call sent twice
+        // may publish twice, and what went out is recorded by the caller (the steps). No
+        // retries also means no copy of every request kept for one. (hyper still resends a
+        // request it never wrote, on a pooled connection it found closed: nothing went out.)
         .retry(reqwest::retry::never().max_retries_per_request(0))
         .connect_timeout(std::time::Duration::from_secs(10))
         .read_timeout(std::time::Duration::from_secs(

@@ -299,7 +299,7 @@ impl Store {
     }
 
     /// Has a pool connection checkpoint the WAL now and then: the group commit's own
-    /// connection never does (a checkpoint syncs to disk, and it writes on an arbiter thread).
+    /// connection never does (a checkpoint syncs to disk, and it writes on an actor's thread).
     /// Passive: it copies what no reader still needs and waits for nobody.
     fn checkpoint_if_due(&self) {
         if self.writer.as_ref().is_some_and(|w| w.checkpoint_due()) {

@@ -7,7 +7,8 @@
 //! a core, and a batch took some 0.7 ms of wall time for 0.2 ms of work, twice per publish
 //! (issue 16's fifth session). Written here, a batch costs only its work.
 //!
-//! What keeps this from stalling the thread it runs on (an actor arbiter):
+//! What keeps this from stalling the thread it runs on (an actor's thread: an arbiter, or the
+//! HTTP worker hosting the actor):
 //! - it never waits for SQLite's write lock: `busy_timeout` is 0, and a batch that finds
 //!   another writer holding the lock is handed back ([`Applied::Busy`]) to be written through
 //!   the pool, which waits for it off this thread;

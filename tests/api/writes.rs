@@ -675,7 +675,7 @@ async fn a_failed_batch_is_rolled_back_and_retried_write_by_write() {
 }
 
 /// SQLite: the group commit's own connection never waits for the write lock (it writes on an
-/// actor arbiter's thread). A batch that finds another connection writing goes, whole, through
+/// actor's thread). A batch that finds another connection writing goes, whole, through
 /// the pool instead, which waits: one transaction once the lock is free, every caller answered,
 /// every row there. (On PostgreSQL the batch takes that path anyway.)
 #[actix_web::test]
