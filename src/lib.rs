@@ -230,9 +230,7 @@ impl Application {
         let mut server = HttpServer::new(move || {
             // Runs once on each worker's thread, as it starts.
             if server_state.config.publishing.actors_on_http_workers {
-                actors::supervisor::host_actors_here(
-                    platforms::client(&server_state.config.platforms).ok(),
-                );
+                actors::supervisor::host_actors_here(&server_state.config.platforms);
             }
             http::middleware::app(server_state.clone())
         })

@@ -59,6 +59,7 @@ use super::{
     limiter::AccountLimiter,
 };
 use crate::{
+    config::PlatformsConfig,
     error::{ApiError, ErrorCode},
     insights::AccountSummary,
     platforms::AccountCredentials,
@@ -97,13 +98,10 @@ thread_local! {
 }
 
 /// Called on each HTTP worker's thread as it starts: the actors its publish requests start run
-/// here, calling out with `client` (this thread's own platform client; without one, the shared
-/// one).
-pub fn host_actors_here(client: Option<reqwest::Client>) {
+/// here, calling out with a platform client of this thread's own.
+pub fn host_actors_here(platforms: &PlatformsConfig) {
     HOSTS_ACTORS.set(true);
-    if let Some(client) = client {
-        crate::publish::run::set_thread_http(client);
-    }
+    crate::publish::run::use_own_client(platforms);
 }
 
 pub struct Supervisor {
@@ -129,14 +127,8 @@ impl Supervisor {
         });
         let arbiters: Vec<Arbiter> = (0..count.get()).map(|_| Arbiter::new()).collect();
         for arbiter in &arbiters {
-            match crate::platforms::client(&deps.platforms) {
-                Ok(client) => {
-                    arbiter.spawn_fn(move || crate::publish::run::set_thread_http(client));
-                }
-                // Not expected (the shared client was built with the same settings): the
-                // arbiter then uses the shared client.
-                Err(error) => tracing::warn!(%error, "no platform client of the arbiter's own"),
-            }
+            let platforms = deps.platforms.clone();
+            arbiter.spawn_fn(move || crate::publish::run::use_own_client(&platforms));
         }
         let actors = Arc::new(DashMap::new());
         let idle_after = Duration::from_secs(deps.publishing.actor_idle_secs.max(1));
@@ -470,7 +462,7 @@ mod tests {
     use crate::{
         actors::account::{ActorState, Crash, WhichThread},
         clock::SystemClock,
-        config::{PlatformsConfig, PublishingConfig},
+        config::PublishingConfig,
         crypto::TokenCipher,
         media::MediaFetcher,
         store::{NewAccount, Store},
@@ -643,7 +635,7 @@ mod tests {
         let (tx, rx) = oneshot::channel();
         let (on_worker, account, other) = (supervisor.clone(), first.clone(), third.clone());
         assert!(worker.spawn(async move {
-            host_actors_here(None);
+            host_actors_here(&PlatformsConfig::default());
             // The publish path's start (`Supervisor::publish`), without a job to run.
             let started = on_worker.actor_for(&account, true).is_ok();
             let read = on_worker.health(&other).await.is_ok();

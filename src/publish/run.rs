@@ -48,9 +48,13 @@ thread_local! {
 }
 
 /// Gives the current thread (one that runs account actors: a supervisor arbiter, or an HTTP
-/// worker) a platform client of its own.
-pub fn set_thread_http(client: reqwest::Client) {
-    THREAD_HTTP.with_borrow_mut(|own| *own = Some(client));
+/// worker) a platform client of its own. Should it not build (not expected: the shared client
+/// was built with the same settings), the thread uses the shared one.
+pub fn use_own_client(config: &PlatformsConfig) {
+    match platforms::client(config) {
+        Ok(client) => THREAD_HTTP.with_borrow_mut(|own| *own = Some(client)),
+        Err(error) => tracing::warn!(%error, "no platform client of this thread's own"),
+    }
 }
 
 impl PublishDeps {
