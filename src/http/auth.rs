@@ -37,8 +37,9 @@ use crate::{
 
 pub use origin::require_same_origin;
 
-/// The API-key header (spec §5).
-pub const API_KEY_HEADER: &str = "service-api-key";
+/// The API-key header (spec §5). A `HeaderName`, not a `&str`: a lookup by a string that is not
+/// a standard header's name copies it into a new name first, on every request.
+pub const API_KEY_HEADER: header::HeaderName = header::HeaderName::from_static("service-api-key");
 /// The dashboard session cookie.
 pub const SESSION_COOKIE: &str = "service_session";
 
@@ -111,7 +112,7 @@ pub async fn require_api_key(
 
 async fn authenticate_key(req: &ServiceRequest) -> Result<ApiCaller, ApiError> {
     let state = state_of(req)?;
-    let presented = match req.headers().get(API_KEY_HEADER) {
+    let presented = match req.headers().get(&API_KEY_HEADER) {
         Some(value) => value.to_str().map_err(|_| ApiError::invalid_api_key())?,
         None => "",
     };
@@ -231,7 +232,7 @@ async fn authenticate_session(
     state: &AppState,
 ) -> Result<SessionUser, ApiError> {
     let Some(cookie) = req.cookie(SESSION_COOKIE) else {
-        if req.headers().contains_key(API_KEY_HEADER) {
+        if req.headers().contains_key(&API_KEY_HEADER) {
             return Err(ApiError::unauthorized(
                 "This endpoint requires a dashboard session; API keys are not accepted here",
             ));

@@ -15,9 +15,13 @@ use crate::AppState;
 #[derive(Debug, Clone)]
 pub struct RequestId(pub String);
 
+/// A `HeaderName`: a lookup by `&str` would build one on every request.
+const REQUEST_ID: actix_web::http::header::HeaderName =
+    actix_web::http::header::HeaderName::from_static("x-request-id");
+
 fn request_id(req: &ServiceRequest) -> String {
     req.headers()
-        .get("x-request-id")
+        .get(&REQUEST_ID)
         .and_then(|v| v.to_str().ok())
         .map(str::trim)
         .filter(|id| {
@@ -48,10 +52,7 @@ impl actix_web::ResponseError for WithRequestId {
     fn error_response(&self) -> actix_web::HttpResponse {
         let mut response = self.error.error_response();
         if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&self.request_id) {
-            response.headers_mut().insert(
-                actix_web::http::header::HeaderName::from_static("x-request-id"),
-                value,
-            );
+            response.headers_mut().insert(REQUEST_ID, value);
         }
         response
     }
@@ -114,10 +115,7 @@ pub async fn trace_request(
         );
     }
     if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&request_id) {
-        response.headers_mut().insert(
-            actix_web::http::header::HeaderName::from_static("x-request-id"),
-            value,
-        );
+        response.headers_mut().insert(REQUEST_ID, value);
     }
     Ok(response)
 }

@@ -227,7 +227,7 @@ impl ApiPath {
     pub fn on(&self, base: &str) -> Result<Url, PlatformError> {
         let unusable =
             || PlatformError::Rejected(format!("the configured platform URL {base:?} is unusable"));
-        let mut url = Url::parse(base).map_err(|_| unusable())?;
+        let mut url = parsed_base(base).ok_or_else(unusable)?;
         url.set_query(None);
         url.set_fragment(None);
         {
@@ -239,6 +239,27 @@ impl ApiPath {
         }
         Ok(url)
     }
+}
+
+thread_local! {
+    /// The base URL this thread parsed last. A thread calls one platform's base over and over,
+    /// and parsing it (host checks included) was a fifth of a platform call's URL work.
+    static LAST_BASE: std::cell::RefCell<Option<(String, Url)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// `base` parsed, from this thread's last parse when it is the same text.
+fn parsed_base(base: &str) -> Option<Url> {
+    LAST_BASE.with_borrow_mut(|last| {
+        if let Some((text, url)) = last.as_ref()
+            && text == base
+        {
+            return Some(url.clone());
+        }
+        let url = Url::parse(base).ok()?;
+        *last = Some((base.to_owned(), url.clone()));
+        Some(url)
+    })
 }
 
 #[cfg(test)]
@@ -431,6 +452,26 @@ mod tests {
             .on("http://h/youtube?x=1#f")
             .unwrap();
         assert_eq!(url.as_str(), "http://h/youtube/vi/a-b_c-d_e-f");
+    }
+
+    /// The thread's last parsed base is reused only for the same text: alternating bases (and an
+    /// unusable one between them) each get their own URL.
+    #[test]
+    fn each_base_gets_its_own_url_however_calls_alternate() {
+        let id = GraphId::parse("17").unwrap();
+        for _ in 0..2 {
+            for (base, expected) in [
+                ("https://graph.threads.net", "https://graph.threads.net/17"),
+                (
+                    "http://127.0.0.1:9/graph/v24.0",
+                    "http://127.0.0.1:9/graph/v24.0/17",
+                ),
+            ] {
+                assert_eq!(ApiPath::id(&id).on(base).unwrap().as_str(), expected);
+                assert!(ApiPath::id(&id).on("not a url").is_err());
+                assert_eq!(ApiPath::id(&id).on(base).unwrap().as_str(), expected);
+            }
+        }
     }
 
     #[test]

@@ -192,8 +192,10 @@ pub struct TiktokOptions {
 
 /// Reads a JSON object into one of the loose request types above. Every member is an
 /// `Option<Value>` (unknown members are ignored), so no object can fail to convert.
-fn loose<T: serde::de::DeserializeOwned + Default>(object: &serde_json::Map<String, Value>) -> T {
-    serde_json::from_value(Value::Object(object.clone())).unwrap_or_default()
+fn loose<'a, T: serde::Deserialize<'a> + Default>(object: &'a serde_json::Map<String, Value>) -> T {
+    // Read from the map in place: only the members kept are copied, not the whole object
+    // (which `from_value` would need, once per level of the body).
+    T::deserialize(object).unwrap_or_default()
 }
 
 /// Step 1: the body's shape.

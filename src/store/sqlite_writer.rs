@@ -32,7 +32,7 @@ use std::{
 
 use chrono::{DateTime, Utc};
 use entity::post_submission::{PublishSteps, SubmissionStatus};
-use rusqlite::{ErrorCode as SqliteCode, OptionalExtension, params};
+use rusqlite::{ErrorCode as SqliteCode, params};
 use sea_orm::{ActiveEnum, DbErr};
 use uuid::Uuid;
 
@@ -49,10 +49,15 @@ const INSERT_ROW: &str = "INSERT INTO post_submissions (id, user_id, account_id,
      scheduled_post_id, created_at, published_at, updated_at) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)";
 
-/// `publishing → published`; returns the id when the row exists.
+/// `publishing → published`; the rows it changed tell whether the row exists. Not
+/// `RETURNING id`: SQLite collects returned rows in a temporary b-tree, built and freed for
+/// every statement (issue 16's seventh session).
 const MARK_PUBLISHED: &str = "UPDATE post_submissions SET status = ?2, post_id = ?3, \
      result = ?4, published_at = ?5, updated_at = ?5, steps = coalesce(?6, steps) \
-     WHERE id = ?1 RETURNING id";
+     WHERE id = ?1";
+
+const BEGIN: &str = "BEGIN IMMEDIATE";
+const COMMIT: &str = "COMMIT";
 
 /// What became of a batch.
 pub(crate) enum Applied {
@@ -106,72 +111,37 @@ impl SqliteWriter {
         rows: &[&SubmissionRow],
         outcomes: &[PublishedOutcome<'_>],
     ) -> Result<Applied, DbErr> {
-        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let txn = match conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate) {
-            Ok(txn) => txn,
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        // `BEGIN` and `COMMIT` as cached statements: rusqlite's `Transaction` parses both anew
+        // for every batch (issue 16's seventh session).
+        match conn
+            .prepare_cached(BEGIN)
+            .and_then(|mut begin| begin.execute([]))
+        {
+            Ok(_) => {}
             Err(error) if is_busy(&error) => {
                 self.busy.fetch_add(1, Ordering::Relaxed);
                 return Ok(Applied::Busy);
             }
             Err(error) => return Err(db_err(error)),
-        };
-        // Dropping `txn` on an early return rolls it back.
-        let mut found = HashSet::with_capacity(outcomes.len());
-        {
-            let mut insert = txn.prepare_cached(INSERT_ROW).map_err(db_err)?;
-            for row in rows {
-                let new = &row.new;
-                insert
-                    .execute(params![
-                        row.id.as_bytes().as_slice(),
-                        new.user_id.as_bytes().as_slice(),
-                        new.account_id.as_bytes().as_slice(),
-                        new.platform.to_value(),
-                        new.post_type.as_ref().map(ActiveEnum::to_value),
-                        new.post_id.as_deref(),
-                        new.status.to_value(),
-                        new.page_name,
-                        new.content.to_string(),
-                        new.result.as_ref().map(|r| r.to_string()),
-                        steps_text(&row.steps)?,
-                        new.error_code.as_deref(),
-                        new.error_message.as_deref(),
-                        row.scheduled_post_id
-                            .as_ref()
-                            .map(|id| id.as_bytes().as_slice()),
-                        time(row.created_at),
-                        new.published_at.map(time),
-                        time(row.updated_at),
-                    ])
-                    .map_err(db_err)?;
+        }
+        match write_batch(&conn, rows, outcomes) {
+            Ok(found) => {
+                self.stats
+                    .count_writes((rows.len() + outcomes.len()) as u64);
+                self.batches.fetch_add(1, Ordering::Relaxed);
+                Ok(Applied::Committed(found))
             }
-            let mut mark = txn.prepare_cached(MARK_PUBLISHED).map_err(db_err)?;
-            for outcome in outcomes {
-                let steps = outcome.steps.map(steps_text).transpose()?;
-                let id: Option<Vec<u8>> = mark
-                    .query_row(
-                        params![
-                            outcome.id.as_bytes().as_slice(),
-                            SubmissionStatus::Published.to_value(),
-                            outcome.post_id,
-                            outcome.result.to_string(),
-                            time(outcome.now),
-                            steps,
-                        ],
-                        |row| row.get(0),
-                    )
-                    .optional()
-                    .map_err(db_err)?;
-                if id.is_some() {
-                    found.insert(outcome.id);
+            Err(error) => {
+                // A failed `COMMIT` may have ended the transaction already.
+                if !conn.is_autocommit()
+                    && let Err(rollback) = conn.execute_batch("ROLLBACK")
+                {
+                    tracing::error!(error = %rollback, "sqlite writer: cannot roll back a failed batch");
                 }
+                Err(error)
             }
         }
-        txn.commit().map_err(db_err)?;
-        self.stats
-            .count_writes((rows.len() + outcomes.len()) as u64);
-        self.batches.fetch_add(1, Ordering::Relaxed);
-        Ok(Applied::Committed(found))
     }
 
     /// Batches handed back so far because another connection was writing.
@@ -186,6 +156,64 @@ impl SqliteWriter {
             .load(Ordering::Relaxed)
             .is_multiple_of(CHECKPOINT_EVERY)
     }
+}
+
+/// The batch's statements and its `COMMIT`, inside the transaction [`SqliteWriter::apply`]
+/// began; the ids of the outcomes' rows that were found.
+fn write_batch(
+    conn: &rusqlite::Connection,
+    rows: &[&SubmissionRow],
+    outcomes: &[PublishedOutcome<'_>],
+) -> Result<HashSet<Uuid>, DbErr> {
+    let mut found = HashSet::with_capacity(outcomes.len());
+    let mut insert = conn.prepare_cached(INSERT_ROW).map_err(db_err)?;
+    for row in rows {
+        let new = &row.new;
+        insert
+            .execute(params![
+                row.id.as_bytes().as_slice(),
+                new.user_id.as_bytes().as_slice(),
+                new.account_id.as_bytes().as_slice(),
+                new.platform.to_value(),
+                new.post_type.as_ref().map(ActiveEnum::to_value),
+                new.post_id.as_deref(),
+                new.status.to_value(),
+                new.page_name,
+                new.content.to_string(),
+                new.result.as_ref().map(|r| r.to_string()),
+                steps_text(&row.steps)?,
+                new.error_code.as_deref(),
+                new.error_message.as_deref(),
+                row.scheduled_post_id
+                    .as_ref()
+                    .map(|id| id.as_bytes().as_slice()),
+                time(row.created_at),
+                new.published_at.map(time),
+                time(row.updated_at),
+            ])
+            .map_err(db_err)?;
+    }
+    let mut mark = conn.prepare_cached(MARK_PUBLISHED).map_err(db_err)?;
+    for outcome in outcomes {
+        let steps = outcome.steps.map(steps_text).transpose()?;
+        let changed = mark
+            .execute(params![
+                outcome.id.as_bytes().as_slice(),
+                SubmissionStatus::Published.to_value(),
+                outcome.post_id,
+                outcome.result.to_string(),
+                time(outcome.now),
+                steps,
+            ])
+            .map_err(db_err)?;
+        if changed > 0 {
+            found.insert(outcome.id);
+        }
+    }
+    conn.prepare_cached(COMMIT)
+        .and_then(|mut commit| commit.execute([]))
+        .map_err(db_err)?;
+    Ok(found)
 }
 
 fn is_busy(error: &rusqlite::Error) -> bool {
