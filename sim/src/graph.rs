@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use actix_web::{
     HttpMessage, HttpRequest, HttpResponse,
-    http::{Method, StatusCode},
+    http::{Method, StatusCode, header::HeaderName},
     web,
 };
 use chrono::Utc;
@@ -332,22 +332,26 @@ pub(crate) fn usage_header(account: &SimAccount, usage: u64, regain_minutes: u64
         "facebook" => "pages",
         other => other,
     };
-    json!({ account.external_id.clone(): [{
-        "type": kind,
-        "call_count": usage,
-        "total_cputime": usage.min(100) / 2,
-        "total_time": usage.min(100) / 2,
-        "estimated_time_to_regain_access": regain_minutes,
-    }]})
-    .to_string()
+    // Written out rather than built as a `Value` (it goes on every answer); the keys in the
+    // order a `Value` would write them. Strings are JSON-escaped.
+    let cputime = usage.min(100) / 2;
+    format!(
+        r#"{{{id}:[{{"call_count":{usage},"estimated_time_to_regain_access":{regain_minutes},"total_cputime":{cputime},"total_time":{cputime},"type":{kind}}}]}}"#,
+        id = Value::from(account.external_id.as_str()),
+        kind = Value::from(kind),
+    )
 }
 
 /// A 200 answer with the usage header a Page/IG/Threads token gets on every call.
 pub(crate) fn ok(account: &SimAccount, body: Value) -> HttpResponse {
+    // Names as `HeaderName`s: from a `&str`, a name that is not a standard header's is copied
+    // into a new one on every answer.
+    const BUSINESS_USAGE: HeaderName = HeaderName::from_static("x-business-use-case-usage");
+    const APP_USAGE: HeaderName = HeaderName::from_static("x-app-usage");
     HttpResponse::Ok()
-        .insert_header(("X-Business-Use-Case-Usage", usage_header(account, 1, 0)))
+        .insert_header((BUSINESS_USAGE, usage_header(account, 1, 0)))
         .insert_header((
-            "X-App-Usage",
+            APP_USAGE,
             r#"{"call_count":1,"total_time":1,"total_cputime":1}"#,
         ))
         .json(body)
@@ -1521,4 +1525,40 @@ pub(crate) fn publish_refusal(phase: Option<Phase>) -> MetaError {
         Some(Phase::Finished) | None => MetaError::param("The media container was not found."),
     };
     error.legitimate()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// The usage header written out by hand is the JSON a `Value` would write, escaping
+    /// included.
+    #[test]
+    fn the_usage_header_is_the_json_meta_sends() {
+        for (platform, id, kind) in [
+            ("facebook", "1020", "pages"),
+            ("threads", "77\"\\x", "threads"),
+        ] {
+            let account = SimAccount {
+                platform: platform.into(),
+                external_id: id.into(),
+                name: String::new(),
+                username: String::new(),
+                access_token: String::new(),
+                refresh_token: String::new(),
+                expires_in: 0,
+            };
+            let expected = json!({ id: [{
+                "type": kind,
+                "call_count": 250,
+                "total_cputime": 50,
+                "total_time": 50,
+                "estimated_time_to_regain_access": 7,
+            }]})
+            .to_string();
+            assert_eq!(usage_header(&account, 250, 7), expected);
+        }
+    }
 }

@@ -8,7 +8,7 @@
 use std::{
     collections::HashMap,
     sync::{
-        Mutex,
+        Arc, Mutex,
         atomic::{AtomicU64, Ordering},
     },
     time::{Duration, Instant},
@@ -192,7 +192,8 @@ impl Published {
 }
 
 pub struct SimState {
-    accounts: DashMap<(String, String), SimAccount>,
+    /// Shared, so admitting a call hands out a pointer, not a copy of six strings.
+    accounts: DashMap<(String, String), Arc<SimAccount>>,
     /// access token → (platform, external id)
     tokens: DashMap<String, (String, String)>,
     faults: DashMap<(String, String), FaultSpec>,
@@ -277,8 +278,10 @@ impl SimState {
                 created: Instant::now(),
             },
         );
-        self.accounts
-            .insert((platform.to_string(), external_id), account.clone());
+        self.accounts.insert(
+            (platform.to_string(), external_id),
+            Arc::new(account.clone()),
+        );
         account
     }
 
@@ -291,7 +294,7 @@ impl SimState {
         );
         self.accounts.insert(
             (account.platform.clone(), account.external_id.clone()),
-            account,
+            Arc::new(account),
         );
     }
 
@@ -305,7 +308,7 @@ impl SimState {
             token.clone(),
             (platform.to_string(), external_id.to_string()),
         );
-        account.access_token = token.clone();
+        Arc::make_mut(&mut account).access_token = token.clone();
         Some(token)
     }
 
@@ -327,7 +330,7 @@ impl SimState {
         self.accounts
             .iter()
             .find(|a| a.platform == platform && a.name == name)
-            .map(|a| a.value().clone())
+            .map(|a| SimAccount::clone(a.value()))
     }
 
     /// Revokes an access token: later calls with it are refused as an unknown token.
@@ -338,13 +341,20 @@ impl SimState {
     pub fn account(&self, platform: &str, external_id: &str) -> Option<SimAccount> {
         self.accounts
             .get(&(platform.to_string(), external_id.to_string()))
-            .map(|a| a.clone())
+            .map(|a| SimAccount::clone(&a))
     }
 
     /// The account behind an access token, if the simulator issued it.
     pub fn account_for_token(&self, token: &str) -> Option<SimAccount> {
+        self.admitted_account(token)
+            .map(|(_, a)| SimAccount::clone(&a))
+    }
+
+    /// The key and account behind an access token, shared.
+    fn admitted_account(&self, token: &str) -> Option<((String, String), Arc<SimAccount>)> {
         let key = self.tokens.get(token)?.clone();
-        self.accounts.get(&key).map(|a| a.clone())
+        let account = self.accounts.get(&key).map(|a| Arc::clone(&a))?;
+        Some((key, account))
     }
 
     /// Admits a platform call: authenticates `token` (which must belong to one of `platforms`),
@@ -354,14 +364,16 @@ impl SimState {
         platforms: &[&str],
         token: Option<&str>,
         path: &str,
-    ) -> Result<SimAccount, Refusal> {
+    ) -> Result<Arc<SimAccount>, Refusal> {
         let token = token.filter(|t| !t.is_empty()).ok_or(Refusal::NoToken)?;
-        let account = self
-            .account_for_token(token)
-            .filter(|a| platforms.contains(&a.platform.as_str()))
+        let (key, account) = self
+            .admitted_account(token)
+            .filter(|(_, a)| platforms.contains(&a.platform.as_str()))
             .ok_or(Refusal::UnknownToken)?;
-        let key = (account.platform.clone(), account.external_id.clone());
-        *self.requests.entry(key.clone()).or_insert(0) += 1;
+        match self.requests.get_mut(&key) {
+            Some(mut count) => *count += 1,
+            None => *self.requests.entry(key.clone()).or_insert(0) += 1,
+        }
         let (latency, error) = match self.faults.get_mut(&key) {
             Some(mut spec) => {
                 let applies = spec

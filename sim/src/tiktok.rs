@@ -220,7 +220,7 @@ const ENDPOINT_SCOPES: [(&str, &[&str]); 7] = [
 
 /// Authenticates a call and checks its token has a scope the endpoint needs
 /// ([`ENDPOINT_SCOPES`]); refusals in TikTok's terms.
-async fn admit(state: &SimState, req: &HttpRequest) -> Result<SimAccount, TtError> {
+async fn admit(state: &SimState, req: &HttpRequest) -> Result<std::sync::Arc<SimAccount>, TtError> {
     let account = state
         .admit(&[PLATFORM], bearer_token(req).as_deref(), req.path())
         .await

@@ -145,7 +145,7 @@ struct RateInfo {
 
 /// An admitted call: who made it and the rate-limit headers to answer with.
 struct Call {
-    account: SimAccount,
+    account: std::sync::Arc<SimAccount>,
     rate: RateInfo,
 }
 

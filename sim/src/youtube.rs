@@ -246,7 +246,7 @@ fn header_str<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
     req.headers().get(name).and_then(|v| v.to_str().ok())
 }
 
-async fn admit(state: &SimState, req: &HttpRequest) -> Result<SimAccount, GError> {
+async fn admit(state: &SimState, req: &HttpRequest) -> Result<std::sync::Arc<SimAccount>, GError> {
     state
         .admit(&[PLATFORM], bearer_token(req).as_deref(), req.path())
         .await
@@ -263,7 +263,7 @@ async fn admit_checked(
     req: &HttpRequest,
     api: &'static Api,
     method_id: &str,
-) -> Result<SimAccount, GError> {
+) -> Result<std::sync::Arc<SimAccount>, GError> {
     let account = admit(state, req).await?;
     let Some(method) = api.method(method_id) else {
         // A handler naming a method the document lacks is a simulator bug, not the client's.

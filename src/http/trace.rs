@@ -35,6 +35,32 @@ fn request_id(req: &ServiceRequest) -> String {
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
 }
 
+thread_local! {
+    /// Paths that are themselves a route's pattern (routes without parameters: the hot ones,
+    /// `/v2/posts` among them). Finding a pattern walks the routes, matching each one's regex;
+    /// these are found by a lookup instead. Bounded: a path gets in only by equalling one of
+    /// the app's patterns.
+    static PLAIN_ROUTES: std::cell::RefCell<std::collections::HashSet<String>> =
+        std::cell::RefCell::new(std::collections::HashSet::new());
+}
+
+/// The pattern of the route `req` matched, or `unmatched`.
+fn route_pattern(req: &ServiceRequest) -> String {
+    let path = req.path();
+    if PLAIN_ROUTES.with_borrow(|plain| plain.contains(path)) {
+        return path.to_owned();
+    }
+    match req.match_pattern() {
+        Some(pattern) => {
+            if pattern == path {
+                PLAIN_ROUTES.with_borrow_mut(|plain| plain.insert(pattern.clone()));
+            }
+            pattern
+        }
+        None => "unmatched".to_string(),
+    }
+}
+
 /// An error reaching `trace_request` unanswered (actix turns it into the response): its own
 /// response, plus the request id.
 #[derive(Debug, thiserror::Error)]
@@ -67,9 +93,7 @@ pub async fn trace_request(
     let request_id = request_id(&req);
     req.extensions_mut().insert(RequestId(request_id.clone()));
     // The route pattern, not the path: ids in paths would make unbounded label sets.
-    let route = req
-        .match_pattern()
-        .unwrap_or_else(|| "unmatched".to_string());
+    let route = route_pattern(&req);
     let method = req.method().to_string();
     let metrics = req
         .app_data::<web::Data<AppState>>()

@@ -192,10 +192,22 @@ async fn an_invalid_token_shows_in_the_actor_view() {
 async fn metrics_count_requests_and_publishes() {
     let app = TestApp::spawn().await;
     let publisher = app.publisher("facebook", "pro").await;
-    let (status, _) = app
-        .post(&publisher.key, &publisher.body(json!({"text": "counted"})))
-        .await;
-    assert_eq!(status, 200);
+    for text in ["counted", "counted again"] {
+        let (status, _) = app
+            .post(&publisher.key, &publisher.body(json!({"text": text})))
+            .await;
+        assert_eq!(status, 200);
+    }
+    // A route with a parameter is counted under its pattern, whatever the id.
+    for id in ["abc", "def"] {
+        let response = app
+            .http
+            .get(app.url(&format!("/api/keys/{id}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 401);
+    }
     let response = app.http.get(app.url("/metrics")).send().await.unwrap();
     assert_eq!(response.status(), 401, "operators only");
     let response = operator_get(&app, "/metrics").await;
@@ -208,12 +220,13 @@ async fn metrics_count_requests_and_publishes() {
     );
     let text = response.text().await.unwrap();
     for line in [
-        "publishes_total{platform=\"facebook\",post_type=\"text\",outcome=\"published\",code=\"\"} 1",
-        "http_requests_total{route=\"/v2/posts\",method=\"POST\",status=\"200\"} 1",
+        "publishes_total{platform=\"facebook\",post_type=\"text\",outcome=\"published\",code=\"\"} 2",
+        "http_requests_total{route=\"/v2/posts\",method=\"POST\",status=\"200\"} 2",
+        "http_requests_total{route=\"/api/keys/{id}\",method=\"GET\",status=\"401\"} 2",
         "account_actors 1",
         "publish_queue_depth 0",
         "# TYPE http_request_duration_seconds histogram",
-        "publish_duration_seconds_count{platform=\"facebook\"} 1",
+        "publish_duration_seconds_count{platform=\"facebook\"} 2",
     ] {
         assert!(text.contains(line), "missing {line:?} in\n{text}");
     }
