@@ -95,16 +95,20 @@ pub async fn require_api_key(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Guarded<impl MessageBody + 'static> {
-    let path = req.path().to_string();
     let caller = match authenticate_key(&req).await {
         Ok(caller) => caller,
-        Err(error) => return refuse(req, shape_for_path(error, &path)),
+        Err(error) => {
+            let error = shape_for_path(error, req.path());
+            return refuse(req, error);
+        }
     };
     let allowance = caller.allowance;
     req.extensions_mut().insert(caller);
     let mut response = next.call(req).await?;
     // A handler that answered with a limiter of its own (e.g. a platform limit) keeps its headers.
-    if !response.headers().contains_key("x-ratelimit-limit") {
+    // (A `HeaderName`: actix's header map turns a `&str` into a new name to look it up.)
+    const LIMIT: header::HeaderName = header::HeaderName::from_static("x-ratelimit-limit");
+    if !response.headers().contains_key(&LIMIT) {
         allowance.apply(response.headers_mut());
     }
     Ok(response.map_into_left_body())

@@ -94,7 +94,8 @@ pub async fn trace_request(
     req.extensions_mut().insert(RequestId(request_id.clone()));
     // The route pattern, not the path: ids in paths would make unbounded label sets.
     let route = route_pattern(&req);
-    let method = req.method().to_string();
+    // A standard method's clone copies nothing.
+    let method = req.method().clone();
     let metrics = req
         .app_data::<web::Data<AppState>>()
         .map(|state| state.metrics.clone());
@@ -128,8 +129,8 @@ pub async fn trace_request(
             "http_requests_total",
             &[
                 ("route", &route),
-                ("method", &method),
-                ("status", &status.to_string()),
+                ("method", method.as_str()),
+                ("status", response.status().as_str()),
             ],
         );
         metrics.observe(
