@@ -112,6 +112,11 @@ impl SqliteWriter {
         outcomes: &[PublishedOutcome<'_>],
     ) -> Result<Applied, DbErr> {
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        // A batch cut off by a panic (the lock is then poisoned) left its transaction open and
+        // the write lock held: end it before anything else.
+        if !conn.is_autocommit() {
+            conn.execute_batch("ROLLBACK").map_err(db_err)?;
+        }
         // `BEGIN` and `COMMIT` as cached statements: rusqlite's `Transaction` parses both anew
         // for every batch (issue 16's seventh session).
         match conn
@@ -239,4 +244,41 @@ fn steps_text(steps: &PublishSteps) -> Result<String, DbErr> {
     serde_json::to_value(steps)
         .map(|value| value.to_string())
         .map_err(|e| DbErr::Json(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use sea_orm::ConnectionTrait;
+
+    use super::*;
+    use crate::store::Store;
+
+    /// A batch cut off mid-transaction (a panic) leaves the transaction open and the database's
+    /// write lock held. The next batch ends it first, then commits, and the pool can write again.
+    #[tokio::test]
+    async fn a_transaction_left_open_is_ended_by_the_next_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/t.db?mode=rwc", dir.path().display());
+        let store = Store::connect(&url, 1, None).await.unwrap();
+        store.migrate().await.unwrap();
+        let writer = store.writer.clone().unwrap();
+        writer
+            .conn
+            .lock()
+            .unwrap()
+            .execute_batch("BEGIN IMMEDIATE; DELETE FROM users")
+            .unwrap();
+        assert!(matches!(
+            writer.apply(&[], &[]).unwrap(),
+            Applied::Committed(found) if found.is_empty()
+        ));
+        assert!(writer.conn.lock().unwrap().is_autocommit());
+        store
+            .db
+            .execute_unprepared("CREATE TABLE probe (x)")
+            .await
+            .unwrap();
+    }
 }
