@@ -370,6 +370,7 @@ impl SimState {
             .admitted_account(token)
             .filter(|(_, a)| platforms.contains(&a.platform.as_str()))
             .ok_or(Refusal::UnknownToken)?;
+        // The key is copied only for an account's first request.
         match self.requests.get_mut(&key) {
             Some(mut count) => *count += 1,
             None => *self.requests.entry(key.clone()).or_insert(0) += 1,

@@ -476,10 +476,7 @@ mod tests {
         idle_secs: u64,
         actor_arbiters: Option<usize>,
     ) -> (tempfile::TempDir, Supervisor, entity::account::Model) {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}/t.db?mode=rwc", dir.path().display());
-        let store = Store::connect(&url, 2, None).await.unwrap();
-        store.migrate().await.unwrap();
+        let (dir, store) = crate::store::temp_sqlite_store(2).await;
         let now = Utc::now();
         let user = store
             .upsert_oidc_user("iss", "sub", Some("a@example.com"), None, now)

@@ -373,6 +373,18 @@ fn placeholder(backend: DbBackend, n: usize) -> String {
     }
 }
 
+/// Unit tests' store: a migrated SQLite file in a directory of its own (kept while the
+/// returned `TempDir` lives), with a pool of `max_connections`.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) async fn temp_sqlite_store(max_connections: u32) -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/t.db?mode=rwc", dir.path().display());
+    let store = Store::connect(&url, max_connections, None).await.unwrap();
+    store.migrate().await.unwrap();
+    (dir, store)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -253,16 +253,12 @@ mod tests {
     use sea_orm::ConnectionTrait;
 
     use super::*;
-    use crate::store::Store;
 
     /// A batch cut off mid-transaction (a panic) leaves the transaction open and the database's
     /// write lock held. The next batch ends it first, then commits, and the pool can write again.
     #[tokio::test]
     async fn a_transaction_left_open_is_ended_by_the_next_batch() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}/t.db?mode=rwc", dir.path().display());
-        let store = Store::connect(&url, 1, None).await.unwrap();
-        store.migrate().await.unwrap();
+        let (_dir, store) = crate::store::temp_sqlite_store(1).await;
         let writer = store.writer.clone().unwrap();
         writer
             .conn

@@ -504,10 +504,7 @@ mod tests {
     /// its insert no write to it.
     #[tokio::test]
     async fn due_checks_use_an_index_of_only_the_rows_under_check() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}/t.db?mode=rwc", dir.path().display());
-        let store = Store::connect(&url, 1, None).await.unwrap();
-        store.migrate().await.unwrap();
+        let (_dir, store) = crate::store::temp_sqlite_store(1).await;
         let query = post_submission::Entity::find()
             .filter(Store::check_due(Utc::now()))
             .order_by_asc(post_submission::Column::NextCheckAt)
