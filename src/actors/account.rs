@@ -13,7 +13,6 @@ use std::{
 
 use actix::prelude::*;
 use chrono::{DateTime, NaiveDate, Utc};
-use dashmap::DashMap;
 use futures_util::FutureExt;
 use serde::Serialize;
 use tokio::sync::oneshot;
@@ -22,6 +21,7 @@ use uuid::Uuid;
 use super::{
     in_runtime::in_runtime,
     limiter::{AccountLimiter, LimiterState},
+    supervisor::Roster,
 };
 use crate::{
     error::{ApiError, ErrorCode},
@@ -63,28 +63,28 @@ struct InFlight {
     post_type: &'static str,
 }
 
-/// The operator view's copy of an actor's health, kept current by the actor at every change so
-/// the view reads it without messaging thousands of actors.
+/// The operator view's copy of an actor's health. It lives in the actor's entry of the
+/// supervisor's [`Roster`] (one map for addresses and health, not two), and the actor keeps it
+/// current at every change, so the view reads it without messaging thousands of actors.
 ///
-/// One per live actor, so it is kept small (issue 16: ≤ 2 KB per idle actor): the name and the
-/// limiter are the actor's own shared pointers, the state, the limiter's figures and the
+/// One per live actor, so it is kept small (issue 16: ≤ 2 KB per idle actor): the token (with
+/// the name and the token's expiry) and the limiter are the actor's own shared pointers, the state, the limiter's figures and the
 /// durations are computed on read, and what an actor that has done nothing yet has at its
 /// defaults (queue, publish in flight, back-off, counters, last error) sits in a box that idle
-/// actors do not allocate.
-pub struct BoardEntry {
-    pub generation: u64,
+/// actors do not allocate. The counters, the last error and the back-off are kept here only:
+/// the actor itself needs none of them to decide anything.
+pub struct HealthRecord {
     limiter: Arc<AccountLimiter>,
-    name: Arc<str>,
+    token: Arc<AccountToken>,
     started_at: DateTime<Utc>,
-    token_expires_at: Option<DateTime<Utc>>,
     platform: Platform,
     token_valid: bool,
-    activity: Option<Box<BoardActivity>>,
+    activity: Option<Box<Activity>>,
 }
 
-/// The part of a [`BoardEntry`] that is at its defaults for an actor that has done nothing.
+/// The part of a [`HealthRecord`] that is at its defaults for an actor that has done nothing.
 #[derive(Default, PartialEq)]
-struct BoardActivity {
+struct Activity {
     queue_depth: usize,
     in_flight: Option<(Uuid, Instant)>,
     backoff_until: Option<Instant>,
@@ -93,7 +93,24 @@ struct BoardActivity {
     failed: u32,
 }
 
-impl BoardEntry {
+impl HealthRecord {
+    /// The record of an actor that has just started, with a usable token.
+    pub fn starting(
+        platform: Platform,
+        token: Arc<AccountToken>,
+        limiter: Arc<AccountLimiter>,
+        started_at: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            limiter,
+            token,
+            started_at,
+            platform,
+            token_valid: true,
+            activity: None,
+        }
+    }
+
     /// The health as of now (state, durations and the limiter read at call time).
     pub fn health(&self, account_id: Uuid) -> ActorHealth {
         let activity = self.activity.as_deref();
@@ -103,14 +120,14 @@ impl BoardEntry {
         ActorHealth {
             account_id,
             platform: self.platform,
-            name: self.name.clone(),
+            name: self.token.credentials.display_name.clone(),
             state: actor_state(self.token_valid, in_flight.is_some(), backoff_until),
             queue_depth: activity.map_or(0, |a| a.queue_depth),
             in_flight_submission: in_flight.map(|(id, _)| id),
             in_flight_ms: in_flight.map(|(_, at)| at.elapsed().as_millis() as u64),
             limiter: self.limiter.state(),
             token_valid: self.token_valid,
-            token_expires_at: self.token_expires_at,
+            token_expires_at: self.token.expires_at,
             last_error: last_error.map(|(e, _)| e.clone()),
             last_error_at: last_error.map(|(_, at)| *at),
             published: activity.map_or(0, |a| a.published.into()),
@@ -120,7 +137,7 @@ impl BoardEntry {
     }
 }
 
-/// An actor's state from what it holds (the actor's answer and the board's agree by using it).
+/// An actor's state from what it holds.
 fn actor_state(token_valid: bool, publishing: bool, backoff_until: Option<Instant>) -> ActorState {
     if !token_valid {
         ActorState::TokenInvalid
@@ -133,44 +150,50 @@ fn actor_state(token_valid: bool, publishing: bool, backoff_until: Option<Instan
     }
 }
 
-/// Every live actor's [`BoardEntry`], by account id.
-pub type HealthBoard = Arc<DashMap<Uuid, BoardEntry>>;
-
-/// The actor's identity and the entry it holds in the supervisor's map.
+/// The actor's identity and the roster that holds its entry.
 pub struct ActorSeat {
     pub account_id: Uuid,
     pub generation: u64,
-    pub registry: Arc<DashMap<Uuid, super::supervisor::ActorEntry>>,
-    pub board: HealthBoard,
+    pub roster: Arc<Roster>,
+}
+
+/// Tenths of a second since this process first asked: the actor's last activity in 4 bytes
+/// where an `Instant` takes 16 (a `u32` of them lasts 13 years).
+fn ticks_now() -> u32 {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let epoch = *EPOCH.get_or_init(Instant::now);
+    u32::try_from(epoch.elapsed().as_millis() / 100).unwrap_or(u32::MAX)
+}
+
+/// What an idle actor with a usable token does not have: its queue, the publish it runs, and
+/// why its token is unusable. Boxed, and dropped again once all are empty.
+#[derive(Default)]
+struct Busy {
+    queue: VecDeque<QueuedJob>,
+    in_flight: Option<InFlight>,
+    /// The code and reason the token is unusable (kept for the actor's life).
+    token_failure: Option<(ErrorCode, String)>,
 }
 
 /// The actor. It lives inside its tokio task (with its actix context), so every byte here is
-/// paid by every live actor: what is rare (a dead token, a publish in flight, the last error)
-/// is boxed, what is shared (credentials, limiter, dependencies) is behind an `Arc`, and what
-/// the configuration says is read from it, not copied.
+/// paid by every live actor. Tokio rounds a task up to 128 bytes: at 72 bytes or less the actor
+/// makes a 512-byte task, where 184 made a 640-byte one (a test holds it there). So what is
+/// rare is boxed ([`Busy`]), what is shared (dependencies, credentials, limiter) is behind an
+/// `Arc`, what only the operator view needs is in the [`HealthRecord`] alone, and what the
+/// configuration says is read from it, not copied.
 pub struct AccountActor {
     seat: ActorSeat,
-    platform: Platform,
-    /// The credentials and their token's dates (the name is shared with the board).
+    /// The credentials and their token's dates (the name is shared with the health record).
     token: Arc<AccountToken>,
-    /// `None` while the token is usable; otherwise the code and reason it is not.
-    token_failure: Option<Box<(ErrorCode, String)>>,
     limiter: Arc<AccountLimiter>,
-    queue: VecDeque<QueuedJob>,
-    in_flight: Option<Box<InFlight>>,
-    deps: Arc<PublishDeps>,
-    last_activity: Instant,
-    started_at: DateTime<Utc>,
-    // u32: a count since the actor started (4 bytes less each in every live actor).
-    published: u32,
-    failed: u32,
-    last_error: Option<Box<(String, DateTime<Utc>)>>,
-    /// Set while the account waits out a rate limit (ours or the platform's).
-    backoff_until: Option<Instant>,
-    /// Insights reads running now (they run beside publishes).
-    reads_in_flight: u32,
+    busy: Option<Box<Busy>>,
+    /// When a message last asked something of it, in [`ticks_now`] ticks.
+    last_activity: u32,
     /// Checks of unconfirmed publishes running (spawned futures the idle stop must not drop).
     checks_in_flight: u32,
+    /// Insights reads running now (they run beside publishes; at most `MAX_READS_IN_FLIGHT`).
+    reads_in_flight: u16,
+    platform: Platform,
     /// A token refresh is running: publishes wait for it.
     refreshing: bool,
 }
@@ -230,125 +253,184 @@ pub struct ActorHealth {
 
 /// What a token refresh replaces: the credentials (with the access token) and the token's dates.
 #[derive(Clone)]
-struct AccountToken {
+pub struct AccountToken {
     credentials: AccountCredentials,
     expires_at: Option<DateTime<Utc>>,
     /// When the token was issued (Instagram Login refreshes only tokens at least 24 h old).
     issued_at: Option<DateTime<Utc>>,
 }
 
+impl AccountToken {
+    pub fn shared(
+        credentials: AccountCredentials,
+        expires_at: Option<DateTime<Utc>>,
+        issued_at: Option<DateTime<Utc>>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            credentials,
+            expires_at,
+            issued_at,
+        })
+    }
+}
+
 pub struct AccountActorInit {
     pub seat: ActorSeat,
     pub platform: Platform,
-    pub credentials: AccountCredentials,
-    pub token_expires_at: Option<DateTime<Utc>>,
-    pub token_issued_at: Option<DateTime<Utc>>,
+    pub token: Arc<AccountToken>,
     pub limiter: Arc<AccountLimiter>,
-    pub deps: Arc<PublishDeps>,
 }
 
 impl AccountActor {
     pub fn new(init: AccountActorInit) -> Self {
         Self {
-            started_at: init.deps.clock.now(),
             seat: init.seat,
             platform: init.platform,
-            token: Arc::new(AccountToken {
-                credentials: init.credentials,
-                expires_at: init.token_expires_at,
-                issued_at: init.token_issued_at,
-            }),
-            token_failure: None,
+            token: init.token,
             limiter: init.limiter,
-            queue: VecDeque::new(),
-            in_flight: None,
-            deps: init.deps,
-            last_activity: Instant::now(),
-            published: 0,
-            failed: 0,
-            last_error: None,
-            backoff_until: None,
-            reads_in_flight: 0,
+            busy: None,
+            last_activity: ticks_now(),
             checks_in_flight: 0,
+            reads_in_flight: 0,
             refreshing: false,
         }
     }
 
+    fn deps(&self) -> &Arc<PublishDeps> {
+        &self.seat.roster.deps
+    }
+
+    fn queue_len(&self) -> usize {
+        self.busy.as_ref().map_or(0, |busy| busy.queue.len())
+    }
+
+    fn in_flight(&self) -> Option<&InFlight> {
+        self.busy.as_ref().and_then(|busy| busy.in_flight.as_ref())
+    }
+
+    fn token_failure(&self) -> Option<&(ErrorCode, String)> {
+        self.busy
+            .as_ref()
+            .and_then(|busy| busy.token_failure.as_ref())
+    }
+
+    fn busy_mut(&mut self) -> &mut Busy {
+        self.busy.get_or_insert_with(Box::default)
+    }
+
+    /// Frees the box once nothing is queued or running and the token is usable.
+    fn tidy(&mut self) {
+        if self.busy.as_ref().is_some_and(|busy| {
+            busy.queue.is_empty() && busy.in_flight.is_none() && busy.token_failure.is_none()
+        }) {
+            self.busy = None;
+        }
+    }
+
+    /// The refusal of work for an account whose token is unusable.
+    fn refuse_dead_token(&self) -> Result<(), ApiError> {
+        match self.token_failure() {
+            Some((code, reason)) => Err(ApiError::new(
+                *code,
+                "The platform access token of this account is no longer valid; reconnect the account",
+            )
+            .with_details(reason.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn touch(&mut self) {
+        self.last_activity = ticks_now();
+    }
+
     /// How long the actor stays up with nothing to do.
     fn idle_after(&self) -> Duration {
-        Duration::from_secs(self.deps.publishing.actor_idle_secs.max(1))
+        Duration::from_secs(self.deps().publishing.actor_idle_secs.max(1))
     }
 
     /// Whether stopping now loses nothing: no publish queued or running, no read or check
     /// running (stopping drops the actor's spawned futures: perhaps a continuation's final
     /// call), and nothing asked of it for `actor_idle_secs`.
     fn idle_long_enough(&self) -> bool {
-        self.in_flight.is_none()
-            && self.queue.is_empty()
+        let idle =
+            Duration::from_millis(u64::from(ticks_now().saturating_sub(self.last_activity)) * 100);
+        self.in_flight().is_none()
+            && self.queue_len() == 0
             && self.reads_in_flight == 0
             && self.checks_in_flight == 0
-            && self.last_activity.elapsed() >= self.idle_after()
+            && idle >= self.idle_after()
     }
 
-    /// Copies the current health to the board.
+    /// Copies the current health to the actor's record in the roster.
     fn post_health(&self) {
-        let activity = BoardActivity {
-            queue_depth: self.queue.len(),
-            in_flight: self
-                .in_flight
-                .as_ref()
-                .map(|f| (f.submission_id, f.started)),
-            backoff_until: self.backoff_until,
-            last_error: self.last_error.as_deref().cloned(),
-            published: self.published,
-            failed: self.failed,
+        self.update_health(|_| {});
+    }
+
+    /// Copies the current health to the actor's record, with `change` made to the part only
+    /// the record keeps (counters, last error, back-off). Nothing when the roster no longer
+    /// holds this actor (it was retired or replaced): nobody looks at its health then.
+    fn update_health(&self, change: impl FnOnce(&mut Activity)) {
+        let Some(mut entry) = self.seat.roster.actors.get_mut(&self.seat.account_id) else {
+            return;
         };
-        self.seat.board.insert(
-            self.seat.account_id,
-            BoardEntry {
-                generation: self.seat.generation,
-                limiter: self.limiter.clone(),
-                name: self.token.credentials.display_name.clone(),
-                started_at: self.started_at,
-                token_expires_at: self.token.expires_at,
-                platform: self.platform,
-                token_valid: self.token_failure.is_none(),
-                activity: (activity != BoardActivity::default()).then(|| Box::new(activity)),
-            },
-        );
+        if entry.generation != self.seat.generation {
+            return;
+        }
+        let record = &mut entry.health;
+        record.token_valid = self.token_failure().is_none();
+        if !Arc::ptr_eq(&record.token, &self.token) {
+            record.token = self.token.clone();
+        }
+        let activity = record.activity.get_or_insert_with(Box::default);
+        activity.queue_depth = self.queue_len();
+        activity.in_flight = self.in_flight().map(|f| (f.submission_id, f.started));
+        change(activity);
+        if **activity == Activity::default() {
+            record.activity = None;
+        }
     }
 
-    fn back_off(&mut self, retry_after: Option<u64>) {
+    fn back_off(&self, retry_after: Option<u64>) {
         if let Some(secs) = retry_after {
-            self.backoff_until =
-                Instant::now().checked_add(Duration::from_secs(secs.min(31 * 86_400)));
+            let until = Instant::now().checked_add(Duration::from_secs(secs.min(31 * 86_400)));
+            self.update_health(|activity| activity.backoff_until = until);
         }
     }
 
-    fn start_next(&mut self, ctx: &mut Context<Self>) {
+    /// Records the latest error in the health record.
+    fn note_error(&self, error: String) {
+        let at = self.deps().clock.now();
+        self.update_health(|activity| activity.last_error = Some((error, at)));
+    }
+
+    /// Starts the next queued publish unless one is running or a refresh is; whether it did.
+    fn start_next(&mut self, ctx: &mut Context<Self>) -> bool {
         // A publish waits for a refresh in progress: it would go out with the old token.
-        if self.in_flight.is_some() || self.refreshing {
-            return;
+        if self.in_flight().is_some() || self.refreshing {
+            return false;
         }
-        let Some(job) = self.queue.pop_front() else {
-            return;
+        let Some(busy) = self.busy.as_deref_mut() else {
+            return false;
+        };
+        let Some(job) = busy.queue.pop_front() else {
+            return false;
         };
         tracing::debug!(
             submission = %job.spec.submission_id,
             waited_ms = job.enqueued_at.elapsed().as_millis() as u64,
             "publish starts"
         );
-        self.in_flight = Some(Box::new(InFlight {
+        busy.in_flight = Some(InFlight {
             submission_id: job.spec.submission_id,
             started: Instant::now(),
             platform: job.spec.plan.platform().as_str(),
             post_type: job.spec.plan.post_type().as_str(),
-        }));
-        let metrics = &self.deps.metrics;
+        });
+        let metrics = &self.deps().metrics;
         metrics.gauge_add("publish_queue_depth", &[], -1);
         metrics.gauge_add("publishes_in_flight", &[], 1);
         self.post_health();
-        let deps = self.deps.clone();
+        let deps = self.deps().clone();
         let credentials = self.token.credentials.clone();
         let submission_id = job.spec.submission_id;
         // A panic inside an adapter must not take the actor (and its queue) down with it.
@@ -373,34 +455,30 @@ impl AccountActor {
                     actor.start_next(ctx);
                 }),
         );
+        true
     }
 
     fn finish(&mut self, result: JobResult, reply: oneshot::Sender<JobOutcome>) {
-        let finished = self.in_flight.take();
-        self.last_activity = Instant::now();
-        let now = self.deps.clock.now();
+        let finished = self.busy.as_mut().and_then(|busy| busy.in_flight.take());
+        self.touch();
+        let now = self.deps().clock.now();
+        let mut last_error = None;
+        let mut backoff = None;
         let (outcome, code) = match &result.outcome {
-            Ok(_) => {
-                self.published += 1;
-                ("published", "")
-            }
+            Ok(_) => ("published", ""),
             // Not a failure: the reconciler checks it until the platform says.
             Err(error) if error.code == ErrorCode::PublishUnconfirmed => {
                 ("unconfirmed", error.code.as_str())
             }
             Err(error) => {
-                self.failed += 1;
-                self.last_error = Some(Box::new((
-                    format!("{}: {}", error.code.as_str(), error.message),
-                    now,
-                )));
+                last_error = Some(format!("{}: {}", error.code.as_str(), error.message));
                 if error.code == ErrorCode::RateLimitExceeded {
-                    self.back_off(error.retry_after);
+                    backoff = error.retry_after;
                 }
                 ("failed", error.code.as_str())
             }
         };
-        let metrics = &self.deps.metrics;
+        let metrics = &self.deps().metrics;
         metrics.gauge_add("publishes_in_flight", &[], -1);
         if let Some(job) = &finished {
             metrics.inc(
@@ -421,8 +499,20 @@ impl AccountActor {
         let recorded = result
             .token_failure
             .map(|(code, reason)| self.token_dead(code, reason));
-        // The board first: whoever gets the reply may look at the actor view next.
-        self.post_health();
+        self.tidy();
+        // The health record first: whoever gets the reply may look at the actor view next.
+        self.back_off(backoff);
+        let published = result.outcome.is_ok();
+        self.update_health(|activity| {
+            if published {
+                activity.published += 1;
+            }
+            // Set exactly when the publish failed (an unconfirmed one is neither).
+            if let Some(error) = last_error {
+                activity.failed += 1;
+                activity.last_error = Some((error, now));
+            }
+        });
         // The caller may have timed out and gone; the outcome is in the history either way.
         let retryable = result.retryable;
         let outcome = result
@@ -437,24 +527,24 @@ impl AccountActor {
     /// tiktok, youtube and x shortly before their access token expires).
     fn refresh_is_due(&self) -> bool {
         oauth::refresh_due(
-            &self.deps.oauth,
+            &self.deps().oauth,
             self.platform,
             self.token.credentials.login_route,
             self.token.expires_at,
             self.token.issued_at,
         )
-        .is_some_and(|due| due <= self.deps.clock.now())
+        .is_some_and(|due| due <= self.deps().clock.now())
     }
 
     /// Refreshes the token in a spawned future, once at a time. Across instances the account's
     /// refresh lease in the database decides who refreshes; the others adopt the stored result.
     fn start_refresh(&mut self, ctx: &mut Context<Self>) {
-        if self.refreshing || self.token_failure.is_some() {
+        if self.refreshing || self.token_failure().is_some() {
             return;
         }
         let platform = self.platform;
         self.refreshing = true;
-        let deps = self.deps.clone();
+        let deps = self.deps().clone();
         let account_id = self.seat.account_id;
         let route = self.token.credentials.login_route;
         let work = async move { refresh_account(&deps, account_id, platform, route).await };
@@ -466,16 +556,16 @@ impl AccountActor {
                     token.credentials.access_token = access_token;
                     token.expires_at = expires_at;
                     token.issued_at = issued_at;
-                    actor.deps.metrics.inc("token_refreshes_total", &[("platform", actor.platform.as_str()), ("outcome", "refreshed")]);
+                    actor.deps().metrics.inc("token_refreshes_total", &[("platform", actor.platform.as_str()), ("outcome", "refreshed")]);
                 }
                 RefreshOutcome::Dead(reason) => {
-                    actor.deps.metrics.inc("token_refreshes_total", &[("platform", actor.platform.as_str()), ("outcome", "revoked")]);
+                    actor.deps().metrics.inc("token_refreshes_total", &[("platform", actor.platform.as_str()), ("outcome", "revoked")]);
                     actix::spawn(actor.token_dead(ErrorCode::InvalidToken, reason));
                 }
                 RefreshOutcome::Failed(reason) => {
                     tracing::warn!(account = %actor.seat.account_id, %reason, "token refresh failed; retried at the next sweep");
-                    actor.deps.metrics.inc("token_refreshes_total", &[("platform", actor.platform.as_str()), ("outcome", "failed")]);
-                    actor.last_error = Some(Box::new((format!("token refresh: {reason}"), actor.deps.clock.now())));
+                    actor.deps().metrics.inc("token_refreshes_total", &[("platform", actor.platform.as_str()), ("outcome", "failed")]);
+                    actor.note_error(format!("token refresh: {reason}"));
                 }
                 RefreshOutcome::Busy => {}
             }
@@ -491,10 +581,10 @@ impl AccountActor {
     /// that lists its accounts next sees the account invalid.
     fn token_dead(&mut self, code: ErrorCode, reason: String) -> RecordWrite {
         let stored = format!("{}: {reason}", code.as_str());
-        self.token_failure = Some(Box::new((code, reason)));
-        let store = self.deps.store.clone();
+        self.busy_mut().token_failure = Some((code, reason));
+        let store = self.deps().store.clone();
         let account_id = self.seat.account_id;
-        let now = self.deps.clock.now();
+        let now = self.deps().clock.now();
         Box::pin(in_runtime(async move {
             if let Err(e) = store.mark_account_invalid(account_id, &stored, now).await {
                 tracing::error!(error = %e, %account_id, "cannot mark the account invalid");
@@ -512,39 +602,16 @@ impl AccountActor {
         if error.code == ErrorCode::RateLimitExceeded {
             self.back_off(error.retry_after);
         }
-        self.last_error = Some(Box::new((
-            format!("{}: {}", error.code.as_str(), error.message),
-            self.deps.clock.now(),
-        )));
+        self.note_error(format!("{}: {}", error.code.as_str(), error.message));
         (error, recorded)
     }
 
-    fn health(&self) -> ActorHealth {
-        let state = actor_state(
-            self.token_failure.is_none(),
-            self.in_flight.is_some(),
-            self.backoff_until,
-        );
-        ActorHealth {
-            account_id: self.seat.account_id,
-            platform: self.platform,
-            name: self.token.credentials.display_name.clone(),
-            state,
-            queue_depth: self.queue.len(),
-            in_flight_submission: self.in_flight.as_ref().map(|f| f.submission_id),
-            in_flight_ms: self
-                .in_flight
-                .as_ref()
-                .map(|f| f.started.elapsed().as_millis() as u64),
-            limiter: self.limiter.state(),
-            token_valid: self.token_failure.is_none(),
-            token_expires_at: self.token.expires_at,
-            last_error: self.last_error.as_deref().map(|(e, _)| e.clone()),
-            last_error_at: self.last_error.as_deref().map(|(_, at)| *at),
-            published: self.published.into(),
-            failed: self.failed.into(),
-            started_at: self.started_at,
-        }
+    /// The actor's health, from its record in the roster; `None` once the roster no longer
+    /// holds this actor (retired or replaced: the caller asks the current one).
+    fn health(&self) -> Option<ActorHealth> {
+        let entry = self.seat.roster.actors.get(&self.seat.account_id)?;
+        (entry.generation == self.seat.generation)
+            .then(|| entry.health.health(self.seat.account_id))
     }
 }
 
@@ -553,36 +620,34 @@ impl Actor for AccountActor {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
-        self.deps.metrics.gauge_add("account_actors", &[], 1);
+        self.deps().metrics.gauge_add("account_actors", &[], 1);
         // No timer of its own: the supervisor's sweep sends [`StopIfIdle`] (a timer per actor
-        // cost a boxed interval and a tokio timer entry for each of them).
-        self.post_health();
+        // cost a boxed interval and a tokio timer entry for each of them). Its health record
+        // is in the roster already: the supervisor put it there with the address.
     }
 
     fn stopped(&mut self, _ctx: &mut Self::Context) {
         let generation = self.seat.generation;
-        self.deps.metrics.gauge_add("account_actors", &[], -1);
-        self.deps
-            .metrics
-            .gauge_add("publish_queue_depth", &[], -(self.queue.len() as i64));
+        let deps = self.deps().clone();
+        deps.metrics.gauge_add("account_actors", &[], -1);
+        deps.metrics
+            .gauge_add("publish_queue_depth", &[], -(self.queue_len() as i64));
         self.seat
-            .board
-            .remove_if(&self.seat.account_id, |_, entry| {
-                entry.generation == generation
-            });
-        self.seat
-            .registry
+            .roster
+            .actors
             .remove_if(&self.seat.account_id, |_, entry| {
                 entry.generation == generation
             });
         // Jobs still queued (only possible if the actor is stopped from outside) get an answer.
-        for job in self.queue.drain(..) {
-            let _ = job.reply.send(Err(JobFailure {
-                error: ApiError::service_unavailable(
-                    "The account worker stopped; check the publishing history and retry",
-                ),
-                retryable: true,
-            }));
+        if let Some(busy) = self.busy.as_mut() {
+            for job in busy.queue.drain(..) {
+                let _ = job.reply.send(Err(JobFailure {
+                    error: ApiError::service_unavailable(
+                        "The account worker stopped; check the publishing history and retry",
+                    ),
+                    retryable: true,
+                }));
+            }
         }
     }
 }
@@ -619,41 +684,36 @@ impl Handler<Publish> for AccountActor {
 
     fn handle(&mut self, msg: Publish, ctx: &mut Self::Context) -> Self::Result {
         let _span = tracing::debug_span!("account_actor", account = %self.seat.account_id, message = "publish").entered();
-        self.last_activity = Instant::now();
-        if let Some((code, reason)) = self.token_failure.as_deref() {
-            return Err(ApiError::new(
-                *code,
-                "The platform access token of this account is no longer valid; reconnect the account",
-            )
-            .with_details(reason.clone()));
-        }
-        if self.queue.len() >= self.deps.publishing.queue_capacity {
+        self.touch();
+        self.refuse_dead_token()?;
+        let queued = self.queue_len();
+        if queued >= self.deps().publishing.queue_capacity {
             return Err(ApiError::service_unavailable(format!(
-                "This account already has {} posts waiting to publish; retry later",
-                self.queue.len()
+                "This account already has {queued} posts waiting to publish; retry later"
             )));
         }
         if let Err(refused) = self.limiter.admit(&msg.spec.plan) {
             self.back_off(refused.retry_after);
-            self.deps.metrics.inc(
+            self.deps().metrics.inc(
                 "limiter_rejections_total",
                 &[("platform", msg.spec.plan.platform().as_str())],
             );
-            self.post_health();
             return Err(refused);
         }
         if self.refresh_is_due() {
             self.start_refresh(ctx);
         }
         let (reply, receiver) = oneshot::channel();
-        self.queue.push_back(QueuedJob {
+        self.busy_mut().queue.push_back(QueuedJob {
             spec: msg.spec,
             reply,
             enqueued_at: Instant::now(),
         });
-        self.deps.metrics.gauge_add("publish_queue_depth", &[], 1);
-        self.start_next(ctx);
-        self.post_health();
+        self.deps().metrics.gauge_add("publish_queue_depth", &[], 1);
+        // A job that starts at once is in the health record already; one that waits is not.
+        if !self.start_next(ctx) {
+            self.post_health();
+        }
         Ok(receiver)
     }
 }
@@ -703,7 +763,7 @@ impl Handler<Retire> for AccountActor {
 pub struct GetHealth;
 
 impl Message for GetHealth {
-    type Result = ActorHealth;
+    type Result = Option<ActorHealth>;
 }
 
 impl Handler<GetHealth> for AccountActor {
@@ -730,15 +790,20 @@ impl Handler<CancelQueued> for AccountActor {
 
     fn handle(&mut self, msg: CancelQueued, _ctx: &mut Self::Context) -> bool {
         let _span = tracing::debug_span!("account_actor", account = %self.seat.account_id, message = "cancel").entered();
-        let Some(index) = self
-            .queue
+        let Some(queue) = self.busy.as_mut().map(|busy| &mut busy.queue) else {
+            return false;
+        };
+        let Some(index) = queue
             .iter()
             .position(|job| job.spec.submission_id == msg.submission_id)
         else {
             return false;
         };
-        self.deps.metrics.gauge_add("publish_queue_depth", &[], -1);
-        if let Some(job) = self.queue.remove(index) {
+        let removed = queue.remove(index);
+        self.deps()
+            .metrics
+            .gauge_add("publish_queue_depth", &[], -1);
+        if let Some(job) = removed {
             let _ = job.reply.send(Err(JobFailure {
                 error: ApiError::new(
                     ErrorCode::InvalidRequest,
@@ -747,6 +812,8 @@ impl Handler<CancelQueued> for AccountActor {
                 retryable: false,
             }));
         }
+        self.tidy();
+        self.post_health();
         true
     }
 }
@@ -822,21 +889,15 @@ impl Message for ReadInsights {
 
 /// Reads one actor runs at the same time; more are refused with 503 (the collector and
 /// dashboards retry).
-const MAX_READS_IN_FLIGHT: u32 = 8;
+const MAX_READS_IN_FLIGHT: u16 = 8;
 
 impl Handler<ReadInsights> for AccountActor {
     type Result = Result<oneshot::Receiver<InsightsResult>, ApiError>;
 
     fn handle(&mut self, msg: ReadInsights, ctx: &mut Self::Context) -> Self::Result {
         let _span = tracing::debug_span!("account_actor", account = %self.seat.account_id, message = "insights").entered();
-        self.last_activity = Instant::now();
-        if let Some((code, reason)) = self.token_failure.as_deref() {
-            return Err(ApiError::new(
-                *code,
-                "The platform access token of this account is no longer valid; reconnect the account",
-            )
-            .with_details(reason.clone()));
-        }
+        self.touch();
+        self.refuse_dead_token()?;
         if self.reads_in_flight >= MAX_READS_IN_FLIGHT {
             return Err(ApiError::service_unavailable(
                 "This account is already answering other performance queries; retry in a moment",
@@ -853,15 +914,14 @@ impl Handler<ReadInsights> for AccountActor {
             && let Err(refused) = self.limiter.admit_units(units)
         {
             self.back_off(refused.retry_after);
-            self.deps.metrics.inc(
+            self.deps().metrics.inc(
                 "limiter_rejections_total",
                 &[("platform", platform.as_str())],
             );
-            self.post_health();
             return Err(refused);
         }
         self.reads_in_flight += 1;
-        let deps = self.deps.clone();
+        let deps = self.deps().clone();
         let credentials = self.token.credentials.clone();
         let work = async move {
             let http = deps.http();
@@ -893,7 +953,7 @@ impl Handler<ReadInsights> for AccountActor {
                 .into_actor(self)
                 .map(move |result, actor, _ctx| {
                     actor.reads_in_flight = actor.reads_in_flight.saturating_sub(1);
-                    actor.last_activity = Instant::now();
+                    actor.touch();
                     let (result, recorded) = match result {
                         Ok(output) => (Ok(output), None),
                         Err(error) => {
@@ -929,31 +989,24 @@ impl Handler<CheckUnconfirmed> for AccountActor {
 
     fn handle(&mut self, msg: CheckUnconfirmed, ctx: &mut Self::Context) -> Self::Result {
         let _span = tracing::debug_span!("account_actor", account = %self.seat.account_id, message = "check").entered();
-        self.last_activity = Instant::now();
-        if let Some((code, reason)) = self.token_failure.as_deref() {
-            return Err(ApiError::new(
-                *code,
-                "The platform access token of this account is no longer valid; reconnect the account",
-            )
-            .with_details(reason.clone()));
-        }
+        self.touch();
+        self.refuse_dead_token()?;
         // One status read. TikTok's limiter models its limit on publish inits, which a status
         // read is not (as for insights reads).
         if self.platform != Platform::Tiktok
             && let Err(refused) = self.limiter.admit_units(1)
         {
             self.back_off(refused.retry_after);
-            self.deps.metrics.inc(
+            self.deps().metrics.inc(
                 "limiter_rejections_total",
                 &[("platform", self.platform.as_str())],
             );
-            self.post_health();
             return Err(refused);
         }
         if self.refresh_is_due() {
             self.start_refresh(ctx);
         }
-        let deps = self.deps.clone();
+        let deps = self.deps().clone();
         let credentials = self.token.credentials.clone();
         let submission_id = msg.spec.submission.id;
         let work = std::panic::AssertUnwindSafe(run_check(deps, credentials, msg.spec))
@@ -975,18 +1028,18 @@ impl Handler<CheckUnconfirmed> for AccountActor {
                 .into_actor(self)
                 .map(move |mut report, actor, _ctx| {
                     actor.checks_in_flight = actor.checks_in_flight.saturating_sub(1);
-                    actor.last_activity = Instant::now();
-                    match report.outcome {
-                        CheckOutcome::Published => actor.published += 1,
-                        CheckOutcome::Failed => actor.failed += 1,
-                        _ => {}
-                    }
+                    actor.touch();
                     if let Some(error) = report.error.take()
                         && let (_, Some(recorded)) = actor.absorb_platform_error(error)
                     {
                         actix::spawn(recorded);
                     }
-                    actor.post_health();
+                    let outcome = report.outcome;
+                    actor.update_health(|activity| match outcome {
+                        CheckOutcome::Published => activity.published += 1,
+                        CheckOutcome::Failed => activity.failed += 1,
+                        _ => {}
+                    });
                     let _ = reply.send(report);
                 }),
         );
@@ -1006,7 +1059,7 @@ impl Handler<RefreshToken> for AccountActor {
 
     fn handle(&mut self, _msg: RefreshToken, ctx: &mut Self::Context) {
         let _span = tracing::debug_span!("account_actor", account = %self.seat.account_id, message = "refresh").entered();
-        self.last_activity = Instant::now();
+        self.touch();
         self.start_refresh(ctx);
     }
 }
@@ -1146,14 +1199,17 @@ mod tests {
 
     /// Every live actor is one tokio task holding the actor and its actix context (issue 16:
     /// ≤ 2 KB per idle actor). Tokio aligns a task to 128 bytes and adds 104 of its own, so a
-    /// future of at most 536 bytes makes a 640-byte task; the actor's fields decide it.
+    /// future of at most 408 bytes makes a 512-byte task; the actor's fields decide it (at
+    /// 184 bytes it made a 640-byte task).
     #[test]
-    fn an_actor_task_fits_in_640_bytes() {
+    fn an_actor_task_fits_in_512_bytes() {
         let future =
             std::mem::size_of::<actix::dev::ContextFut<AccountActor, Context<AccountActor>>>();
-        assert!(future <= 536, "actor future {future} bytes");
-        // The board's entry: one per live actor too.
-        assert!(std::mem::size_of::<BoardEntry>() <= 72);
+        assert!(future <= 408, "actor future {future} bytes");
+        assert!(std::mem::size_of::<AccountActor>() <= 72);
+        // The roster's entry: one per live actor too, with the health record.
+        let entry = std::mem::size_of::<super::super::supervisor::ActorEntry>();
+        assert!(entry <= 88, "roster entry {entry} bytes");
         // And the limiter, one per account that had an actor.
         assert!(std::mem::size_of::<AccountLimiter>() <= 96);
     }

@@ -52,9 +52,9 @@ use uuid::Uuid;
 
 use super::{
     account::{
-        AccountActor, AccountActorInit, ActorHealth, ActorSeat, CancelQueued, CheckUnconfirmed,
-        GetHealth, HealthBoard, IDLE_CHECK, InsightsOutput, InsightsWork, JobOutcome, Publish,
-        ReadInsights, RefreshToken, Retire, StopIfIdle,
+        AccountActor, AccountActorInit, AccountToken, ActorHealth, ActorSeat, CancelQueued,
+        CheckUnconfirmed, GetHealth, HealthRecord, IDLE_CHECK, InsightsOutput, InsightsWork,
+        JobOutcome, Publish, ReadInsights, RefreshToken, Retire, StopIfIdle,
     },
     limiter::AccountLimiter,
 };
@@ -73,13 +73,42 @@ use crate::{
 /// How long a message may wait for room in an actor's mailbox.
 const SEND_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A live actor and the generation it was started in (so a stopping actor only removes itself).
-#[derive(Clone)]
+/// The live actors, and what they all share: one `Arc` of it in each actor (issue 16's memory
+/// budget: one pointer where the map and the dependencies took two).
+pub struct Roster {
+    /// Every live actor's entry, by account id: its address and its health record (one map
+    /// for both, so one key and one slot per actor).
+    pub actors: DashMap<Uuid, ActorEntry>,
+    pub deps: Arc<PublishDeps>,
+}
+
+/// A live actor: its address, the generation it was started in (so a stopping actor only
+/// removes itself), the thread it runs on, and the operator view's copy of its health, which
+/// the actor keeps current.
 pub struct ActorEntry {
+    pub generation: u64,
+    pub addr: Addr<AccountActor>,
+    pub placement: Placement,
+    pub health: HealthRecord,
+}
+
+/// What a caller needs of a live actor to message it.
+#[derive(Clone)]
+pub struct LiveActor {
     pub generation: u64,
     pub addr: Addr<AccountActor>,
     /// The thread the actor runs on.
     pub placement: Placement,
+}
+
+impl ActorEntry {
+    fn live(&self) -> LiveActor {
+        LiveActor {
+            generation: self.generation,
+            addr: self.addr.clone(),
+            placement: self.placement,
+        }
+    }
 }
 
 /// The thread an account actor runs on (see the module's documentation).
@@ -106,8 +135,7 @@ pub fn host_actors_here(platforms: &PlatformsConfig) {
 
 pub struct Supervisor {
     deps: Arc<PublishDeps>,
-    actors: Arc<DashMap<Uuid, ActorEntry>>,
-    board: HealthBoard,
+    roster: Arc<Roster>,
     limiters: DashMap<Uuid, Arc<AccountLimiter>>,
     /// Where actors are started; never empty.
     arbiters: Vec<ArbiterHandle>,
@@ -130,16 +158,18 @@ impl Supervisor {
             let platforms = deps.platforms.clone();
             arbiter.spawn_fn(move || crate::publish::run::use_own_client(&platforms));
         }
-        let actors = Arc::new(DashMap::new());
+        let roster = Arc::new(Roster {
+            actors: DashMap::new(),
+            deps: deps.clone(),
+        });
         let idle_after = Duration::from_secs(deps.publishing.actor_idle_secs.max(1));
         arbiters[0].spawn(idle_sweep(
-            Arc::downgrade(&actors),
+            Arc::downgrade(&roster),
             IDLE_CHECK.min(idle_after),
         ));
         Self {
             deps,
-            actors,
-            board: Arc::new(DashMap::new()),
+            roster,
             limiters: DashMap::new(),
             arbiters: arbiters.iter().map(Arbiter::handle).collect(),
             _arbiters: arbiters,
@@ -171,7 +201,7 @@ impl Supervisor {
 
     /// Live account actors.
     pub fn live_actors(&self) -> usize {
-        self.actors.len()
+        self.roster.actors.len()
     }
 
     fn limiter(&self, account_id: Uuid, platform: Platform) -> Arc<AccountLimiter> {
@@ -223,7 +253,7 @@ impl Supervisor {
     /// Forgets the account's actor so the next request starts a fresh one from the row (its
     /// tokens changed). A publish in flight finishes on the old actor, which then stops idle.
     pub fn reload(&self, account_id: Uuid) {
-        if let Some((_, entry)) = self.actors.remove(&account_id) {
+        if let Some((_, entry)) = self.roster.actors.remove(&account_id) {
             // Out of the map, the sweep no longer reaches it: it stops by itself once idle.
             entry.addr.do_send(Retire);
         }
@@ -235,11 +265,11 @@ impl Supervisor {
         &self,
         account: &entity::account::Model,
         here_if_worker: bool,
-    ) -> Result<ActorEntry, ApiError> {
-        if let Some(entry) = self.actors.get(&account.id)
+    ) -> Result<LiveActor, ApiError> {
+        if let Some(entry) = self.roster.actors.get(&account.id)
             && entry.addr.connected()
         {
-            return Ok(entry.clone());
+            return Ok(entry.live());
         }
         let platform = account.platform;
         let access_token = self
@@ -267,19 +297,26 @@ impl Supervisor {
         };
         let start = || {
             let generation = self.generation.fetch_add(1, Ordering::Relaxed);
+            let token = AccountToken::shared(
+                credentials,
+                account.token_expires_at,
+                account.token_issued_at,
+            );
+            let health = HealthRecord::starting(
+                platform,
+                token.clone(),
+                limiter.clone(),
+                self.deps.clock.now(),
+            );
             let init = AccountActorInit {
                 seat: ActorSeat {
                     account_id: account.id,
                     generation,
-                    registry: self.actors.clone(),
-                    board: self.board.clone(),
+                    roster: self.roster.clone(),
                 },
-                platform: account.platform,
-                credentials: credentials.clone(),
-                token_expires_at: account.token_expires_at,
-                token_issued_at: account.token_issued_at,
-                limiter: limiter.clone(),
-                deps: self.deps.clone(),
+                platform,
+                token,
+                limiter,
             };
             let addr = AccountActor::start_in_arbiter(&arbiter, move |_| AccountActor::new(init));
             tracing::debug!(account = %account.id, generation, ?placement, "account actor started");
@@ -287,24 +324,26 @@ impl Supervisor {
                 generation,
                 addr,
                 placement,
+                health,
             }
         };
         // Under the map's entry lock, so two requests racing here start one actor, not two.
-        let entry = match self.actors.entry(account.id) {
+        let live = match self.roster.actors.entry(account.id) {
             Entry::Occupied(mut slot) => {
                 if !slot.get().addr.connected() {
                     slot.insert(start());
                 }
-                slot.get().clone()
+                slot.get().live()
             }
-            Entry::Vacant(slot) => slot.insert(start()).clone(),
+            Entry::Vacant(slot) => slot.insert(start()).live(),
         };
-        Ok(entry)
+        Ok(live)
     }
 
     /// Forgets a dead actor so the next call starts a new one.
     fn forget(&self, account_id: Uuid, generation: u64) {
-        self.actors
+        self.roster
+            .actors
             .remove_if(&account_id, |_, entry| entry.generation == generation);
     }
 
@@ -372,15 +411,24 @@ impl Supervisor {
 
     /// The account actor's health (starting it if needed).
     pub async fn health(&self, account: &entity::account::Model) -> Result<ActorHealth, ApiError> {
-        self.ask(account, || GetHealth).await
+        // An actor replaced between finding it and its answer has no record: ask the new one.
+        for _ in 0..2 {
+            if let Some(health) = self.ask(account, || GetHealth).await? {
+                return Ok(health);
+            }
+        }
+        Err(ApiError::service_unavailable(
+            "The account worker was being replaced; retry in a moment",
+        ))
     }
 
-    /// Health of every live actor, from the board the actors keep current (no messages, so
+    /// Health of every live actor, from the records the actors keep current (no messages, so
     /// it answers at once however many actors there are and however busy they are).
     pub fn all_health(&self) -> Vec<ActorHealth> {
-        self.board
+        self.roster
+            .actors
             .iter()
-            .map(|entry| entry.value().health(*entry.key()))
+            .map(|entry| entry.value().health.health(*entry.key()))
             .collect()
     }
 
@@ -424,7 +472,7 @@ impl Supervisor {
         account: &entity::account::Model,
         submission_id: Uuid,
     ) -> Result<bool, ApiError> {
-        if !self.actors.contains_key(&account.id) {
+        if !self.roster.actors.contains_key(&account.id) {
             return Ok(false);
         }
         self.ask(account, || CancelQueued { submission_id }).await
@@ -435,16 +483,16 @@ impl Supervisor {
 /// all actors instead of one each: issue 16's memory budget). The actor decides, so a publish,
 /// read or check in flight is never dropped. A full mailbox means a busy actor: skipped. Ends
 /// once the supervisor and all its actors are gone.
-async fn idle_sweep(actors: Weak<DashMap<Uuid, ActorEntry>>, every: Duration) {
+async fn idle_sweep(roster: Weak<Roster>, every: Duration) {
     let mut ticks = tokio::time::interval(every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ticks.tick().await;
     loop {
         ticks.tick().await;
-        let Some(actors) = actors.upgrade() else {
+        let Some(roster) = roster.upgrade() else {
             return;
         };
-        for entry in actors.iter() {
+        for entry in roster.actors.iter() {
             let _ = entry.addr.try_send(StopIfIdle);
         }
     }
@@ -534,7 +582,7 @@ mod tests {
 
     /// The arbiter the account's live actor runs on, from the supervisor's map.
     fn arbiter_of(supervisor: &Supervisor, account_id: Uuid) -> usize {
-        match supervisor.actors.get(&account_id).unwrap().placement {
+        match supervisor.roster.actors.get(&account_id).unwrap().placement {
             Placement::Arbiter(index) => index,
             Placement::RequestWorker => panic!("the actor runs on the caller's thread"),
         }
@@ -584,10 +632,20 @@ mod tests {
             supervisor.health(account).await.unwrap();
             assert_eq!(arbiter_of(&supervisor, account.id), *arbiter);
         }
-        let before = supervisor.actors.get(&accounts[0].id).unwrap().clone();
+        let before = supervisor
+            .roster
+            .actors
+            .get(&accounts[0].id)
+            .unwrap()
+            .live();
         assert!(before.addr.send(Crash).await.is_err());
         supervisor.health(&accounts[0]).await.unwrap();
-        let after = supervisor.actors.get(&accounts[0].id).unwrap().clone();
+        let after = supervisor
+            .roster
+            .actors
+            .get(&accounts[0].id)
+            .unwrap()
+            .live();
         assert_ne!(before.generation, after.generation);
         assert_eq!(after.placement, Placement::Arbiter(placed[0]));
 
@@ -640,15 +698,15 @@ mod tests {
         }));
         let (started, worker_thread) = rx.await.unwrap();
         assert!(started);
-        let entry = supervisor.actors.get(&first.id).unwrap().clone();
+        let entry = supervisor.roster.actors.get(&first.id).unwrap().live();
         assert_eq!(entry.placement, Placement::RequestWorker);
         assert_eq!(entry.addr.send(WhichThread).await.unwrap(), worker_thread);
-        let read = supervisor.actors.get(&third.id).unwrap().clone();
+        let read = supervisor.roster.actors.get(&third.id).unwrap().live();
         assert!(matches!(read.placement, Placement::Arbiter(_)));
         assert_ne!(read.addr.send(WhichThread).await.unwrap(), worker_thread);
         // Asked from here (not a worker), even for a publish, the actor goes to the pool.
         supervisor.actor_for(&second, true).unwrap();
-        let entry = supervisor.actors.get(&second.id).unwrap().clone();
+        let entry = supervisor.roster.actors.get(&second.id).unwrap().live();
         let Placement::Arbiter(index) = entry.placement else {
             panic!("started on the caller's thread");
         };
@@ -667,14 +725,16 @@ mod tests {
         let (_dir, supervisor, account) = setup(600).await;
         let health = supervisor.health(&account).await.unwrap();
         assert_eq!(health.state, ActorState::Idle);
-        let first = supervisor.actors.get(&account.id).unwrap().clone();
+        let first = supervisor.roster.actors.get(&account.id).unwrap().live();
         // The handler panics: the actor dies and its mailbox closes.
         assert!(first.addr.send(Crash).await.is_err());
         let health = supervisor.health(&account).await.unwrap();
         assert_eq!(health.account_id, account.id);
-        let second = supervisor.actors.get(&account.id).unwrap().clone();
+        let second = supervisor.roster.actors.get(&account.id).unwrap().live();
         assert_ne!(first.generation, second.generation);
         assert_eq!(supervisor.live_actors(), 1);
+        // One health record: the new actor's replaced the dead one's with its entry.
+        assert_eq!(supervisor.all_health().len(), 1);
     }
 
     #[actix_web::test]
@@ -701,9 +761,13 @@ mod tests {
     async fn a_reloaded_actor_stops_by_itself_once_idle() {
         let (_dir, supervisor, account) = setup(1).await;
         supervisor.health(&account).await.unwrap();
-        let old = supervisor.actors.get(&account.id).unwrap().clone();
+        let old = supervisor.roster.actors.get(&account.id).unwrap().live();
         supervisor.reload(account.id);
         assert_eq!(supervisor.live_actors(), 0);
+        // Its health record left the roster with its entry: the operator view no longer lists
+        // it, and the actor itself, asked directly, has no record to answer from.
+        assert!(supervisor.all_health().is_empty());
+        assert!(old.addr.send(GetHealth).await.unwrap().is_none());
         let mut stopped = false;
         for _ in 0..100 {
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -713,11 +777,9 @@ mod tests {
             }
         }
         assert!(stopped, "the reloaded actor stopped");
-        // Its board entry went with it.
-        assert!(supervisor.all_health().is_empty());
         let health = supervisor.health(&account).await.unwrap();
         assert_eq!(health.account_id, account.id);
-        let new = supervisor.actors.get(&account.id).unwrap().clone();
+        let new = supervisor.roster.actors.get(&account.id).unwrap().live();
         assert_ne!(new.generation, old.generation);
     }
 
