@@ -183,7 +183,7 @@ struct Busy {
 /// configuration says is read from it, not copied.
 pub struct AccountActor {
     seat: ActorSeat,
-    /// The credentials and their token's dates (the name is shared with the health record).
+    /// The credentials and their token's dates (the health record holds the same `Arc`).
     token: Arc<AccountToken>,
     limiter: Arc<AccountLimiter>,
     busy: Option<Box<Busy>>,
@@ -352,8 +352,11 @@ impl AccountActor {
     /// running (stopping drops the actor's spawned futures: perhaps a continuation's final
     /// call), and nothing asked of it for `actor_idle_secs`.
     fn idle_long_enough(&self) -> bool {
-        let idle =
-            Duration::from_millis(u64::from(ticks_now().saturating_sub(self.last_activity)) * 100);
+        // Both readings are rounded down: one tick less, so the idle time is never overstated.
+        let ticks = ticks_now()
+            .saturating_sub(self.last_activity)
+            .saturating_sub(1);
+        let idle = Duration::from_millis(u64::from(ticks) * 100);
         self.in_flight().is_none()
             && self.queue_len() == 0
             && self.reads_in_flight == 0
@@ -368,7 +371,9 @@ impl AccountActor {
 
     /// Copies the current health to the actor's record, with `change` made to the part only
     /// the record keeps (counters, last error, back-off). Nothing when the roster no longer
-    /// holds this actor (it was retired or replaced): nobody looks at its health then.
+    /// holds this actor: a retired actor finishing what it was given is no longer in the
+    /// operator view (its publishes' outcomes are in the history), and a replaced one's record
+    /// belongs to its successor.
     fn update_health(&self, change: impl FnOnce(&mut Activity)) {
         let Some(mut entry) = self.seat.roster.actors.get_mut(&self.seat.account_id) else {
             return;
@@ -622,8 +627,8 @@ impl Actor for AccountActor {
         ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
         self.deps().metrics.gauge_add("account_actors", &[], 1);
         // No timer of its own: the supervisor's sweep sends [`StopIfIdle`] (a timer per actor
-        // cost a boxed interval and a tokio timer entry for each of them). Its health record
-        // is in the roster already: the supervisor put it there with the address.
+        // cost a boxed interval and a tokio timer entry for each of them). Nothing to record
+        // either: the supervisor puts the health record in the roster with the address.
     }
 
     fn stopped(&mut self, _ctx: &mut Self::Context) {
@@ -759,7 +764,8 @@ impl Handler<Retire> for AccountActor {
     }
 }
 
-/// The actor's health, answered at once even while a publish is in flight.
+/// The actor's health, answered at once even while a publish is in flight; `None` from an
+/// actor the roster no longer holds (retired or replaced: ask the current one).
 pub struct GetHealth;
 
 impl Message for GetHealth {

@@ -74,7 +74,7 @@ use crate::{
 const SEND_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The live actors, and what they all share: one `Arc` of it in each actor (issue 16's memory
-/// budget: one pointer where the map and the dependencies took two).
+/// budget: one pointer where the registry, the health board and the dependencies took three).
 pub struct Roster {
     /// Every live actor's entry, by account id: its address and its health record (one map
     /// for both, so one key and one slot per actor).
