@@ -633,10 +633,9 @@ impl Actor for AccountActor {
 
     fn stopped(&mut self, _ctx: &mut Self::Context) {
         let generation = self.seat.generation;
-        let deps = self.deps().clone();
-        deps.metrics.gauge_add("account_actors", &[], -1);
-        deps.metrics
-            .gauge_add("publish_queue_depth", &[], -(self.queue_len() as i64));
+        let metrics = &self.deps().metrics;
+        metrics.gauge_add("account_actors", &[], -1);
+        metrics.gauge_add("publish_queue_depth", &[], -(self.queue_len() as i64));
         self.seat
             .roster
             .actors

@@ -134,7 +134,7 @@ pub fn host_actors_here(platforms: &PlatformsConfig) {
 }
 
 pub struct Supervisor {
-    deps: Arc<PublishDeps>,
+    /// The live actors, and the dependencies (`roster.deps`) they and the supervisor share.
     roster: Arc<Roster>,
     limiters: DashMap<Uuid, Arc<AccountLimiter>>,
     /// Where actors are started; never empty.
@@ -158,17 +158,16 @@ impl Supervisor {
             let platforms = deps.platforms.clone();
             arbiter.spawn_fn(move || crate::publish::run::use_own_client(&platforms));
         }
+        let idle_after = Duration::from_secs(deps.publishing.actor_idle_secs.max(1));
         let roster = Arc::new(Roster {
             actors: DashMap::new(),
-            deps: deps.clone(),
+            deps,
         });
-        let idle_after = Duration::from_secs(deps.publishing.actor_idle_secs.max(1));
         arbiters[0].spawn(idle_sweep(
             Arc::downgrade(&roster),
             IDLE_CHECK.min(idle_after),
         ));
         Self {
-            deps,
             roster,
             limiters: DashMap::new(),
             arbiters: arbiters.iter().map(Arbiter::handle).collect(),
@@ -181,7 +180,7 @@ impl Supervisor {
     /// dependencies (services are given theirs).
     #[cfg(test)]
     pub(crate) fn deps(&self) -> &Arc<PublishDeps> {
-        &self.deps
+        &self.roster.deps
     }
 
     /// Whether every arbiter thread is running (one that stopped would strand its accounts).
@@ -210,7 +209,7 @@ impl Supervisor {
             .or_insert_with(|| {
                 Arc::new(AccountLimiter::for_platform(
                     platform,
-                    &self.deps.publishing,
+                    &self.roster.deps.publishing,
                 ))
             })
             .clone()
@@ -227,7 +226,7 @@ impl Supervisor {
         user_id: Uuid,
         account_id: Uuid,
     ) -> Result<Option<Arc<entity::account::Model>>, sea_orm::DbErr> {
-        let store = &self.deps.store;
+        let store = &self.roster.deps.store;
         let rows = store.access();
         let row = match rows.account(account_id) {
             Some(row) => row,
@@ -273,6 +272,7 @@ impl Supervisor {
         }
         let platform = account.platform;
         let access_token = self
+            .roster
             .deps
             .cipher
             .decrypt(&account.access_token_enc)
@@ -306,7 +306,7 @@ impl Supervisor {
                 platform,
                 token.clone(),
                 limiter.clone(),
-                self.deps.clock.now(),
+                self.roster.deps.clock.now(),
             );
             let init = AccountActorInit {
                 seat: ActorSeat {
