@@ -191,6 +191,9 @@ impl Store {
                         // Negative: a size in KiB (SQLite's own default is 2,000 KiB per
                         // connection, which a pool of them fills with pages the OS caches anyway).
                         .pragma("cache_size", format!("-{}", sqlite_cache_kib.max(1)))
+                })
+                .map_sqlx_sqlite_pool_opts(|pool| {
+                    pool.after_connect(|conn, _| Box::pin(sqlite_writer::stable_plans(conn)))
                 });
             if let Some(schema) = pg_schema {
                 options.set_schema_search_path(schema.to_string());
