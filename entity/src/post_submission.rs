@@ -161,9 +161,9 @@ impl PublishSteps {
 }
 
 /// One recorded step: a remote id the publish made (a container, an upload session, a
-/// published post…), or how the platform's processing of one ended.
+/// published post…), or how the platform's processing of one ended. Its fields are declared
+/// in the order of their keys (see [`PublishSteps`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-/// Its fields are declared in the order of their keys (see [`PublishSteps`]).
 pub struct Step {
     /// When it was recorded (absent on steps recorded without a clock).
     #[serde(default, skip_serializing_if = "Option::is_none", with = "iso_millis")]
