@@ -20,6 +20,9 @@
 //! The values bound are exactly those sqlx binds for the same columns (ids as 16-byte blobs,
 //! times as RFC 3339 text, JSON documents as text); the test
 //! `the_one_trip_batch_writes_what_single_statements_write` compares them column by column.
+//!
+//! The module also holds the one setting the pool's own connections get through rusqlite
+//! ([`stable_plans`]), since this is where the service speaks to SQLite below sqlx.
 
 use std::{
     collections::HashSet,
@@ -233,6 +236,19 @@ fn write_batch(
 pub(super) async fn stable_plans(
     conn: &mut sea_orm::sqlx::SqliteConnection,
 ) -> Result<(), sea_orm::sqlx::Error> {
+    on_handle(conn, |db| {
+        db.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+    })
+    .await
+    .map(drop)
+}
+
+/// Runs `f` on a pooled sqlx connection's own SQLite handle, seen as a rusqlite connection
+/// (for the settings sqlx has no call for).
+async fn on_handle<T>(
+    conn: &mut sea_orm::sqlx::SqliteConnection,
+    f: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<T>,
+) -> Result<T, sea_orm::sqlx::Error> {
     let mut locked = conn.lock_handle().await?;
     let raw = locked.as_raw_handle().as_ptr();
     // SAFETY: `raw` is this connection's open handle, and no other thread uses it while
@@ -240,10 +256,7 @@ pub(super) async fn stable_plans(
     // close it, and it is dropped before the lock is released.
     let borrowed = unsafe { rusqlite::Connection::from_handle(raw) }
         .map_err(|e| sea_orm::sqlx::Error::Configuration(e.into()))?;
-    borrowed
-        .set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
-        .map_err(|e| sea_orm::sqlx::Error::Configuration(e.into()))?;
-    Ok(())
+    f(&borrowed).map_err(|e| sea_orm::sqlx::Error::Configuration(e.into()))
 }
 
 fn is_busy(error: &rusqlite::Error) -> bool {
@@ -334,16 +347,10 @@ mod tests {
         let (mut first, mut second) =
             (pool.acquire().await.unwrap(), pool.acquire().await.unwrap());
         for conn in [&mut first, &mut second] {
-            let mut locked = conn.lock_handle().await.unwrap();
-            // SAFETY: as in `stable_plans`: the handle is open and locked, and not closed here.
-            let borrowed =
-                unsafe { rusqlite::Connection::from_handle(locked.as_raw_handle().as_ptr()) }
-                    .unwrap();
-            assert!(
-                borrowed
-                    .db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG)
-                    .unwrap()
-            );
+            let on = on_handle(conn, |db| {
+                db.db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG)
+            });
+            assert!(on.await.unwrap());
         }
     }
 }
