@@ -813,3 +813,79 @@ async fn a_timed_out_publish_is_in_the_history_when_the_caller_gets_504() {
     assert_eq!(history["posts"][0]["post_submission_id"], id.as_str());
     assert_eq!(app.published(&publisher.sim).len(), 1);
 }
+
+/// Under a steady stream of publishes the SQLite WAL stays bounded: the group commit's drainer
+/// waits for its periodic checkpoint, so that SQLite can start the WAL over from its beginning.
+/// With the checkpoint running beside the writer it never caught up, and the WAL grew with every
+/// batch (380 MB after 8 s of the service bench). On PostgreSQL there is no WAL file of ours.
+#[actix_web::test]
+async fn a_steady_stream_of_writes_keeps_the_sqlite_wal_bounded() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let app = TestApp::spawn().await;
+    let Some(url) = app.sqlite_url.clone() else {
+        return;
+    };
+    let wal = format!(
+        "{}-wal",
+        url.trim_start_matches("sqlite://")
+            .split('?')
+            .next()
+            .unwrap()
+    );
+    let wal_size = || std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+    let publisher = Arc::new(app.publisher("threads", "pro").await);
+    let store = app.state.store.clone();
+    let start = store.group_commit_stats().transactions;
+    let stop = Arc::new(AtomicBool::new(false));
+    // Sixteen publishes at a time, each its write before and its write after, until stopped.
+    let writers: Vec<_> = (0..16)
+        .map(|_| {
+            let (store, stop, publisher) = (store.clone(), stop.clone(), publisher.clone());
+            let app_now = app.clock_now();
+            let template = new_row(&publisher, None, &app);
+            actix_web::rt::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    let mut row = template.clone();
+                    row.id = Uuid::now_v7();
+                    row.steps.final_started = true;
+                    let id = row.id;
+                    let wrote = store
+                        .publish_write(PublishWrite::BeforeFinal { row, claim: None })
+                        .await;
+                    assert!(matches!(wrote, Ok(true)), "{wrote:?}");
+                    let wrote = store
+                        .publish_write(PublishWrite::Published {
+                            id,
+                            post_id: format!("p-{id}"),
+                            result: json!({}),
+                            steps: None,
+                            now: app_now,
+                        })
+                        .await;
+                    assert!(matches!(wrote, Ok(true)), "{wrote:?}");
+                }
+            })
+        })
+        .collect();
+    let batches = || store.group_commit_stats().transactions - start;
+    let wait_for = |n: u64| async move {
+        while batches() < n {
+            actix_web::rt::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+    };
+    // The checkpoint comes every 256 batches: the WAL's size after a little more than one
+    // stretch of them, then after five.
+    wait_for(300).await;
+    let early = wal_size();
+    wait_for(1_300).await;
+    let late = wal_size();
+    stop.store(true, Ordering::Relaxed);
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    assert!(early > 0, "the WAL is in use");
+    assert!(
+        late <= early * 2,
+        "the WAL grew from {early} to {late} bytes over four more checkpoint intervals"
+    );
+}
