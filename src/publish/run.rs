@@ -319,7 +319,7 @@ pub async fn run_job_probed(
             }
         }
         Err(PlatformError::StillProcessing(pending)) => {
-            still_processing(&deps, &job, &steps, *pending, finished_at).await
+            Box::pin(still_processing(&deps, &job, &steps, *pending, finished_at)).await
         }
         Err(error) => {
             let final_started = steps.final_started();
