@@ -868,8 +868,14 @@ async fn a_steady_stream_of_writes_keeps_the_sqlite_wal_bounded() {
         })
         .collect();
     let batches = || store.group_commit_stats().transactions - start;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     let wait_for = |n: u64| async move {
         while batches() < n {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "only {} batches in two minutes",
+                batches()
+            );
             actix_web::rt::time::sleep(std::time::Duration::from_millis(2)).await;
         }
     };
