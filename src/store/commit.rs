@@ -6,6 +6,8 @@
 //! No background task lives between batches: the first writer to find the queue idle spawns a
 //! drainer, which takes whatever is queued (up to `group_commit_max`) without waiting for more,
 //! so a lone write costs no added latency; writes queued while a batch runs form the next batch.
+//! On SQLite, every 256th batch the drainer also waits (up to 250 ms, about 1 ms as a rule)
+//! for a WAL checkpoint, so that the WAL can start over (see [`Store::checkpoint`]).
 
 use std::{
     collections::VecDeque,

@@ -846,7 +846,7 @@ async fn a_steady_stream_of_writes_keeps_the_sqlite_wal_bounded() {
             actix_web::rt::spawn(async move {
                 while !stop.load(Ordering::Relaxed) {
                     let mut row = template.clone();
-                    row.id = Uuid::now_v7();
+                    row.id = social_service::store::new_row_id();
                     row.steps.final_started = true;
                     let id = row.id;
                     let wrote = store
