@@ -15,6 +15,7 @@
 //! BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test cargo bench --bench service
 //! # knobs: BENCH_SECONDS (5 per load run), BENCH_CONNECTIONS (32), BENCH_ACCOUNTS (100000), BENCH_ACTORS (10000)
 //! #        BENCH_ONLY (comma list of bare,select1,list,metrics,publish,memory; default all)
+//! #        BENCH_CLIENT (reqwest, the default; raw: a hand-written HTTP/1.1 client, see `load_raw`)
 //! ```
 //!
 //! Each service path also prints its database statements per request (reads and writes, from
@@ -82,8 +83,18 @@ struct Load {
     errors: usize,
 }
 
-/// `connections` clients hammer a request for `seconds`; `make` builds request i.
-async fn load(connections: usize, seconds: u64, make: MakeRequest) -> Load {
+/// Which load generator `BENCH_CLIENT` asks for: reqwest (the default, as every session before
+/// the eleventh measured with), or `raw`, HTTP/1.1 written and read by hand.
+fn raw_client() -> bool {
+    std::env::var("BENCH_CLIENT").is_ok_and(|c| c == "raw")
+}
+
+/// `connections` clients hammer a request for `seconds`; `make` builds request i (`varies`:
+/// whether it differs from one i to the next).
+async fn load(connections: usize, seconds: u64, make: MakeRequest, varies: bool) -> Load {
+    if raw_client() {
+        return load_raw(connections, seconds, make, varies).await;
+    }
     let stop = Arc::new(AtomicBool::new(false));
     // Built before the clock starts: each one reads the system's root certificates, several
     // milliseconds of CPU that the run's first fraction of a second would otherwise spend on
@@ -127,7 +138,11 @@ async fn load(connections: usize, seconds: u64, make: MakeRequest) -> Load {
         all.extend(l);
         errors += e;
     }
-    let elapsed = started.elapsed().as_secs_f64();
+    summarize(all, errors, started.elapsed().as_secs_f64())
+}
+
+/// A load run's figures from its latencies (ms), errors and length.
+fn summarize(mut all: Vec<f64>, errors: usize, elapsed: f64) -> Load {
     all.sort_by(|a, b| a.total_cmp(b));
     let pct = |p: f64| {
         all.get(((all.len().max(1) - 1) as f64 * p) as usize)
@@ -141,6 +156,132 @@ async fn load(connections: usize, seconds: u64, make: MakeRequest) -> Load {
         p99_ms: pct(0.99),
         errors,
     }
+}
+
+/// The request as HTTP/1.1 bytes (reqwest builds it, so both clients send the same request).
+fn raw_request(client: &reqwest::Client, make: &MakeRequest, i: usize) -> (String, Vec<u8>) {
+    let request = make(client, i).build().unwrap();
+    let url = request.url();
+    let authority = format!(
+        "{}:{}",
+        url.host_str().unwrap(),
+        url.port_or_known_default().unwrap()
+    );
+    let mut bytes = format!("{} {}", request.method(), url.path()).into_bytes();
+    if let Some(query) = url.query() {
+        bytes.extend_from_slice(format!("?{query}").as_bytes());
+    }
+    bytes.extend_from_slice(format!(" HTTP/1.1\r\nhost: {authority}\r\n").as_bytes());
+    for (name, value) in request.headers() {
+        bytes.extend_from_slice(name.as_str().as_bytes());
+        bytes.extend_from_slice(b": ");
+        bytes.extend_from_slice(value.as_bytes());
+        bytes.extend_from_slice(b"\r\n");
+    }
+    let body = request
+        .body()
+        .and_then(|b| b.as_bytes())
+        .unwrap_or_default();
+    if !body.is_empty() {
+        bytes.extend_from_slice(format!("content-length: {}\r\n", body.len()).as_bytes());
+    }
+    bytes.extend_from_slice(b"\r\n");
+    bytes.extend_from_slice(body);
+    (authority, bytes)
+}
+
+/// Reads one answer from `stream` into `buffer` (which may already hold the start of it, and
+/// keeps what follows it); its status, or `None` if the connection ended or the answer has no
+/// `content-length` (the service sizes every answer these paths give).
+async fn read_raw_answer(stream: &mut tokio::net::TcpStream, buffer: &mut Vec<u8>) -> Option<u16> {
+    use tokio::io::AsyncReadExt;
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = std::str::from_utf8(&buffer[..end]).ok()?;
+            let status: u16 = head.get(9..12)?.parse().ok()?;
+            let length: usize = head.lines().find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                name.eq_ignore_ascii_case("content-length")
+                    .then(|| value.trim().parse().ok())
+                    .flatten()
+            })?;
+            let total = end + 4 + length;
+            while buffer.len() < total {
+                let n = stream.read(&mut chunk).await.ok()?;
+                if n == 0 {
+                    return None;
+                }
+                buffer.extend_from_slice(&chunk[..n]);
+            }
+            buffer.drain(..total);
+            return Some(status);
+        }
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// [`load`] with a client that writes each request's bytes on a kept-alive connection and reads
+/// the answer's head for its status and length: a few microseconds a request, where reqwest
+/// parses each URL three times and builds a header map for each answer. With reqwest the
+/// load generator's one thread bounded the bare handler and the metered reads on the eleventh
+/// session's machine (a whole core, the service's workers half a core each).
+async fn load_raw(connections: usize, seconds: u64, make: MakeRequest, varies: bool) -> Load {
+    use tokio::io::AsyncWriteExt;
+    let stop = Arc::new(AtomicBool::new(false));
+    let client = reqwest::Client::builder().build().unwrap();
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..connections {
+        let (stop, make, client) = (stop.clone(), make.clone(), client.clone());
+        tasks.push(tokio::spawn(async move {
+            let (authority, first) = raw_request(&client, &make, c);
+            let mut stream = tokio::net::TcpStream::connect(&authority).await.unwrap();
+            stream.set_nodelay(true).unwrap();
+            let (mut latencies, mut errors, mut buffer) = (Vec::new(), 0, Vec::new());
+            let mut i = c;
+            while !stop.load(Ordering::Relaxed) {
+                let bytes = if varies {
+                    raw_request(&client, &make, i).1
+                } else {
+                    first.clone()
+                };
+                let t = Instant::now();
+                let status = match stream.write_all(&bytes).await {
+                    Ok(()) => read_raw_answer(&mut stream, &mut buffer).await,
+                    Err(_) => None,
+                };
+                match status {
+                    Some(status) if (200..300).contains(&status) => {
+                        latencies.push(t.elapsed().as_secs_f64() * 1000.0);
+                    }
+                    Some(_) => errors += 1,
+                    None => {
+                        errors += 1;
+                        buffer.clear();
+                        stream = tokio::net::TcpStream::connect(&authority).await.unwrap();
+                        stream.set_nodelay(true).unwrap();
+                    }
+                }
+                i += connections;
+            }
+            (latencies, errors)
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs(seconds)).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut all = Vec::new();
+    let mut errors = 0;
+    for task in tasks {
+        let (l, e) = task.await.unwrap();
+        all.extend(l);
+        errors += e;
+    }
+    summarize(all, errors, started.elapsed().as_secs_f64())
 }
 
 /// Whether `BENCH_ONLY` (a comma list; unset: everything) asks for `path`.
@@ -338,7 +479,13 @@ async fn main() {
     };
     let bare = format!("{baseline_url}/bare");
     let a = if wanted("bare") {
-        let a = load(connections, seconds, Arc::new(move |c, _| c.get(&bare))).await;
+        let a = load(
+            connections,
+            seconds,
+            Arc::new(move |c, _| c.get(&bare)),
+            false,
+        )
+        .await;
         report("A: bare handler (constant)", &a, None);
         a
     } else {
@@ -346,7 +493,13 @@ async fn main() {
     };
     let select = format!("{baseline_url}/select1");
     let b = if wanted("select1") {
-        let b = load(connections, seconds, Arc::new(move |c, _| c.get(&select))).await;
+        let b = load(
+            connections,
+            seconds,
+            Arc::new(move |c, _| c.get(&select)),
+            false,
+        )
+        .await;
         report(
             "B: bare handler, SELECT 1 through the pool",
             &b,
@@ -363,6 +516,7 @@ async fn main() {
             connections,
             seconds,
             Arc::new(move |c, _| c.get(&list_url).header("service-api-key", &key_value)),
+            false,
         )
         .await;
         report(
@@ -386,6 +540,7 @@ async fn main() {
             connections,
             seconds,
             Arc::new(move |c, _| c.get(&metrics_url).header("service-api-key", &key_value)),
+            false,
         )
         .await;
         report(
@@ -417,6 +572,7 @@ async fn main() {
                 "target": {"targetType": "threads"},
             }}))
             }),
+            true,
         )
         .await;
         report(
