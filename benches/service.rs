@@ -129,6 +129,14 @@ async fn load(connections: usize, seconds: u64, make: MakeRequest, varies: bool)
             (latencies, errors)
         }));
     }
+    finish(seconds, &stop, tasks, started).await
+}
+
+/// Each connection's task: its latencies (ms) and errors.
+type Connection = tokio::task::JoinHandle<(Vec<f64>, usize)>;
+
+/// Lets the connections run for `seconds`, stops them, and sums up what they measured.
+async fn finish(seconds: u64, stop: &AtomicBool, tasks: Vec<Connection>, started: Instant) -> Load {
     tokio::time::sleep(Duration::from_secs(seconds)).await;
     stop.store(true, Ordering::Relaxed);
     let mut all = Vec::new();
@@ -272,16 +280,7 @@ async fn load_raw(connections: usize, seconds: u64, make: MakeRequest, varies: b
             (latencies, errors)
         }));
     }
-    tokio::time::sleep(Duration::from_secs(seconds)).await;
-    stop.store(true, Ordering::Relaxed);
-    let mut all = Vec::new();
-    let mut errors = 0;
-    for task in tasks {
-        let (l, e) = task.await.unwrap();
-        all.extend(l);
-        errors += e;
-    }
-    summarize(all, errors, started.elapsed().as_secs_f64())
+    finish(seconds, &stop, tasks, started).await
 }
 
 /// Whether `BENCH_ONLY` (a comma list; unset: everything) asks for `path`.
