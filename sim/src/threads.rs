@@ -343,11 +343,16 @@ async fn create_container(
         data["settled"] = json!("FINISHED");
     }
     let id = state.next_id().to_string();
-    state.put_object(&id, new_object(account, "threads_container", data));
     if auto_publish {
-        let media_id = publish_container(state, account, &id)?;
+        // Created already published: nothing else can see the container before it is stored,
+        // so there is nothing to claim (and no copy of it to take back).
+        let media_id = state.next_id().to_string();
+        data["published_id"] = json!(media_id);
+        record_published(state, account, &id, &media_id, &data);
+        state.put_object(&id, new_object(account, "threads_container", data));
         return Ok(ok(account, json!({ "id": media_id })));
     }
+    state.put_object(&id, new_object(account, "threads_container", data));
     Ok(ok(account, json!({ "id": id })))
 }
 
@@ -401,7 +406,18 @@ fn publish_container(
 ) -> Result<String, MetaError> {
     let media_id = state.next_id().to_string();
     let container = claim_for_publish(state, container_id, &media_id).map_err(publish_refusal)?;
-    let data = &container.data;
+    record_published(state, account, container_id, &media_id, &container.data);
+    Ok(media_id)
+}
+
+/// Records the post that container `container_id` (whose document is `data`) became.
+fn record_published(
+    state: &SimState,
+    account: &SimAccount,
+    container_id: &str,
+    media_id: &str,
+    data: &Value,
+) {
     let media_type = data["media_type"].as_str().unwrap_or("TEXT");
     let media: Vec<String> = match media_type {
         "CAROUSEL" => data["children"]
@@ -419,7 +435,7 @@ fn publish_container(
     state.record_published(PublishedItem {
         platform: "threads".into(),
         account_id: account.external_id.clone(),
-        id: media_id.clone(),
+        id: media_id.to_string(),
         kind: media_type.to_ascii_lowercase(),
         text: data["text"].as_str().map(str::to_string),
         media,
@@ -431,7 +447,6 @@ fn publish_container(
         }),
         published_at: Utc::now(),
     });
-    Ok(media_id)
 }
 
 fn media_url(data: &Value) -> Option<String> {

@@ -5,7 +5,8 @@
 //!
 //! No background task lives between batches: the first writer to find the queue idle spawns a
 //! drainer, which takes whatever is queued (up to `group_commit_max`) without waiting for more,
-//! so a lone write costs no added latency; writes queued while a batch runs form the next batch.
+//! so a lone write costs no added latency beyond one turn of its thread's scheduler; writes
+//! queued while a batch runs form the next batch.
 //! On SQLite, every 256th batch the drainer also waits (up to 250 ms) for a WAL checkpoint, so
 //! that the WAL can start over (see [`Store::checkpoint`]).
 
@@ -258,6 +259,12 @@ impl Store {
             armed: true,
         };
         loop {
+            // One turn of this thread's scheduler before each batch: on SQLite a batch is written
+            // on this thread, so only the other threads' writes could join it; the yield lets
+            // this thread's ready tasks (and the sockets its scheduler polls) add theirs. It took
+            // the batches from 6 writes to 8 and publishing 3-5 % faster (issue 16's twelfth
+            // session), for no timer and no wait when nothing else is ready.
+            tokio::task::yield_now().await;
             let Some(batch) = self.take_batch() else {
                 guard.armed = false;
                 return;
