@@ -592,6 +592,13 @@ async fn main() {
             "    group commit: {writes} writes in {transactions} transactions ({:.1} per transaction)",
             writes as f64 / transactions.max(1) as f64
         );
+        // The WAL must stay bounded under a steady stream of publishes (see the group
+        // commit's checkpoints): its size as the run ends.
+        if schema.is_none()
+            && let Ok(wal) = std::fs::metadata(dir.path().join("bench.db-wal"))
+        {
+            println!("    SQLite WAL: {:.1} MB", wal.len() as f64 / 1e6);
+        }
     }
     if !wanted("memory") {
         drop_schema(&database, schema).await;
