@@ -150,11 +150,11 @@ pub(crate) struct GroupCommit {
     transactions: AtomicU64,
     writes: AtomicU64,
     /// SQLite: where the periodic checkpoint stands ([`Checkpoint`] as a `u8`).
-    checkpoint: Arc<AtomicU8>,
+    checkpoint: AtomicU8,
 }
 
 /// The two checkpoints of a WAL reset (see [`Store::checkpoint`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 #[repr(u8)]
 enum Checkpoint {
     /// None running.
@@ -178,7 +178,7 @@ impl Default for GroupCommit {
             max: AtomicUsize::new(DEFAULT_GROUP_COMMIT_MAX),
             transactions: AtomicU64::new(0),
             writes: AtomicU64::new(0),
-            checkpoint: Arc::new(AtomicU8::new(Checkpoint::Idle as u8)),
+            checkpoint: AtomicU8::new(Checkpoint::Idle as u8),
         }
     }
 }
@@ -204,11 +204,13 @@ impl GroupCommit {
 }
 
 /// Marks the first checkpoint of a WAL reset [`Checkpoint::Copied`] when dropped.
-struct CopiedOnDrop(Arc<AtomicU8>);
+struct CopiedOnDrop(Arc<GroupCommit>);
 
 impl Drop for CopiedOnDrop {
     fn drop(&mut self) {
-        self.0.store(Checkpoint::Copied as u8, Ordering::Release);
+        self.0
+            .checkpoint
+            .store(Checkpoint::Copied as u8, Ordering::Release);
     }
 }
 
@@ -354,8 +356,9 @@ impl Store {
     /// copy. The drainer used to wait for the whole of it: some 6 ms of `fsync` every 256
     /// batches on the twelfth session's machine, a tenth of the time with no publish moving.
     fn start_copying_checkpoint(&self) {
-        let state = &self.group.checkpoint;
-        if state
+        if self
+            .group
+            .checkpoint
             .compare_exchange(
                 Checkpoint::Idle as u8,
                 Checkpoint::Copying as u8,
@@ -369,7 +372,7 @@ impl Store {
         let run = self.passive_checkpoint();
         // Marks the checkpoint copied when it ends, and also if its task is dropped (its
         // runtime shutting down), so that a later drainer does not wait for it forever.
-        let copied = CopiedOnDrop(state.clone());
+        let copied = CopiedOnDrop(self.group.clone());
         tokio::spawn(async move {
             if let Ok(Err(error)) = run.await {
                 tracing::warn!(%error, "WAL checkpoint failed");
