@@ -22,7 +22,14 @@ pub struct UsagePeriod {
 impl UsagePeriod {
     /// The key of the period's counter row (`YYYY-MM-DD` of its start).
     pub fn key(&self) -> String {
-        self.start.format("%Y-%m-%d").to_string()
+        // Written out: every metered call names its counter, and chrono's `format` parses
+        // its pattern anew each time (issue 16's thirteenth session).
+        format!(
+            "{:04}-{:02}-{:02}",
+            self.start.year(),
+            self.start.month(),
+            self.start.day()
+        )
     }
 
     /// `api_usage.current_month`: the month the period started in, `YYYY-MM`.

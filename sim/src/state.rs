@@ -6,7 +6,6 @@
 //! which the module then renders in its platform's own error format.
 
 use std::{
-    collections::HashMap,
     sync::{
         Arc, Mutex,
         atomic::{AtomicU64, Ordering},
@@ -172,43 +171,99 @@ pub fn violation(
 struct Published {
     items: Vec<PublishedItem>,
     /// Item id → index in `items`.
-    by_id: HashMap<String, usize>,
-    /// (platform, account) → (published at, is a reply), in publish order.
-    by_account: HashMap<(String, String), Vec<PublishTime>>,
+    by_id: FastMap<String, usize>,
+    /// (platform, account) → when its posts and its replies were published, in publish order.
+    by_account: FastMap<AccountKey, PublishTimes>,
 }
 
-/// When an item was published, and whether it is a reply (the quotas count them apart).
-type PublishTime = (DateTime<Utc>, bool);
+/// (platform, external id): how the simulator's maps name an account.
+type AccountKey = (String, String);
+
+/// The simulator's maps hash with foldhash rather than SipHash: they are read on every call
+/// (token, account, request count, objects, the published index), and SipHash's resistance to
+/// crafted keys buys nothing in a test double (issue 16's thirteenth session).
+type Hasher = foldhash::fast::RandomState;
+type FastMap<K, V> = std::collections::HashMap<K, V, Hasher>;
+type SharedMap<K, V> = DashMap<K, V, Hasher>;
+
+/// An account's publish times, posts and replies apart (the quotas count them apart), each in
+/// publish order, so a count since an instant is a binary search rather than a scan.
+#[derive(Default)]
+struct PublishTimes {
+    posts: Vec<DateTime<Utc>>,
+    replies: Vec<DateTime<Utc>>,
+}
+
+impl PublishTimes {
+    /// Adds a publish time, keeping `times` sorted: items are stamped before the lock is
+    /// taken (and tests record backdated ones), so one may arrive after a later one.
+    fn insert(times: &mut Vec<DateTime<Utc>>, at: DateTime<Utc>) {
+        match times.last() {
+            Some(last) if *last > at => {
+                let index = times.partition_point(|t| *t <= at);
+                times.insert(index, at);
+            }
+            _ => times.push(at),
+        }
+    }
+
+    /// How many of the sorted `times` are after `since` (a binary search).
+    fn after(times: &[DateTime<Utc>], since: DateTime<Utc>) -> usize {
+        times.len() - times.partition_point(|at| *at <= since)
+    }
+
+    fn count_after(&self, since: DateTime<Utc>, reply: Option<bool>) -> usize {
+        let posts = || Self::after(&self.posts, since);
+        let replies = || Self::after(&self.replies, since);
+        match reply {
+            Some(true) => replies(),
+            Some(false) => posts(),
+            None => posts() + replies(),
+        }
+    }
+}
 
 impl Published {
     fn push(&mut self, item: PublishedItem) {
         self.by_id.insert(item.id.clone(), self.items.len());
-        self.by_account
-            .entry((item.platform.clone(), item.account_id.clone()))
-            .or_default()
-            .push((item.published_at, item.reply_to.is_some()));
-        self.items.push(item);
+        // The key is copied only for an account's first publish.
+        let key = (item.platform, item.account_id);
+        let times = match self.by_account.get_mut(&key) {
+            Some(times) => times,
+            None => self.by_account.entry(key.clone()).or_default(),
+        };
+        match item.reply_to {
+            Some(_) => PublishTimes::insert(&mut times.replies, item.published_at),
+            None => PublishTimes::insert(&mut times.posts, item.published_at),
+        }
+        let (platform, account_id) = key;
+        self.items.push(PublishedItem {
+            platform,
+            account_id,
+            ..item
+        });
     }
 }
 
 pub struct SimState {
     /// Shared, so admitting a call hands out a pointer, not a copy of six strings.
-    accounts: DashMap<(String, String), Arc<SimAccount>>,
-    /// access token → (platform, external id)
-    tokens: DashMap<String, (String, String)>,
-    faults: DashMap<(String, String), FaultSpec>,
+    accounts: SharedMap<AccountKey, Arc<SimAccount>>,
+    /// access token → (platform, external id), shared: admitting a call reads the key without
+    /// copying its two strings.
+    tokens: SharedMap<String, Arc<AccountKey>>,
+    faults: SharedMap<AccountKey, FaultSpec>,
     /// access token → the scopes granted with it, for tokens issued by an OAuth flow that
     /// asked for scopes (tiktok). A token not here (made with its account) has every scope.
     scopes: DashMap<String, Vec<String>>,
     published: Mutex<Published>,
-    requests: DashMap<(String, String), u64>,
+    requests: SharedMap<AccountKey, u64>,
     /// Protocol violations seen, in order (see [`Violation`]).
     violations: Mutex<Vec<Violation>>,
     /// Every HTTP request received, on any mount, with a token or not.
     received: AtomicU64,
     next_id: AtomicU64,
     /// Containers, upload sessions and the like, by id.
-    pub objects: DashMap<String, SimObject>,
+    pub objects: SharedMap<String, SimObject>,
     /// How long asynchronous processing takes before it finishes.
     pub processing_delay: Duration,
     /// Client the simulator fetches media URLs with (as platforms do).
@@ -218,16 +273,16 @@ pub struct SimState {
 impl SimState {
     pub fn new(processing_delay: Duration) -> Self {
         Self {
-            accounts: DashMap::new(),
-            tokens: DashMap::new(),
-            faults: DashMap::new(),
+            accounts: SharedMap::default(),
+            tokens: SharedMap::default(),
+            faults: SharedMap::default(),
             scopes: DashMap::new(),
             published: Mutex::new(Published::default()),
-            requests: DashMap::new(),
+            requests: SharedMap::default(),
             violations: Mutex::new(Vec::new()),
             received: AtomicU64::new(0),
             next_id: AtomicU64::new(1),
-            objects: DashMap::new(),
+            objects: SharedMap::default(),
             processing_delay,
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(30))
@@ -265,7 +320,7 @@ impl SimState {
         };
         self.tokens.insert(
             account.access_token.clone(),
-            (platform.to_string(), external_id.clone()),
+            Arc::new((platform.to_string(), external_id.clone())),
         );
         // Its refresh token works at the platform's token endpoint (`super::oauth`).
         self.objects.insert(
@@ -290,7 +345,7 @@ impl SimState {
     pub fn register_account(&self, account: SimAccount) {
         self.tokens.insert(
             account.access_token.clone(),
-            (account.platform.clone(), account.external_id.clone()),
+            Arc::new((account.platform.clone(), account.external_id.clone())),
         );
         self.accounts.insert(
             (account.platform.clone(), account.external_id.clone()),
@@ -306,7 +361,7 @@ impl SimState {
         let token = format!("{}-{}", token_prefix(platform), random_token(24));
         self.tokens.insert(
             token.clone(),
-            (platform.to_string(), external_id.to_string()),
+            Arc::new((platform.to_string(), external_id.to_string())),
         );
         Arc::make_mut(&mut account).access_token = token.clone();
         Some(token)
@@ -351,9 +406,9 @@ impl SimState {
     }
 
     /// The key and account behind an access token, shared.
-    fn admitted_account(&self, token: &str) -> Option<((String, String), Arc<SimAccount>)> {
-        let key = self.tokens.get(token)?.clone();
-        let account = self.accounts.get(&key).map(|a| Arc::clone(&a))?;
+    fn admitted_account(&self, token: &str) -> Option<(Arc<AccountKey>, Arc<SimAccount>)> {
+        let key = Arc::clone(self.tokens.get(token)?.value());
+        let account = self.accounts.get(&*key).map(|a| Arc::clone(&a))?;
         Some((key, account))
     }
 
@@ -371,11 +426,11 @@ impl SimState {
             .filter(|(_, a)| platforms.contains(&a.platform.as_str()))
             .ok_or(Refusal::UnknownToken)?;
         // The key is copied only for an account's first request.
-        match self.requests.get_mut(&key) {
+        match self.requests.get_mut(&*key) {
             Some(mut count) => *count += 1,
-            None => *self.requests.entry(key.clone()).or_insert(0) += 1,
+            None => *self.requests.entry(AccountKey::clone(&key)).or_insert(0) += 1,
         }
-        let (latency, error) = match self.faults.get_mut(&key) {
+        let (latency, error) = match self.faults.get_mut(&*key) {
             Some(mut spec) => {
                 let applies = spec
                     .path_contains
@@ -508,13 +563,7 @@ impl SimState {
         published
             .by_account
             .get(&(platform.to_string(), external_id.to_string()))
-            .map(|times| {
-                times
-                    .iter()
-                    .filter(|(at, is_reply)| *at > since && reply.is_none_or(|r| *is_reply == r))
-                    .count()
-            })
-            .unwrap_or(0)
+            .map_or(0, |times| times.count_after(since, reply))
     }
 
     /// Changes a published item in place (e.g. a thumbnail set after the upload); `false` when
@@ -693,14 +742,22 @@ mod tests {
         state.record_published(item("2", "a", false, 1));
         state.record_published(item("3", "a", true, 1));
         state.record_published(item("4", "b", false, 1));
+        // Out of order (stamped before another thread's later item was recorded).
+        state.record_published(item("5", "b", false, 25));
+        state.record_published(item("6", "b", false, 2));
         let since = now - chrono::Duration::hours(24);
         assert_eq!(state.published_since("threads", "a", since, None), 2);
         assert_eq!(state.published_since("threads", "a", since, Some(false)), 1);
         assert_eq!(state.published_since("threads", "a", since, Some(true)), 1);
+        assert_eq!(state.published_since("threads", "b", since, None), 2);
+        assert_eq!(
+            state.published_since("threads", "b", now - chrono::Duration::minutes(90), None),
+            1
+        );
         assert_eq!(state.published_since("threads", "c", since, None), 0);
         assert_eq!(state.published_since("x", "a", since, None), 0);
-        assert_eq!(state.published_count(None), 4);
-        assert_eq!(state.published_count(Some("threads")), 4);
+        assert_eq!(state.published_count(None), 6);
+        assert_eq!(state.published_count(Some("threads")), 6);
         assert!(state.update_published("3", |i| i.extra = Value::Bool(true)));
         assert!(!state.update_published("9", |_| {}));
         assert_eq!(

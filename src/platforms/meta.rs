@@ -139,19 +139,24 @@ impl<'a> Graph<'a> {
         } else {
             request.form(params)
         };
-        let response = super::traced_send("meta", request)
+        let mut response = super::traced_send("meta", request)
             .await
             .map_err(PlatformError::from_reqwest)?;
         let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        let text = response.text().await.map_err(PlatformError::from_reqwest)?;
-        let body: Option<Value> = serde_json::from_str(&text).ok();
+        // Taken, not copied: only a refusal reads them (the usage headers), and the body is
+        // read as bytes, which needs no header (Graph answers JSON, which is UTF-8).
+        let headers = std::mem::take(response.headers_mut());
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(PlatformError::from_reqwest)?;
+        let body: Option<Value> = serde_json::from_slice(&bytes).ok();
         match body {
             Some(body) if (200..300).contains(&status) && body.get("error").is_none() => Ok(body),
             Some(body) if body.get("error").is_some() => {
                 Err(classify_call(&method, status, &body, &headers))
             }
-            _ => Err(non_json_failure(status, &text)),
+            _ => Err(non_json_failure(status, &String::from_utf8_lossy(&bytes))),
         }
     }
 }
