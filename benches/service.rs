@@ -19,7 +19,8 @@
 //! ```
 //!
 //! Each service path also prints its database statements per request (reads and writes, from
-//! `Store::db_counts`). `BENCH_ONLY` runs a subset, e.g. one path under a profiler:
+//! `Store::db_counts`), and every load run its CPU time per request, split by the threads'
+//! owners (the service, the simulator, the load generator, the bare handlers of A and B). `BENCH_ONLY` runs a subset, e.g. one path under a profiler:
 //! `BENCH_ONLY=metrics BENCH_SECONDS=2 valgrind --tool=callgrind target/release/deps/service-…`.
 //!
 //! The load generator is a Rust HTTP client in this process, on loopback; every run is bounded.
@@ -27,8 +28,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::{
+    collections::{HashMap, HashSet},
     sync::{
-        Arc,
+        Arc, Mutex,
         atomic::{AtomicBool, Ordering},
     },
     time::{Duration, Instant},
@@ -71,6 +73,79 @@ fn rss_bytes() -> u64 {
         .unwrap_or(0)
 }
 
+/// This process's threads: id → CPU time so far (user + system), in `/proc`'s clock ticks.
+fn thread_ticks() -> HashMap<String, u64> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return HashMap::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| {
+            let stat = std::fs::read_to_string(task.path().join("stat")).ok()?;
+            // The fields after the thread's name (which may hold spaces): utime is the 12th.
+            let fields: Vec<&str> = stat.get(stat.rfind(')')? + 2..)?.split(' ').collect();
+            let ticks =
+                fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+            Some((task.file_name().to_string_lossy().into_owned(), ticks))
+        })
+        .collect()
+}
+
+/// `/proc` counts CPU time at USER_HZ, 100 ticks a second on Linux whatever the kernel's HZ.
+const TICKS_PER_SECOND: f64 = 100.0;
+
+/// Which part of the bench each thread works for, by when it started (see [`claim_new_threads`]).
+static THREAD_GROUPS: Mutex<Vec<(&'static str, HashSet<String>)>> = Mutex::new(Vec::new());
+
+/// Names the threads started since the last call as `group`'s. Called after each part starts,
+/// so a load run's CPU time can be split by part: the load generator (this thread), the
+/// simulator, the service, the bare handlers of A and B.
+fn claim_new_threads(group: &'static str) {
+    let mut groups = THREAD_GROUPS.lock().unwrap();
+    let known: HashSet<String> = groups
+        .iter()
+        .flat_map(|(_, threads)| threads.iter().cloned())
+        .collect();
+    let new = thread_ticks()
+        .into_keys()
+        .filter(|t| !known.contains(t))
+        .collect();
+    groups.push((group, new));
+}
+
+/// CPU time per request of a load run, by part: robust to how busy the cores were, and it
+/// separates the service's cost from the load generator's and the simulator's (issue 16's
+/// thirteenth session).
+fn cpu_per_request(before: &HashMap<String, u64>, requests: usize) -> String {
+    let after = thread_ticks();
+    let groups = THREAD_GROUPS.lock().unwrap();
+    let mut split: Vec<(&str, u64)> = groups.iter().map(|(name, _)| (*name, 0)).collect();
+    let mut later = 0;
+    for (thread, ticks) in &after {
+        let used = ticks - before.get(thread).copied().unwrap_or(0).min(*ticks);
+        match groups
+            .iter()
+            .position(|(_, threads)| threads.contains(thread))
+        {
+            Some(i) => split[i].1 += used,
+            None => later += used,
+        }
+    }
+    split.push(("threads started later", later));
+    let micros = |ticks: u64| ticks as f64 / TICKS_PER_SECOND * 1e6 / requests.max(1) as f64;
+    let total: u64 = split.iter().map(|(_, t)| t).sum();
+    let parts: Vec<String> = split
+        .iter()
+        .filter(|(_, ticks)| *ticks > 0)
+        .map(|(name, ticks)| format!("{name} {:.1}", micros(*ticks)))
+        .collect();
+    format!(
+        "CPU per request: {:.1} µs ({})",
+        micros(total),
+        parts.join(", ")
+    )
+}
+
 /// Builds request number `i` on a client.
 type MakeRequest = Arc<dyn Fn(&reqwest::Client, usize) -> reqwest::RequestBuilder + Send + Sync>;
 
@@ -81,6 +156,8 @@ struct Load {
     p50_ms: f64,
     p99_ms: f64,
     errors: usize,
+    /// CPU time per request, by part (see [`cpu_per_request`]).
+    cpu: String,
 }
 
 /// Which load generator `BENCH_CLIENT` asks for: reqwest (the default, as every session before
@@ -137,6 +214,9 @@ type Connection = tokio::task::JoinHandle<(Vec<f64>, usize)>;
 
 /// Lets the connections run for `seconds`, stops them, and sums up what they measured.
 async fn finish(seconds: u64, stop: &AtomicBool, tasks: Vec<Connection>, started: Instant) -> Load {
+    // The connections' tasks are spawned but have not run yet (this thread's runtime runs
+    // them when this awaits): the window starts here.
+    let cpu_before = thread_ticks();
     tokio::time::sleep(Duration::from_secs(seconds)).await;
     stop.store(true, Ordering::Relaxed);
     let mut all = Vec::new();
@@ -146,7 +226,9 @@ async fn finish(seconds: u64, stop: &AtomicBool, tasks: Vec<Connection>, started
         all.extend(l);
         errors += e;
     }
-    summarize(all, errors, started.elapsed().as_secs_f64())
+    let mut load = summarize(all, errors, started.elapsed().as_secs_f64());
+    load.cpu = cpu_per_request(&cpu_before, load.requests);
+    load
 }
 
 /// A load run's figures from its latencies (ms), errors and length.
@@ -163,6 +245,7 @@ fn summarize(mut all: Vec<f64>, errors: usize, elapsed: f64) -> Load {
         p50_ms: pct(0.5),
         p99_ms: pct(0.99),
         errors,
+        cpu: String::new(),
     }
 }
 
@@ -310,6 +393,9 @@ fn report(name: &str, l: &Load, baseline: Option<(&str, &Load)>) {
         "{name:<52} {:>9.0} req/s  p50 {:>6.2} ms  p99 {:>7.2} ms  errors {}{ratio}",
         l.rps, l.p50_ms, l.p99_ms, l.errors
     );
+    if !l.cpu.is_empty() {
+        println!("    {}", l.cpu);
+    }
 }
 
 #[actix_web::main]
@@ -319,12 +405,17 @@ async fn main() {
     let accounts_n = env_usize("BENCH_ACCOUNTS", 100_000);
     let actors_n = env_usize("BENCH_ACTORS", 10_000).min(accounts_n);
     let rss_start = rss_bytes();
+    claim_new_threads("load generator");
 
     let sim = Simulator::start(SimConfig {
         processing_delay: Duration::ZERO,
         ..SimConfig::default()
     })
     .unwrap();
+    // Each part's threads are named after it has started them.
+    let settle = || tokio::time::sleep(Duration::from_millis(100));
+    settle().await;
+    claim_new_threads("simulator");
     let dir = tempfile::tempdir().unwrap();
     let (database, schema) = match std::env::var("BENCH_DATABASE_URL") {
         Ok(url) if !url.is_empty() => {
@@ -376,6 +467,8 @@ async fn main() {
     let base = format!("http://127.0.0.1:{}", app.port());
     let state = app.state();
     actix_rt::spawn(app.run_until_stopped());
+    settle().await;
+    claim_new_threads("service");
     let rss_idle = rss_bytes();
 
     // Baselines A and B: bare handlers in this process, same worker count.
@@ -402,6 +495,8 @@ async fn main() {
     .unwrap();
     let baseline_url = format!("http://{}", baseline.addrs()[0]);
     actix_rt::spawn(baseline.run());
+    settle().await;
+    claim_new_threads("bare handlers");
 
     // A Pro user with a key, 50 scheduled posts, and 512 threads accounts on the simulator.
     let now = Utc::now();
@@ -475,6 +570,7 @@ async fn main() {
         p50_ms: 0.0,
         p99_ms: 0.0,
         errors: 0,
+        cpu: String::new(),
     };
     let bare = format!("{baseline_url}/bare");
     let a = if wanted("bare") {
