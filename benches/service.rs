@@ -20,7 +20,8 @@
 //!
 //! Each service path also prints its database statements per request (reads and writes, from
 //! `Store::db_counts`), and every load run its CPU time per request, split by the threads'
-//! owners (the service, the simulator, the load generator, the bare handlers of A and B). `BENCH_ONLY` runs a subset, e.g. one path under a profiler:
+//! owners (the service, the simulator, the load generator, the bare handlers of A and B).
+//! `BENCH_ONLY` runs a subset, e.g. one path under a profiler:
 //! `BENCH_ONLY=metrics BENCH_SECONDS=2 valgrind --tool=callgrind target/release/deps/service-…`.
 //!
 //! The load generator is a Rust HTTP client in this process, on loopback; every run is bounded.

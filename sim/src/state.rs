@@ -172,7 +172,7 @@ struct Published {
     items: Vec<PublishedItem>,
     /// Item id → index in `items`.
     by_id: FastMap<String, usize>,
-    /// (platform, account) → when its posts and its replies were published, in publish order.
+    /// (platform, account) → when its posts and its replies were published, sorted by time.
     by_account: FastMap<AccountKey, PublishTimes>,
 }
 
@@ -186,8 +186,8 @@ type Hasher = foldhash::fast::RandomState;
 type FastMap<K, V> = std::collections::HashMap<K, V, Hasher>;
 type SharedMap<K, V> = DashMap<K, V, Hasher>;
 
-/// An account's publish times, posts and replies apart (the quotas count them apart), each in
-/// publish order, so a count since an instant is a binary search rather than a scan.
+/// An account's publish times, posts and replies apart (the quotas count them apart), each
+/// sorted by time, so a count since an instant is a binary search rather than a scan.
 #[derive(Default)]
 struct PublishTimes {
     posts: Vec<DateTime<Utc>>,
