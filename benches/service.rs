@@ -499,7 +499,7 @@ async fn main() {
     settle().await;
     claim_new_threads("bare handlers");
 
-    // A Pro user with a key, 50 scheduled posts, and 512 threads accounts on the simulator.
+    // A Pro user with a key, 50 scheduled posts, and threads accounts on the simulator.
     let now = Utc::now();
     let user = state
         .store
@@ -518,9 +518,12 @@ async fn main() {
         .await
         .unwrap();
     let mut publish_accounts = Vec::new();
-    // 512 accounts: Threads allows 250 posts a day per profile, and a 5 s run at the publish
-    // rate would use up 64 profiles' quota.
-    for i in 0..512 {
+    // Threads allows 250 posts a day per profile: enough profiles for 50,000 publishes a second
+    // over the whole run, and at least 512. (A fixed 512 allowed 128,000 posts: a default 5 s
+    // run at the seventeenth session's fastest rate, 22,700 a second, would use 89 % of them,
+    // and a longer one ran out.)
+    let profiles = (seconds as usize * 50_000 / 250).max(512);
+    for i in 0..profiles {
         let s = sim
             .state()
             .create_account("threads", &format!("t{i}"), None);

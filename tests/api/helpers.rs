@@ -137,6 +137,32 @@ impl TestApp {
     }
 }
 
+impl TestApp {
+    /// On PostgreSQL, ends every server connection of this instance, as a database restart or a
+    /// failover would, and answers true; false on SQLite (there is no server to drop them).
+    #[allow(dead_code)]
+    pub async fn end_database_connections(&self) -> bool {
+        let (Some(schema), TestDb::Postgres { url, .. }) = (&self.pg_schema, &self._db) else {
+            return false;
+        };
+        use sea_orm::ConnectionTrait;
+        let admin = sea_orm::Database::connect(url).await.unwrap();
+        let ended = admin
+            .query_all_raw(sea_orm::Statement::from_string(
+                sea_orm::DbBackend::Postgres,
+                format!(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                     WHERE application_name = '{schema}' AND pid <> pg_backend_pid()"
+                ),
+            ))
+            .await
+            .unwrap();
+        assert!(!ended.is_empty(), "the instance had no connection to end");
+        admin.close().await.unwrap();
+        true
+    }
+}
+
 impl Drop for TestApp {
     fn drop(&mut self) {
         close_pool(self.state.store.connection().clone());
