@@ -78,7 +78,8 @@ async fn requests_succeed_after_the_database_ends_the_pools_connections() {
             .unwrap();
         status_and_json(response).await
     };
-    let ready = || async { status_and_json(app.http.get(app.url("/readyz")).send().await.unwrap()).await };
+    let ready =
+        || async { status_and_json(app.http.get(app.url("/readyz")).send().await.unwrap()).await };
     // Several connections in the pool, each used.
     let warm = futures_util::future::join_all((0..4).map(|_| history())).await;
     assert!(warm.iter().all(|(status, _)| *status == 200), "{warm:?}");
