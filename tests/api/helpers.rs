@@ -39,6 +39,15 @@ enum TestDb {
     Postgres { url: String, schema: String },
 }
 
+/// Ends the server connections of the instance whose connections carry `schema` as their
+/// application name (see `spawn_inner`), but not the connection that runs it.
+fn end_connections_sql(schema: &str) -> String {
+    format!(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE application_name = '{schema}' AND pid <> pg_backend_pid()"
+    )
+}
+
 impl Drop for TestDb {
     fn drop(&mut self) {
         if let TestDb::Postgres { url, schema } = self {
@@ -55,12 +64,7 @@ impl Drop for TestDb {
                         // Connections checked out by futures that died with the test's runtime
                         // never return to their pool, so `close_pool` cannot close them: without
                         // this, every test would leave a few open until PostgreSQL runs out.
-                        let _ = db
-                            .execute_unprepared(&format!(
-                                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-                                 WHERE application_name = '{schema}' AND pid <> pg_backend_pid()"
-                            ))
-                            .await;
+                        let _ = db.execute_unprepared(&end_connections_sql(&schema)).await;
                         let _ = db
                             .execute_unprepared(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
                             .await;
@@ -135,12 +139,9 @@ impl TestApp {
             .map(|v| v.rule)
             .collect()
     }
-}
 
-impl TestApp {
     /// On PostgreSQL, ends every server connection of this instance, as a database restart or a
     /// failover would, and answers true; false on SQLite (there is no server to drop them).
-    #[allow(dead_code)]
     pub async fn end_database_connections(&self) -> bool {
         let (Some(schema), TestDb::Postgres { url, .. }) = (&self.pg_schema, &self._db) else {
             return false;
@@ -150,10 +151,7 @@ impl TestApp {
         let ended = admin
             .query_all_raw(sea_orm::Statement::from_string(
                 sea_orm::DbBackend::Postgres,
-                format!(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-                     WHERE application_name = '{schema}' AND pid <> pg_backend_pid()"
-                ),
+                end_connections_sql(schema),
             ))
             .await
             .unwrap();
