@@ -189,7 +189,8 @@ impl Store {
                 // (issue 16's seventeenth session). A connection used within the last second is
                 // trusted (one the server ends mid-burst fails its statement, and sqlx's check on
                 // release then drops it); one idle longer, which a restart or a proxy may have
-                // closed, is still checked (test `requests_succeed_after_the_database_ends_…`).
+                // closed, is still checked (test
+                // `requests_succeed_after_the_database_ends_the_pools_connections`).
                 .test_before_acquire_if_idle_for(POOL_PING_AFTER_IDLE)
                 .sqlx_logging(false)
                 .map_sqlx_sqlite_opts(move |opts| {

@@ -39,7 +39,7 @@ enum TestDb {
     Postgres { url: String, schema: String },
 }
 
-/// Ends the server connections of the instance whose connections carry `schema` as their
+/// Ends the server connections of the instances whose connections carry `schema` as their
 /// application name (see `spawn_inner`), but not the connection that runs it.
 fn end_connections_sql(schema: &str) -> String {
     format!(
@@ -140,8 +140,9 @@ impl TestApp {
             .collect()
     }
 
-    /// On PostgreSQL, ends every server connection of this instance, as a database restart or a
-    /// failover would, and answers true; false on SQLite (there is no server to drop them).
+    /// On PostgreSQL, ends every server connection of the instances on this test's schema (this
+    /// one and any second one), as a database restart or a failover would, and answers true;
+    /// false on SQLite (there is no server to drop them).
     pub async fn end_database_connections(&self) -> bool {
         let (Some(schema), TestDb::Postgres { url, .. }) = (&self.pg_schema, &self._db) else {
             return false;
