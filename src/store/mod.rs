@@ -149,7 +149,7 @@ pub const DEFAULT_SQLITE_CACHE_KIB: u32 = 256;
 
 /// How long a pooled connection may sit idle before the pool checks it is still live when it is
 /// next taken (see `connect_with_cache`).
-const POOL_PING_AFTER_IDLE: Duration = Duration::from_secs(1);
+pub const POOL_PING_AFTER_IDLE: Duration = Duration::from_secs(1);
 
 impl Store {
     /// Connects to `url` (SQLite or PostgreSQL). For a SQLite file the parent directory is

@@ -88,7 +88,8 @@ async fn requests_succeed_after_the_database_ends_the_pools_connections() {
         return; // SQLite: a file, no server to end the connections (the PostgreSQL suite runs this).
     }
     // Idle for longer than the pool trusts a connection unchecked.
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    tokio::time::sleep(social_service::store::POOL_PING_AFTER_IDLE + Duration::from_millis(500))
+        .await;
     for _ in 0..3 {
         // (The background actors are not started here: only the database's check counts.)
         let (_, body) = ready().await;
