@@ -11,4 +11,5 @@ pub mod post_submission;
 pub mod scheduled_post;
 pub mod session;
 pub mod usage_counter;
+pub mod used_form_token;
 pub mod user;

@@ -1,4 +1,4 @@
-//! Our own CSS and JS, embedded in the binary and served at `/static/{name}`.
+//! Our own CSS and JS, embedded in the binary and served at `/static/{name}`, and the favicon.
 //!
 //! Pages link them with `?v=<content hash>` and they are served with a year-long, immutable
 //! cache lifetime: a new build changes the hash, so browsers fetch the new file. The hash is
@@ -85,4 +85,17 @@ pub async fn serve(req: HttpRequest, name: web::Path<String>) -> HttpResponse {
         .insert_header((header::ETAG, etag))
         .insert_header(cache)
         .body(asset.body)
+}
+
+/// The favicon (a 32×32 PNG in an ICO container), for the browsers' own request.
+const FAVICON: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/static/favicon.ico"));
+
+/// `GET /favicon.ico`. Browsers ask for it on every site unasked, so without it each page
+/// logged a failed request. Its address cannot carry a content hash, hence a day's cache
+/// rather than a year's.
+pub async fn favicon() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("image/x-icon")
+        .insert_header((header::CACHE_CONTROL, "public, max-age=86400"))
+        .body(FAVICON)
 }

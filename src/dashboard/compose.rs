@@ -29,6 +29,7 @@ use serde_json::{Value, json};
 use super::{
     Layout, Nav,
     accounts::platform_name,
+    form_token::{self, Spent},
     i18n::Msg,
     render,
     scheduled::{ZoneOption, remember_zone, zone_of, zone_options},
@@ -77,6 +78,9 @@ pub struct ComposeForm {
     schedule_at: String,
     #[serde(default)]
     tz: String,
+    /// The rendered form's one-time token ([`form_token`]).
+    #[serde(default)]
+    form_token: String,
 }
 
 /// Which field a refusal concerns.
@@ -190,6 +194,8 @@ pub enum Outcome {
     /// shown as success.
     Unconfirmed(Problem),
     Failed(Problem),
+    /// This very form was submitted before (a double click, a resend): nothing was done.
+    AlreadySubmitted,
 }
 
 #[derive(Template)]
@@ -199,6 +205,8 @@ struct ComposePage {
     accounts: Vec<AccountOption>,
     zones: Vec<ZoneOption>,
     form: ComposeForm,
+    /// This rendering's one-time token.
+    token: String,
     draft_checked: bool,
     outcome: Option<Outcome>,
     /// The refusal and the field it concerns.
@@ -284,6 +292,7 @@ async fn render_page(
     let page = ComposePage {
         layout,
         accounts,
+        token: form_token::issue(&state.signer, session.user.id, state.clock.now()),
         zones: zone_options(zone),
         draft_checked: form.draft.is_some(),
         form,
@@ -416,6 +425,62 @@ async fn submit(
         Ok(id) => state.store.find_owned_account(session.user.id, id).await?,
         Err(_) => None,
     };
+    // Only a form naming one of the user's accounts can publish, so only such a form spends its
+    // token; any other is refused below as the API refuses it (and a user without accounts is
+    // shown no form to carry a token).
+    let spent = match account {
+        Some(_) => {
+            form_token::spend(
+                &state.store,
+                &state.signer,
+                &form.form_token,
+                session.user.id,
+                state.clock.now(),
+            )
+            .await?
+        }
+        None => Spent::Now,
+    };
+    match spent {
+        Spent::Now => {}
+        // Nothing is published; the page says so, with an empty form (its text went with the
+        // first submission, whose outcome History shows).
+        Spent::Before => {
+            let fresh = ComposeForm {
+                tz: zone.name().to_string(),
+                ..ComposeForm::default()
+            };
+            let mut response = render_page(
+                &req,
+                &state,
+                &session,
+                fresh,
+                Some(Outcome::AlreadySubmitted),
+                None,
+            )
+            .await?;
+            *response.status_mut() = actix_web::http::StatusCode::CONFLICT;
+            return Ok(response);
+        }
+        // A form from before the token existed, or left open too long: nothing is published,
+        // and what was typed comes back in a fresh form to check and send again.
+        Spent::Unusable => {
+            let expired = ApiError::invalid_request(
+                "This form has expired. Nothing was published: check it and send it again.",
+            );
+            let mut response = render_page(
+                &req,
+                &state,
+                &session,
+                form,
+                None,
+                Some((Field::Top, Problem::of(&expired))),
+            )
+            .await?;
+            *response.status_mut() = actix_web::http::StatusCode::BAD_REQUEST;
+            return Ok(response);
+        }
+    }
     let platform = account.as_ref().map(|account| account.platform);
     let refuse = |error: ApiError| (Field::of(&error, platform), Problem::of(&error));
     let body = match request_body(&form, platform, zone) {

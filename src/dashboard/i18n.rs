@@ -175,6 +175,8 @@ catalogue! {
     ComposeSeeScheduled => "See the scheduled posts", "查看排程貼文";
     ComposeUnconfirmed => "Unconfirmed: the platform may or may not have published this post. Check the platform (or the history) before sending it again.", "未確認：平台可能已發布、也可能未發布這則貼文。再次傳送前請先到平台（或發布紀錄）確認。";
     ComposeFailed => "Not published.", "未發布。";
+    ComposeAlreadySubmitted => "This form was already submitted, so nothing was sent again. What the first submission did is in History.", "這份表單已經送出過，因此沒有再次傳送。第一次送出的結果請見發布紀錄。";
+    ComposeSeeHistory => "See the history", "查看發布紀錄";
     ScheduledTitle => "Scheduled posts", "排程貼文";
     ScheduledFilterStatus => "Status", "狀態";
     ScheduledFilterPlatform => "Platform", "平台";

@@ -15,6 +15,7 @@ pub mod accounts;
 mod assets;
 // Compose, Scheduled, History and Performance: increment 2.
 pub mod compose;
+mod form_token;
 pub mod history;
 pub mod i18n;
 pub mod keys;
@@ -73,6 +74,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::resource("/static/{name}")
             .wrap(from_fn(page_headers))
             .route(web::get().to(assets::serve)),
+    )
+    .service(
+        web::resource("/favicon.ico")
+            .wrap(from_fn(page_headers))
+            .route(web::get().to(assets::favicon)),
     )
     .service(
         web::scope("/dashboard")

@@ -42,6 +42,12 @@ const DEFAULT_LANDING: &str = "/dashboard";
 const MAX_RETURN_TO_LEN: usize = 2048;
 /// Longest `state` looked up; ours are 32 characters.
 const MAX_STATE_LEN: usize = 128;
+/// The cookie that binds a sign-in to the browser that started it: the `state` it was given,
+/// signed. Scoped to `/auth`, so it travels to the callback and nowhere else.
+pub const LOGIN_COOKIE: &str = "service_login";
+const LOGIN_COOKIE_PATH: &str = "/auth";
+/// The signing purpose of [`LOGIN_COOKIE`], so that no other signed value of ours can stand in.
+const LOGIN_COOKIE_PURPOSE: &str = "login-state";
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     // A browser on its way through sign-in gets a page, even for an error.
@@ -182,10 +188,44 @@ async fn login(
         &pkce.challenge,
         query.login_hint.as_deref(),
     )?;
+    let binding = login_cookie(
+        &state,
+        state
+            .signer
+            .derive(LOGIN_COOKIE_PURPOSE)
+            .sign(&login_state.state),
+        CookieDuration::minutes(LOGIN_STATE_TTL_MINUTES),
+    );
     state.store.insert_login_state(login_state).await?;
     Ok(HttpResponse::Found()
+        .cookie(binding)
         .insert_header((header::LOCATION, url.to_string()))
         .finish())
+}
+
+/// The sign-in binding cookie: HttpOnly, and `SameSite=Lax` so that the provider's top-level
+/// redirect back to the callback carries it while no cross-site subrequest does.
+fn login_cookie(state: &AppState, value: String, max_age: CookieDuration) -> Cookie<'static> {
+    Cookie::build(LOGIN_COOKIE, value)
+        .path(LOGIN_COOKIE_PATH)
+        .http_only(true)
+        .same_site(SameSite::Lax)
+        .secure(state.cookie_secure)
+        .max_age(max_age)
+        .finish()
+}
+
+/// Whether the browser presenting the callback is the one that started this sign-in: it holds
+/// the signed `state` that `/auth/login` gave it. A link to our callback made by someone else's
+/// sign-in (login CSRF: the victim would be signed in as the attacker) carries no such cookie.
+fn started_in_this_browser(state: &AppState, req: &HttpRequest, expected: &str) -> bool {
+    req.cookie(LOGIN_COOKIE).is_some_and(|cookie| {
+        state
+            .signer
+            .derive(LOGIN_COOKIE_PURPOSE)
+            .verify(cookie.value())
+            .is_some_and(|bound| crypto::constant_time_eq(bound, expected))
+    })
 }
 
 #[derive(Deserialize)]
@@ -199,6 +239,7 @@ struct CallbackQuery {
 #[tracing::instrument(skip_all)]
 async fn callback(
     state: web::Data<AppState>,
+    req: HttpRequest,
     query: web::Query<CallbackQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let query = query.into_inner();
@@ -229,6 +270,13 @@ async fn callback(
         .await?
         .filter(|s| s.purpose == "login")
         .ok_or_else(unknown_state)?;
+    // Checked after the state is taken, so a link that fails here cannot be tried again.
+    if !started_in_this_browser(&state, &req, &login_state.state) {
+        tracing::warn!("sign-in callback from a browser that did not start it");
+        return Err(ApiError::invalid_request(
+            "This sign-in was started in another browser; start again at /auth/login",
+        ));
+    }
     let identity = state
         .oidc
         .exchange_code(
@@ -268,8 +316,11 @@ async fn callback(
         .return_to
         .and_then(|raw| safe_return_to(&raw, &state.public_url))
         .unwrap_or_else(|| DEFAULT_LANDING.into());
+    let mut binding_removal = login_cookie(&state, String::new(), CookieDuration::ZERO);
+    binding_removal.make_removal();
     Ok(HttpResponse::SeeOther()
         .cookie(cookie)
+        .cookie(binding_removal)
         .insert_header((header::LOCATION, target))
         .finish())
 }

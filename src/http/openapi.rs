@@ -82,6 +82,7 @@ Calls with an API key carry `X-RateLimit-Limit`, `X-RateLimit-Remaining` and \
         pages::root,
         pages::sign_in,
         pages::static_file,
+        pages::favicon,
         pages::overview,
         pages::accounts,
         pages::account_disconnect_confirm,
@@ -366,6 +367,11 @@ pub mod pages {
             (status = 404, description = "No such file", body = ErrorBody),
         ))]
     pub fn static_file() {}
+
+    /// The favicon (cached for a day).
+    #[utoipa::path(get, path = "/favicon.ico", tag = "pages",
+        responses((status = 200, description = "The icon", content_type = "image/x-icon", body = Vec<u8>)))]
+    pub fn favicon() {}
 
     macro_rules! page {
         ($name:ident, $path:literal, $summary:literal $(, $param:literal)?) => {

@@ -4,6 +4,7 @@
 mod accounts;
 mod api_keys;
 mod commit;
+mod form_tokens;
 mod login_states;
 mod oauth_states;
 mod scheduled;

@@ -6,9 +6,128 @@ use serde_json::{Value, json};
 
 use crate::helpers::{OPERATOR_TOKEN, TestApp, error_body, status_and_json};
 
+/// A client that keeps cookies as a browser does, and shows each redirect instead of following it.
+fn browser_without_redirects() -> Client {
+    Client::builder()
+        .cookie_store(true)
+        .redirect(Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// Starts a sign-in in `browser` and follows it through the identity provider, up to the
+/// callback path the provider sends the browser back to (not requested).
+async fn callback_path(app: &TestApp, browser: &Client, email: &str) -> String {
+    let login = browser
+        .get(app.url(&format!("/auth/login?login_hint={email}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(login.status(), 302);
+    let authorize = login.headers()[header::LOCATION].to_str().unwrap();
+    let idp = browser.get(authorize).send().await.unwrap();
+    assert_eq!(idp.status(), 302);
+    let callback = idp.headers()[header::LOCATION].to_str().unwrap();
+    callback[callback.find("/auth/callback").unwrap()..].to_string()
+}
+
+#[actix_web::test]
+async fn a_sign_in_link_started_in_another_browser_signs_nobody_in() {
+    let app = TestApp::spawn().await;
+    // The attacker starts a sign-in with their own account and stops at the callback.
+    let attacker = browser_without_redirects();
+    let path = callback_path(&app, &attacker, "attacker@example.com").await;
+
+    // The victim opens the link: with no binding cookie at all, and with one of their own sign-in
+    // started meanwhile (the cookie then names another state).
+    let victim = browser_without_redirects();
+    let own_start = victim
+        .get(app.url("/auth/login?login_hint=victim@example.com"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(own_start.status(), 302);
+    let response = victim.get(app.url(&path)).send().await.unwrap();
+    assert_eq!(response.status(), 400);
+    assert!(
+        response.headers().get(header::SET_COOKIE).is_none(),
+        "no session cookie is set"
+    );
+    assert_eq!(
+        response.json::<Value>().await.unwrap(),
+        error_body(
+            "InvalidRequest",
+            "This sign-in was started in another browser; start again at /auth/login"
+        )
+    );
+    let (status, _) = status_and_json(victim.get(app.url("/auth/me")).send().await.unwrap()).await;
+    assert_eq!(status, 401, "the victim is not signed in as anyone");
+
+    // A browser is shown the error as a page.
+    let attacker = browser_without_redirects();
+    let path = callback_path(&app, &attacker, "attacker@example.com").await;
+    let page = Client::new()
+        .get(app.url(&path))
+        .header(header::ACCEPT, "text/html")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 400);
+    assert!(
+        page.headers()[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    assert!(
+        page.text()
+            .await
+            .unwrap()
+            .contains("started in another browser")
+    );
+
+    // A refused link is used up: even the browser that started it cannot complete it now.
+    let (status, body) = status_and_json(attacker.get(app.url(&path)).send().await.unwrap()).await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        body["message"],
+        "Unknown or expired sign-in state; start again at /auth/login"
+    );
+}
+
+#[actix_web::test]
+async fn the_sign_in_binding_cookie_is_short_lived_httponly_lax_and_cleared_after_use() {
+    let app = TestApp::spawn().await;
+    let browser = browser_without_redirects();
+    let login = browser
+        .get(app.url("/auth/login?login_hint=binding@example.com"))
+        .send()
+        .await
+        .unwrap();
+    let cookie = login.headers()[header::SET_COOKIE].to_str().unwrap();
+    assert!(cookie.starts_with("service_login="), "{cookie}");
+    for attribute in ["HttpOnly", "SameSite=Lax", "Path=/auth", "Max-Age=600"] {
+        assert!(cookie.contains(attribute), "{attribute}: {cookie}");
+    }
+    let authorize = login.headers()[header::LOCATION].to_str().unwrap();
+    let idp = browser.get(authorize).send().await.unwrap();
+    let callback = idp.headers()[header::LOCATION].to_str().unwrap();
+    let path = &callback[callback.find("/auth/callback").unwrap()..];
+    let response = browser.get(app.url(path)).send().await.unwrap();
+    assert_eq!(response.status(), 303);
+    let cleared = response
+        .headers()
+        .get_all(header::SET_COOKIE)
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .find(|c| c.starts_with("service_login="))
+        .expect("the binding cookie is cleared");
+    assert!(cleared.contains("Max-Age=0"), "{cleared}");
+}
+
 /// Runs the sign-in redirects by hand and returns the callback response (not followed).
 async fn callback_response(app: &TestApp, email: &str) -> (reqwest::Response, String) {
-    let client = Client::builder().redirect(Policy::none()).build().unwrap();
+    let client = browser_without_redirects();
     let login = client
         .get(app.url(&format!("/auth/login?login_hint={email}")))
         .send()
@@ -342,7 +461,7 @@ async fn sign_in_is_unavailable_when_not_configured() {
 /// Signs in with `return_to` set to `encoded` (already percent-encoded, as it goes in the query)
 /// and returns where the callback sends the browser. The sign-in itself must succeed.
 async fn landing_after_sign_in(app: &TestApp, encoded: &str) -> String {
-    let client = Client::builder().redirect(Policy::none()).build().unwrap();
+    let client = browser_without_redirects();
     let login = client
         .get(app.url(&format!(
             "/auth/login?login_hint=land@example.com&return_to={encoded}"
@@ -419,9 +538,10 @@ async fn after_sign_in_only_a_same_site_path_is_followed() {
 #[actix_web::test]
 async fn no_input_to_the_sign_in_routes_gets_a_5xx() {
     let app = TestApp::spawn().await;
-    // A sign-in state the service really issued, for a callback with a bad code.
-    let login = app
-        .http
+    // A sign-in state the service really issued, for a callback with a bad code from the
+    // browser that started it.
+    let browser = browser_without_redirects();
+    let login = browser
         .get(app.url("/auth/login?login_hint=odd@example.com"))
         .send()
         .await
@@ -468,7 +588,13 @@ async fn no_input_to_the_sign_in_routes_gets_a_5xx() {
         ("/auth/me".into(), 401),
     ]);
     for (path, expected) in paths {
-        let response = app.http.get(app.url(&path)).send().await.unwrap();
+        // The other sign-ins started here would replace the issued state's binding cookie.
+        let client = if path.contains(&issued) {
+            &browser
+        } else {
+            &app.http
+        };
+        let response = client.get(app.url(&path)).send().await.unwrap();
         let status = response.status().as_u16();
         if status >= 400 {
             let (_, body) = status_and_json(response).await;

@@ -656,3 +656,23 @@ async fn a_browser_gets_errors_as_pages_and_scripts_keep_the_json() {
     // Nothing was planted.
     assert_eq!(api_keys(&app, &dashboard).await.len(), 0);
 }
+
+#[actix_web::test]
+async fn the_favicon_is_an_icon_cached_for_a_day() {
+    let app = TestApp::spawn().await;
+    let response = anonymous()
+        .get(app.url("/favicon.ico"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()[header::CONTENT_TYPE], "image/x-icon");
+    assert_eq!(
+        response.headers()[header::CACHE_CONTROL],
+        "public, max-age=86400"
+    );
+    let body = response.bytes().await.unwrap();
+    // An ICO directory of one image, holding a PNG.
+    assert_eq!(&body[..6], &[0, 0, 1, 0, 1, 0]);
+    assert_eq!(&body[22..30], b"\x89PNG\r\n\x1a\n");
+}

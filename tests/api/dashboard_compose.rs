@@ -9,7 +9,9 @@ use reqwest::header;
 use serde_json::Value;
 
 use crate::helpers::{Dashboard, Publisher, TestApp, status_and_json};
-use crate::pages::{BROWSER_ACCEPT, get_page, page, post_form, see_other};
+use crate::pages::{
+    BROWSER_ACCEPT, any_page, form_token, get_page, page, post_form, post_form_as_is, see_other,
+};
 
 /// The part of `body` from the element with `id` to the end of its line (a field's refusal is
 /// rendered on the line of its field).
@@ -505,4 +507,95 @@ async fn an_unconfirmed_publish_is_shown_as_unconfirmed_never_as_success() {
         body.contains(&format!("<code class=\"submission-id\">{id}</code>")),
         "{body}"
     );
+}
+
+#[actix_web::test]
+async fn the_same_compose_form_sent_twice_publishes_once() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let account = publisher.account.id.to_string();
+    let rendered = get_page(&app, &publisher.dashboard, "/dashboard/compose").await;
+    let token = form_token(&rendered);
+    let form = [
+        ("account", account.as_str()),
+        ("text", "Clicked twice"),
+        ("tz", "UTC"),
+        ("form_token", token.as_str()),
+    ];
+    let first =
+        page(post_form(&app, &publisher.dashboard, "/dashboard/compose", &form).await).await;
+    assert!(
+        element(&first, "result-title").contains("Published to Facebook."),
+        "{first}"
+    );
+    // The browser sends the same form again (a resend after reload, a second click).
+    let (status, again) =
+        any_page(post_form(&app, &publisher.dashboard, "/dashboard/compose", &form).await).await;
+    assert_eq!(status, 409);
+    assert!(
+        element(&again, "result-title").contains("This form was already submitted"),
+        "{again}"
+    );
+    assert!(again.contains("href=\"/dashboard/history\""), "{again}");
+    assert_eq!(app.published(&publisher.sim).len(), 1);
+
+    // A double click: both submissions of one rendering race; one publishes.
+    let token = form_token(&get_page(&app, &publisher.dashboard, "/dashboard/compose").await);
+    let form = [
+        ("account", account.as_str()),
+        ("text", "Double click"),
+        ("tz", "UTC"),
+        ("form_token", token.as_str()),
+    ];
+    let (a, b) = tokio::join!(
+        post_form(&app, &publisher.dashboard, "/dashboard/compose", &form),
+        post_form(&app, &publisher.dashboard, "/dashboard/compose", &form),
+    );
+    let mut statuses = [a.status().as_u16(), b.status().as_u16()];
+    statuses.sort_unstable();
+    assert_eq!(statuses, [200, 409]);
+    let texts: Vec<_> = app
+        .published(&publisher.sim)
+        .into_iter()
+        .filter_map(|p| p.text)
+        .collect();
+    assert_eq!(texts, ["Clicked twice", "Double click"]);
+    assert_eq!(
+        app.history(&publisher.dashboard).await["posts"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+#[actix_web::test]
+async fn a_compose_form_without_a_valid_token_publishes_nothing_and_keeps_the_text() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let account = publisher.account.id.to_string();
+    let other = app.publisher("threads", "pro").await;
+    let theirs = form_token(&get_page(&app, &other.dashboard, "/dashboard/compose").await);
+    for token in [None, Some("forged.token"), Some(theirs.as_str())] {
+        let mut form = vec![
+            ("account", account.as_str()),
+            ("text", "Typed before the form expired"),
+            ("tz", "UTC"),
+        ];
+        form.push(("form_token", token.unwrap_or("")));
+        let (status, body) = any_page(
+            post_form_as_is(&app, &publisher.dashboard, "/dashboard/compose", &form).await,
+        )
+        .await;
+        assert_eq!(status, 400, "{token:?}");
+        assert!(
+            element(&body, "form-problem").contains("This form has expired"),
+            "{token:?}: {body}"
+        );
+        assert!(
+            body.contains(">Typed before the form expired</textarea>"),
+            "the text is kept: {body}"
+        );
+    }
+    assert!(app.published(&publisher.sim).is_empty());
 }

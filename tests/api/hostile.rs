@@ -292,6 +292,7 @@ const ROUTES: &[Route] = &[
     route("GET", "/", Auth::Session, &["lang"], Body::None),
     route("GET", "/signin", Auth::None, &["lang"], Body::None),
     route("GET", "/static/app.css", Auth::None, &["v"], Body::None),
+    route("GET", "/favicon.ico", Auth::None, &[], Body::None),
     route("GET", "/dashboard", Auth::Session, &["lang"], Body::None),
     route(
         "GET",

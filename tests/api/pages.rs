@@ -54,8 +54,40 @@ pub async fn get_page(app: &TestApp, dashboard: &Dashboard, path: &str) -> Strin
     body
 }
 
-/// A same-origin form post, as a browser sends it from our pages.
+/// A same-origin form post, as a browser sends it from our pages. The Compose form is posted
+/// as a freshly rendered one is: with that rendering's one-time token (unless `form` brings its
+/// own).
 pub async fn post_form(
+    app: &TestApp,
+    dashboard: &Dashboard,
+    path: &str,
+    form: &[(&str, &str)],
+) -> Response {
+    let token;
+    let mut form = form.to_vec();
+    if path == "/dashboard/compose" && !form.iter().any(|(name, _)| *name == "form_token") {
+        // A user without accounts is shown no form, and so no token.
+        let rendered = get_page(app, dashboard, path).await;
+        if rendered.contains("name=\"form_token\"") {
+            token = form_token(&rendered);
+            form.push(("form_token", &token));
+        }
+    }
+    post_form_as_is(app, dashboard, path, &form).await
+}
+
+/// The one-time token of a rendered Compose form.
+pub fn form_token(page: &str) -> String {
+    let marker = "name=\"form_token\" value=\"";
+    let at = page
+        .find(marker)
+        .expect("the form carries a one-time token")
+        + marker.len();
+    page[at..at + page[at..].find('"').unwrap()].to_string()
+}
+
+/// [`post_form`] with exactly the fields given.
+pub async fn post_form_as_is(
     app: &TestApp,
     dashboard: &Dashboard,
     path: &str,
