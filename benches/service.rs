@@ -16,6 +16,7 @@
 //! # knobs: BENCH_SECONDS (5 per load run), BENCH_CONNECTIONS (32), BENCH_ACCOUNTS (100000), BENCH_ACTORS (10000)
 //! #        BENCH_ONLY (comma list of bare,select1,list,metrics,publish,memory; default all)
 //! #        BENCH_CLIENT (reqwest, the default; raw: a hand-written HTTP/1.1 client, see `load_raw`)
+//! #        BENCH_SQLITE_SYNCHRONOUS (full, the default; normal: SQLite commits without a sync)
 //! ```
 //!
 //! Each service path also prints its database statements per request (reads and writes, from
@@ -436,6 +437,11 @@ async fn main() {
     };
     let mut config = Config::default();
     config.database.url = database.clone();
+    // `normal` measures what a publish costs without its sync to disk on SQLite.
+    if let Ok(mode) = std::env::var("BENCH_SQLITE_SYNCHRONOUS") {
+        config.database.sqlite_synchronous = serde_json::from_value(serde_json::json!(mode))
+            .expect("BENCH_SQLITE_SYNCHRONOUS is full or normal");
+    }
     config.server.bind = "127.0.0.1:0".into();
     config.server.workers = 2;
     config.secrets.session_key = Some(SecretString::from("b".repeat(40)));

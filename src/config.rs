@@ -171,6 +171,11 @@ pub struct DatabaseConfig {
     pub group_commit_max: usize,
     /// SQLite's page cache per pooled connection, in KiB (ignored on PostgreSQL).
     pub sqlite_cache_kib: u32,
+    /// `full` (default): every SQLite commit is synced to disk before it is answered, so a
+    /// power cut loses no recorded publish. `normal`: synced only at checkpoints; a process
+    /// crash loses nothing, a power cut may lose the last commits and publish a post again.
+    /// Ignored on PostgreSQL.
+    pub sqlite_synchronous: crate::store::SqliteSync,
 }
 
 impl Default for DatabaseConfig {
@@ -180,6 +185,7 @@ impl Default for DatabaseConfig {
             max_connections: 10,
             group_commit_max: crate::store::DEFAULT_GROUP_COMMIT_MAX,
             sqlite_cache_kib: crate::store::DEFAULT_SQLITE_CACHE_KIB,
+            sqlite_synchronous: crate::store::SqliteSync::default(),
         }
     }
 }

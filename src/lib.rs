@@ -156,6 +156,7 @@ impl Application {
             config.database.max_connections,
             options.pg_schema.as_deref(),
             config.database.sqlite_cache_kib,
+            config.database.sqlite_synchronous,
         )
         .await?
         .with_access_cache(Arc::new(AccessCache::new(

@@ -148,6 +148,32 @@ impl DbStats {
 /// of what the memory benchmark charged to 10,000 live actors, issue 16).
 pub const DEFAULT_SQLITE_CACHE_KIB: u32 = 256;
 
+/// How SQLite's commits reach the disk (`database.sqlite_synchronous`; WAL mode either way).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SqliteSync {
+    /// Every commit is synced to disk (`fsync` of the WAL) before it is answered. The write
+    /// that records a publish before its irreversible platform call is on stable storage
+    /// before the call, so a power cut cannot make a post look untouched and publish it again.
+    /// Group commit makes that one sync for all the publishes that arrive together.
+    #[default]
+    Full,
+    /// Commits are appended to the WAL and synced only at checkpoints. A process crash loses
+    /// nothing, but a power cut or a kernel crash can roll back the last commits, including a
+    /// publish's pre-call record: that post may then be published a second time.
+    Normal,
+}
+
+impl SqliteSync {
+    /// The `PRAGMA synchronous` value.
+    pub fn pragma(self) -> &'static str {
+        match self {
+            SqliteSync::Full => "FULL",
+            SqliteSync::Normal => "NORMAL",
+        }
+    }
+}
+
 /// How long a pooled connection may sit idle before the pool checks it is still live when it is
 /// next taken (see `connect_with_cache`).
 pub const POOL_PING_AFTER_IDLE: Duration = Duration::from_secs(1);
@@ -161,16 +187,26 @@ impl Store {
         max_connections: u32,
         pg_schema: Option<&str>,
     ) -> Result<Self, DbErr> {
-        Self::connect_with_cache(url, max_connections, pg_schema, DEFAULT_SQLITE_CACHE_KIB).await
+        Self::connect_with_cache(
+            url,
+            max_connections,
+            pg_schema,
+            DEFAULT_SQLITE_CACHE_KIB,
+            SqliteSync::default(),
+        )
+        .await
     }
 
     /// [`Self::connect`] with SQLite's page cache set to `sqlite_cache_kib` KiB per connection
-    /// (`database.sqlite_cache_kib`; ignored on PostgreSQL).
+    /// (`database.sqlite_cache_kib`) and its commits synced as `synchronous` says
+    /// (`database.sqlite_synchronous`); both ignored on PostgreSQL, whose commits are durable
+    /// as the server is configured (`synchronous_commit`, on by default).
     pub async fn connect_with_cache(
         url: &str,
         max_connections: u32,
         pg_schema: Option<&str>,
         sqlite_cache_kib: u32,
+        synchronous: SqliteSync,
     ) -> Result<Self, DbErr> {
         if let Some(path) = sqlite_file_path(url)
             && let Some(parent) = std::path::Path::new(path).parent()
@@ -199,7 +235,10 @@ impl Store {
                     // WAL lets readers proceed during a write; writers queue on the busy timeout
                     // instead of failing with SQLITE_BUSY.
                     opts.journal_mode(SqliteJournalMode::Wal)
-                        .synchronous(SqliteSynchronous::Normal)
+                        .synchronous(match synchronous {
+                            SqliteSync::Full => SqliteSynchronous::Full,
+                            SqliteSync::Normal => SqliteSynchronous::Normal,
+                        })
                         .busy_timeout(Duration::from_secs(15))
                         .foreign_keys(true)
                         // Negative: a size in KiB (SQLite's own default is 2,000 KiB per
@@ -224,6 +263,7 @@ impl Store {
             Some(path) => Some(Arc::new(sqlite_writer::SqliteWriter::open(
                 path,
                 sqlite_cache_kib,
+                synchronous,
                 stats.clone(),
             )?)),
             None => None,
@@ -437,6 +477,40 @@ mod tests {
                 writes: 5
             }
         );
+    }
+
+    /// The pre-call record of a publish must survive a power cut: by default every SQLite
+    /// connection, the pool's and the group commit's own, syncs each commit.
+    #[tokio::test]
+    async fn sqlite_commits_are_synced_to_disk_unless_configured_otherwise() {
+        for (mode, expected) in [
+            (SqliteSync::default(), 2),
+            (SqliteSync::Full, 2),
+            (SqliteSync::Normal, 1),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let url = format!("sqlite://{}/sync.db?mode=rwc", dir.path().display());
+            let store = Store::connect_with_cache(&url, 2, None, 64, mode)
+                .await
+                .unwrap();
+            let pooled = store
+                .db
+                .query_one_raw(Statement::from_string(
+                    DbBackend::Sqlite,
+                    "PRAGMA synchronous",
+                ))
+                .await
+                .unwrap()
+                .unwrap()
+                .try_get_by_index::<i64>(0)
+                .unwrap();
+            assert_eq!(pooled, expected, "{mode:?}: the pool's connections");
+            assert_eq!(
+                store.writer.as_ref().unwrap().synchronous(),
+                expected,
+                "{mode:?}: the group commit's connection"
+            );
+        }
     }
 
     #[test]

@@ -12,10 +12,15 @@
 //! - it never waits for SQLite's write lock: `busy_timeout` is 0, and a batch that finds
 //!   another writer holding the lock is handed back ([`Applied::Busy`]) to be written through
 //!   the pool, which waits for it off this thread;
-//! - it never syncs to disk: in WAL mode with `synchronous = NORMAL` a commit appends to the
-//!   WAL without `fsync`, and this connection does not checkpoint (`wal_autocheckpoint = 0`);
-//!   the pool's connections checkpoint, and the group commit asks one to now and then
-//!   ([`SqliteWriter::checkpoint_due`]).
+//! - it never checkpoints (`wal_autocheckpoint = 0`): the pool's connections do, and the group
+//!   commit asks one to now and then ([`SqliteWriter::checkpoint_due`]), so the copying of the
+//!   WAL back into the database, and its syncs, happen elsewhere.
+//!
+//! What it does wait for, with `synchronous = FULL` (the default, `database.sqlite_synchronous`):
+//! one `fdatasync` of the WAL per batch, at its commit. That is the price of the pre-call
+//! record surviving a power cut, and it is paid once for every publish the batch holds. It
+//! costs tens to hundreds of microseconds on a local SSD (the benchmarks document has this
+//! machine's figures); on a disk whose syncs take milliseconds, the batches grow instead.
 //!
 //! The values bound are exactly those sqlx binds for the same columns (ids as 16-byte blobs,
 //! times as RFC 3339 text, JSON documents as text); the test
@@ -83,7 +88,12 @@ pub(crate) struct SqliteWriter {
 impl SqliteWriter {
     /// Opens the database file (which the pool has created) with the pool's settings, except
     /// the two above: no waiting for the lock, no checkpoints.
-    pub fn open(path: &str, cache_kib: u32, stats: Arc<DbStats>) -> Result<Self, DbErr> {
+    pub fn open(
+        path: &str,
+        cache_kib: u32,
+        synchronous: super::SqliteSync,
+        stats: Arc<DbStats>,
+    ) -> Result<Self, DbErr> {
         let conn = rusqlite::Connection::open_with_flags(
             path,
             rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -94,8 +104,9 @@ impl SqliteWriter {
         conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
             .map_err(db_err)?;
         conn.execute_batch(&format!(
-            "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \
+            "PRAGMA synchronous = {}; PRAGMA foreign_keys = ON; \
              PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = -{}",
+            synchronous.pragma(),
             cache_kib.max(1)
         ))
         .map_err(db_err)?;
@@ -159,6 +170,14 @@ impl SqliteWriter {
 
     /// Whether this batch is one after which the pool should checkpoint the WAL (this
     /// connection never does: see the module's comment).
+    /// This connection's `PRAGMA synchronous` (0 off, 1 normal, 2 full).
+    #[cfg(test)]
+    pub fn synchronous(&self) -> i64 {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        conn.query_row("PRAGMA synchronous", [], |row| row.get(0))
+            .unwrap_or(-1)
+    }
+
     pub fn checkpoint_due(&self) -> bool {
         self.batches
             .load(Ordering::Relaxed)
