@@ -6,6 +6,7 @@ mod api_keys;
 mod commit;
 mod login_states;
 mod oauth_states;
+mod reseal;
 mod scheduled;
 mod sessions;
 mod snapshots;
@@ -30,12 +31,13 @@ use sea_orm::{
 
 use crate::access::{self, AccessCache, Invalidation};
 
-pub use accounts::{NewAccount, NewTokens, ReEncryptError};
+pub use accounts::{NewAccount, NewTokens};
 pub use api_keys::Authenticated;
 pub use commit::{
     AttemptClaim, DEFAULT_GROUP_COMMIT_MAX, GroupCommitStats, PublishWrite, SubmissionRow,
 };
 pub use oauth_states::StateOwner;
+pub use reseal::{ReEncryptError, ResealReport, ResealScope, RowReseal};
 pub use scheduled::{
     AttemptEnd, CancelOutcome, EndedAttempt, IDS_PER_STATEMENT, NewScheduledPost, ScheduledFilter,
     ScheduledListing,
