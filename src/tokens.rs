@@ -46,14 +46,6 @@ impl SealedTokens {
         self.account_id
     }
 
-    pub fn access_token_enc(&self) -> &str {
-        &self.access_token_enc
-    }
-
-    pub fn refresh_token_enc(&self) -> Option<&str> {
-        self.refresh_token_enc.as_deref()
-    }
-
     /// The stored values, for the row of [`Self::account_id`].
     pub fn into_columns(self) -> (String, Option<String>) {
         (self.access_token_enc, self.refresh_token_enc)
