@@ -381,3 +381,61 @@ async fn tokens_refreshed_while_a_rotation_runs_are_all_kept() {
         );
     }
 }
+
+#[actix_web::test]
+async fn the_rotation_command_leaves_and_names_a_row_whose_token_was_moved_into_it() {
+    let app = TestApp::spawn().await;
+    // The command works on the SQLite file (a PostgreSQL test schema is not reachable by URL).
+    let Some(db_url) = app.sqlite_url.clone() else {
+        return;
+    };
+    let dashboard = app.sign_in("cli@example.com").await;
+    let source = app
+        .add_account(dashboard.user_id, "threads", "source")
+        .await;
+    let victim = app
+        .add_account(dashboard.user_id, "threads", "victim")
+        .await;
+    overwrite_tokens(&app, victim.id, &source.access_token_enc, None).await;
+    let moved = row(&app, victim.id).await;
+    let old_key = app
+        .config
+        .secrets
+        .token_encryption_key
+        .as_ref()
+        .unwrap()
+        .expose_secret()
+        .to_string();
+    let new_key = TokenCipher::generate_key();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_service"))
+        .arg("rotate-token-key")
+        .env_remove("DATABASE_URL")
+        .env("SERVICE__DATABASE__URL", &db_url)
+        .env("SERVICE__SECRETS__TOKEN_ENCRYPTION_KEY", &new_key)
+        .env("SERVICE__SECRETS__PREVIOUS_TOKEN_ENCRYPTION_KEYS", &old_key)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("re-encrypted the tokens of 1 accounts"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("can now be emptied"),
+        "the old key may still be needed: {stdout}"
+    );
+    assert!(stderr.contains(&victim.id.to_string()), "{stderr}");
+    assert!(!stderr.contains(&source.access_token_enc), "{stderr}");
+    let new = TokenCipher::from_config_value(&new_key).unwrap();
+    assert_eq!(
+        tokens::open_access(&new, &row(&app, source.id).await).unwrap(),
+        "plaintext-token-source"
+    );
+    assert_eq!(
+        row(&app, victim.id).await.access_token_enc,
+        moved.access_token_enc,
+        "the unreadable row is left as it is"
+    );
+}
