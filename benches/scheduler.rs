@@ -202,7 +202,13 @@ async fn run_point(posts: usize, accounts_n: usize, timeout: Duration, verbose: 
             username: Set(None),
             account_type: Set(None),
             profile_picture_url: Set(None),
-            access_token_enc: Set(state.cipher.encrypt(&sim_account.access_token).unwrap()),
+            access_token_enc: Set(state
+                .cipher
+                .encrypt(
+                    &social_service::crypto::Binding::account_access_token(id),
+                    &sim_account.access_token,
+                )
+                .unwrap()),
             refresh_token_enc: Set(None),
             token_expires_at: Set(None),
             data_access_expires_at: Set(None),

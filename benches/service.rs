@@ -713,7 +713,6 @@ async fn main() {
 
     // 100,000 connected accounts (bulk insert), then 10,000 live actors.
     let started = Instant::now();
-    let token = state.cipher.encrypt("bench-token").unwrap();
     let mut ids = Vec::with_capacity(accounts_n);
     for chunk in (0..accounts_n).collect::<Vec<_>>().chunks(1_000) {
         let rows: Vec<entity::account::ActiveModel> = chunk
@@ -730,7 +729,13 @@ async fn main() {
                     username: Set(None),
                     account_type: Set(None),
                     profile_picture_url: Set(None),
-                    access_token_enc: Set(token.clone()),
+                    access_token_enc: Set(state
+                        .cipher
+                        .encrypt(
+                            &social_service::crypto::Binding::account_access_token(id),
+                            "bench-token",
+                        )
+                        .unwrap()),
                     refresh_token_enc: Set(None),
                     token_expires_at: Set(None),
                     data_access_expires_at: Set(None),

@@ -3,7 +3,7 @@
 
 use aes_gcm::{
     Aes256Gcm, Nonce,
-    aead::{Aead, KeyInit},
+    aead::{Aead, KeyInit, Payload},
 };
 use base64::{
     Engine,
@@ -169,11 +169,79 @@ pub fn hmac_sha256_b64(key: &[u8], message: &[u8]) -> String {
 pub enum CipherError {
     #[error("key must be 32 bytes given as base64 (44 characters) or hex (64 characters)")]
     BadKey,
-    #[error("ciphertext is malformed or was not made with this key")]
+    #[error("ciphertext is malformed, was not made with this key, or belongs to another row")]
     BadCiphertext,
+    /// A `v1:` value: not bound to a row, so only the upgrade that re-seals it may read it.
+    #[error("ciphertext is in the unbound v1 form, which only the upgrade to the bound form reads")]
+    Unbound,
 }
 
-/// Encrypts platform tokens at rest with AES-256-GCM. Stored form: `v1:` + base64(nonce ‖ ciphertext).
+/// A column that holds secrets sealed by [`TokenCipher`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SealedColumn {
+    AccountAccessToken,
+    AccountRefreshToken,
+    OAuthCodeVerifier,
+}
+
+impl SealedColumn {
+    /// `table.column`, as it appears in the associated data.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::AccountAccessToken => "accounts.access_token_enc",
+            Self::AccountRefreshToken => "accounts.refresh_token_enc",
+            Self::OAuthCodeVerifier => "oauth_states.code_verifier_enc",
+        }
+    }
+}
+
+/// Where a sealed secret lives: its table, column and row. It is the AES-GCM associated data,
+/// so a ciphertext copied into another row, or another column of its row, does not open there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    column: SealedColumn,
+    row: String,
+}
+
+impl Binding {
+    /// An account's access token.
+    pub fn account_access_token(account_id: uuid::Uuid) -> Self {
+        Self {
+            column: SealedColumn::AccountAccessToken,
+            row: account_id.to_string(),
+        }
+    }
+
+    /// An account's refresh token.
+    pub fn account_refresh_token(account_id: uuid::Uuid) -> Self {
+        Self {
+            column: SealedColumn::AccountRefreshToken,
+            row: account_id.to_string(),
+        }
+    }
+
+    /// The PKCE verifier of a connection in progress, keyed by its state's hash.
+    pub fn oauth_code_verifier(state_hash: &str) -> Self {
+        Self {
+            column: SealedColumn::OAuthCodeVerifier,
+            row: state_hash.to_string(),
+        }
+    }
+
+    /// `table.column:row`.
+    fn associated_data(&self) -> String {
+        format!("{}:{}", self.column.name(), self.row)
+    }
+}
+
+/// The stored form of a bound ciphertext.
+const BOUND_PREFIX: &str = "v2:";
+/// The stored form of a ciphertext made before bindings existed.
+const UNBOUND_PREFIX: &str = "v1:";
+
+/// Encrypts platform tokens at rest with AES-256-GCM, each bound to the row and column it is
+/// stored in. Stored form: `v2:` + base64(nonce ‖ ciphertext), associated data
+/// `table.column:row` (see [`Binding`]).
 #[derive(Clone)]
 pub struct TokenCipher {
     cipher: Aes256Gcm,
@@ -220,21 +288,51 @@ impl TokenCipher {
         STANDARD.encode(bytes)
     }
 
-    pub fn encrypt(&self, plaintext: &str) -> Result<String, CipherError> {
+    /// Seals `plaintext` with the current key for the place `binding` names.
+    pub fn encrypt(&self, binding: &Binding, plaintext: &str) -> Result<String, CipherError> {
         let mut nonce = [0u8; 12];
         rand::rng().fill_bytes(&mut nonce);
+        let aad = binding.associated_data();
         let ciphertext = self
             .cipher
-            .encrypt(Nonce::from_slice(&nonce), plaintext.as_bytes())
+            .encrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: plaintext.as_bytes(),
+                    aad: aad.as_bytes(),
+                },
+            )
             .map_err(|_| CipherError::BadCiphertext)?;
         let mut out = nonce.to_vec();
         out.extend_from_slice(&ciphertext);
-        Ok(format!("v1:{}", STANDARD.encode(out)))
+        Ok(format!("{BOUND_PREFIX}{}", STANDARD.encode(out)))
     }
 
-    pub fn decrypt(&self, stored: &str) -> Result<String, CipherError> {
+    /// Opens a value sealed for the place `binding` names, with the current or a previous key.
+    /// Refuses the unbound `v1:` form: accepting it here would let an old ciphertext, copied
+    /// from any row, bypass the binding.
+    pub fn decrypt(&self, binding: &Binding, stored: &str) -> Result<String, CipherError> {
+        if stored.starts_with(UNBOUND_PREFIX) {
+            return Err(CipherError::Unbound);
+        }
+        let aad = binding.associated_data();
+        self.open(BOUND_PREFIX, stored, aad.as_bytes())
+    }
+
+    /// Opens a value in the unbound `v1:` form. Only the upgrade that re-seals old rows with
+    /// their binding calls this; nothing that uses a token does.
+    pub fn decrypt_unbound(&self, stored: &str) -> Result<String, CipherError> {
+        self.open(UNBOUND_PREFIX, stored, b"")
+    }
+
+    /// Whether `stored` is in the unbound `v1:` form (to be re-sealed).
+    pub fn is_unbound(stored: &str) -> bool {
+        stored.starts_with(UNBOUND_PREFIX)
+    }
+
+    fn open(&self, prefix: &str, stored: &str, aad: &[u8]) -> Result<String, CipherError> {
         let encoded = stored
-            .strip_prefix("v1:")
+            .strip_prefix(prefix)
             .ok_or(CipherError::BadCiphertext)?;
         let bytes = STANDARD
             .decode(encoded)
@@ -245,7 +343,16 @@ impl TokenCipher {
         let (nonce, ciphertext) = bytes.split_at(12);
         let plaintext = std::iter::once(&self.cipher)
             .chain(&self.previous)
-            .find_map(|key| key.decrypt(Nonce::from_slice(nonce), ciphertext).ok())
+            .find_map(|key| {
+                key.decrypt(
+                    Nonce::from_slice(nonce),
+                    Payload {
+                        msg: ciphertext,
+                        aad,
+                    },
+                )
+                .ok()
+            })
             .ok_or(CipherError::BadCiphertext)?;
         String::from_utf8(plaintext).map_err(|_| CipherError::BadCiphertext)
     }
@@ -330,36 +437,95 @@ mod tests {
         assert_eq!(parent.derive("another-purpose").verify(&signed), None);
     }
 
+    fn account(n: u128) -> uuid::Uuid {
+        uuid::Uuid::from_u128(n)
+    }
+
     #[test]
     fn a_rotated_key_still_decrypts_until_tokens_are_re_encrypted() {
+        let here = Binding::account_access_token(account(1));
         let old_key = TokenCipher::generate_key();
         let old = TokenCipher::from_config_value(&old_key).unwrap();
-        let stored = old.encrypt("page-token").unwrap();
+        let stored = old.encrypt(&here, "page-token").unwrap();
         let new_key = TokenCipher::generate_key();
         let without = TokenCipher::from_config_value(&new_key).unwrap();
-        assert!(without.decrypt(&stored).is_err());
+        assert!(without.decrypt(&here, &stored).is_err());
         let rotating = TokenCipher::from_config_value(&new_key)
             .unwrap()
             .with_previous(&format!(" {old_key} ,"))
             .unwrap();
-        assert_eq!(rotating.decrypt(&stored).unwrap(), "page-token");
-        let re_encrypted = rotating.encrypt("page-token").unwrap();
-        assert_eq!(without.decrypt(&re_encrypted).unwrap(), "page-token");
-        assert!(old.decrypt(&re_encrypted).is_err());
+        assert_eq!(rotating.decrypt(&here, &stored).unwrap(), "page-token");
+        let re_encrypted = rotating.encrypt(&here, "page-token").unwrap();
+        assert_eq!(without.decrypt(&here, &re_encrypted).unwrap(), "page-token");
+        assert!(old.decrypt(&here, &re_encrypted).is_err());
     }
 
     #[test]
     fn token_cipher_round_trips_and_rejects_other_keys() {
+        let here = Binding::account_access_token(account(1));
         let key = TokenCipher::generate_key();
         let cipher = TokenCipher::from_config_value(&key).unwrap();
-        let stored = cipher.encrypt("EAAB-secret").unwrap();
+        let stored = cipher.encrypt(&here, "EAAB-secret").unwrap();
+        assert!(stored.starts_with("v2:"));
         assert!(!stored.contains("EAAB"));
-        assert_eq!(cipher.decrypt(&stored).unwrap(), "EAAB-secret");
+        assert_eq!(cipher.decrypt(&here, &stored).unwrap(), "EAAB-secret");
         let other = TokenCipher::from_config_value(&TokenCipher::generate_key()).unwrap();
-        assert!(other.decrypt(&stored).is_err());
+        assert!(other.decrypt(&here, &stored).is_err());
         assert!(TokenCipher::from_config_value("short").is_err());
         let hex = "00".repeat(32);
         assert!(TokenCipher::from_config_value(&hex).is_ok());
+    }
+
+    #[test]
+    fn a_sealed_value_opens_only_where_it_was_sealed() {
+        let cipher = TokenCipher::from_config_value(&TokenCipher::generate_key()).unwrap();
+        let sealed_for = Binding::account_access_token(account(1));
+        let stored = cipher.encrypt(&sealed_for, "secret").unwrap();
+        let elsewhere = [
+            ("another account", Binding::account_access_token(account(2))),
+            ("another column", Binding::account_refresh_token(account(1))),
+            (
+                "another table",
+                Binding::oauth_code_verifier(&account(1).to_string()),
+            ),
+        ];
+        for (case, binding) in elsewhere {
+            assert!(
+                matches!(
+                    cipher.decrypt(&binding, &stored),
+                    Err(CipherError::BadCiphertext)
+                ),
+                "{case}"
+            );
+        }
+        assert_eq!(cipher.decrypt(&sealed_for, &stored).unwrap(), "secret");
+    }
+
+    #[test]
+    fn the_unbound_form_is_read_only_by_the_upgrade() {
+        let key = TokenCipher::generate_key();
+        let cipher = TokenCipher::from_config_value(&key).unwrap();
+        // The v1 form as it was written: no associated data.
+        let mut nonce = [0u8; 12];
+        rand::rng().fill_bytes(&mut nonce);
+        let raw = Aes256Gcm::new_from_slice(&STANDARD.decode(&key).unwrap()).unwrap();
+        let mut bytes = nonce.to_vec();
+        bytes.extend(
+            raw.encrypt(Nonce::from_slice(&nonce), &b"old-token"[..])
+                .unwrap(),
+        );
+        let stored = format!("v1:{}", STANDARD.encode(bytes));
+        assert!(TokenCipher::is_unbound(&stored));
+        assert!(matches!(
+            cipher.decrypt(&Binding::account_access_token(account(1)), &stored),
+            Err(CipherError::Unbound)
+        ));
+        assert_eq!(cipher.decrypt_unbound(&stored).unwrap(), "old-token");
+        let bound = cipher
+            .encrypt(&Binding::account_access_token(account(1)), "new")
+            .unwrap();
+        assert!(!TokenCipher::is_unbound(&bound));
+        assert!(cipher.decrypt_unbound(&bound).is_err());
     }
 
     #[test]

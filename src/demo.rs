@@ -176,7 +176,7 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
     }
     // The simulator keeps nothing between runs: introduce the stored accounts to it.
     for account in &accounts {
-        let token = state.cipher.decrypt(&account.access_token_enc)?;
+        let token = crate::tokens::open_access(&state.cipher, account)?;
         simulator.state().register_account(SimAccount {
             platform: account.platform.as_str().to_string(),
             external_id: account.external_id.clone(),

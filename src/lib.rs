@@ -56,6 +56,7 @@ pub mod shutdown;
 /// What the handlers share ([`AppState`]).
 pub mod state;
 pub mod store;
+pub mod tokens;
 pub mod usage;
 pub mod views;
 
@@ -118,6 +119,30 @@ pub enum StartupError {
     Database(#[from] sea_orm::DbErr),
     #[error("cannot listen on {0}: {1}")]
     Bind(String, std::io::Error),
+    #[error("upgrading stored tokens: {0}")]
+    Tokens(#[from] store::ReEncryptError),
+}
+
+/// Seals tokens still stored in the unbound `v1:` form to their rows, before anything reads
+/// them: normal reads accept only the bound form. Runs at every start; once every row is bound
+/// it is one query that finds nothing.
+async fn upgrade_unbound_tokens(store: &Store, cipher: &TokenCipher) -> Result<(), StartupError> {
+    let report = store
+        .reseal_tokens(cipher, store::ResealScope::UnboundOnly)
+        .await?;
+    if report.resealed > 0 {
+        tracing::info!(
+            accounts = report.resealed,
+            "sealed stored tokens to their rows"
+        );
+    }
+    if !report.unreadable.is_empty() {
+        tracing::warn!(
+            accounts = report.unreadable.len(),
+            "stored tokens in the unbound form open with no configured key; those accounts show as invalid until reconnected"
+        );
+    }
+    Ok(())
 }
 
 /// A built service, bound to its port but not yet serving.
@@ -186,6 +211,7 @@ impl Application {
         let cipher = TokenCipher::from_config_value(&secret(&config.secrets.token_encryption_key))
             .and_then(|c| c.with_previous(&secret(&config.secrets.previous_token_encryption_keys)))
             .map_err(|e| ConfigError::Invalid("secrets.token_encryption_key", e.to_string()))?;
+        upgrade_unbound_tokens(&store, &cipher).await?;
         let http_client = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .build()

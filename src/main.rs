@@ -155,12 +155,26 @@ async fn run(cli: Cli, config: Config) -> Result<(), Box<dyn std::error::Error>>
             .map_err(|e| format!("secrets.token_encryption_key: {e}"))?;
             let store = Store::connect(&config.database.url, 2, None).await?;
             store.migrate().await?;
-            let count = store.re_encrypt_tokens(&cipher).await?;
+            let report = store
+                .reseal_tokens(&cipher, social_service::store::ResealScope::Every)
+                .await?;
             println!(
-                "re-encrypted the tokens of {count} accounts with the current key; \
-                 secrets.previous_token_encryption_keys can now be emptied"
+                "re-encrypted the tokens of {} accounts with the current key",
+                report.resealed
             );
-            Ok(())
+            if report.unreadable.is_empty() {
+                println!("secrets.previous_token_encryption_keys can now be emptied");
+                return Ok(());
+            }
+            for id in &report.unreadable {
+                eprintln!("account {id}: its tokens open with no configured key for its row");
+            }
+            Err(format!(
+                "{} accounts were left as they are: keep the previous keys if they should open \
+                 with one of them; otherwise they stay invalid until reconnected",
+                report.unreadable.len()
+            )
+            .into())
         }
         Command::Migrate => {
             let store = Store::connect(&config.database.url, 2, None).await?;

@@ -10,6 +10,7 @@ use crate::{
     error::{ApiError, ErrorCode},
     publish::plan::Platform,
     store::{NewAccount, Store},
+    tokens::PlainTokens,
     usage::Plan,
 };
 
@@ -268,7 +269,6 @@ pub async fn record_account(
     if store.find_user(account.user_id).await?.is_none() {
         return Err(ApiError::not_found("User not found"));
     }
-    let encrypt = |token: &str| cipher.encrypt(token).map_err(ApiError::internal);
     let new = NewAccount {
         user_id: account.user_id,
         platform: account.platform,
@@ -277,15 +277,14 @@ pub async fn record_account(
         username: account.username,
         account_type: account.account_type,
         profile_picture_url: account.profile_picture_url,
-        access_token_enc: encrypt(&account.access_token)?,
-        refresh_token_enc: account.refresh_token.as_deref().map(encrypt).transpose()?,
+        tokens: PlainTokens::new(&account.access_token, account.refresh_token.as_deref()),
         token_expires_at: account.token_expires_at,
         data_access_expires_at: account.data_access_expires_at,
         // An operator adds Facebook-Login tokens; Instagram Login accounts connect by OAuth.
         login_route: Default::default(),
         token_issued_at: None,
     };
-    Ok(store.insert_account(new, now).await?)
+    Ok(store.insert_account(new, cipher, now).await?)
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ use super::{
     supervisor::Roster,
 };
 use crate::{
+    crypto::CipherError,
     error::{ApiError, ErrorCode},
     insights::{self, AccountSummary, DailyMetrics, InsightsContext, InsightsQuery},
     oauth,
@@ -33,6 +34,7 @@ use crate::{
         reconcile::{CheckOutcome, CheckReport, CheckSpec, run_check},
         run::{JobResult, JobSpec, PublishDeps, PublishReceipt, run_job},
     },
+    tokens,
 };
 
 /// How often the supervisor asks its actors whether they have been idle long enough to stop.
@@ -1123,14 +1125,13 @@ async fn refresh_under_lease(
         Ok(None) => return RefreshOutcome::Dead("the account is gone".into()),
         Err(e) => return RefreshOutcome::Failed(format!("database: {e}")),
     };
-    let decrypt = |stored: &str| {
-        deps.cipher
-            .decrypt(stored)
-            .map_err(|e| RefreshOutcome::Failed(format!("cannot decrypt a stored token: {e}")))
-    };
-    let access = match decrypt(&row.access_token_enc) {
+    // A token that does not open for this row is not sent to the platform. Failed, not Dead:
+    // should a key be missing from the configuration, restoring it revives the account.
+    let unreadable =
+        |e: CipherError| RefreshOutcome::Failed(format!("cannot decrypt a stored token: {e}"));
+    let access = match tokens::open_access(&deps.cipher, &row) {
         Ok(token) => token,
-        Err(outcome) => return outcome,
+        Err(e) => return unreadable(e),
     };
     // Another instance refreshed since this actor loaded its token: adopt it.
     let still_due = oauth::refresh_due(
@@ -1151,9 +1152,9 @@ async fn refresh_under_lease(
             issued_at: row.token_issued_at,
         };
     }
-    let refresh_token = match row.refresh_token_enc.as_deref().map(decrypt).transpose() {
+    let refresh_token = match tokens::open_refresh(&deps.cipher, &row) {
         Ok(token) => token,
-        Err(outcome) => return outcome,
+        Err(e) => return unreadable(e),
     };
     let http = deps.http();
     let ctx = oauth::OAuthContext {
@@ -1169,24 +1170,17 @@ async fn refresh_under_lease(
         Err(error) if error.invalidates_token() => return RefreshOutcome::Dead(error.to_string()),
         Err(error) => return RefreshOutcome::Failed(error.to_string()),
     };
-    let encrypt = |token: &str| deps.cipher.encrypt(token);
-    let (Ok(access_enc), Ok(refresh_enc)) = (
-        encrypt(&refreshed.access_token),
-        refreshed.refresh_token.as_deref().map(encrypt).transpose(),
-    ) else {
+    let plain =
+        tokens::PlainTokens::new(&refreshed.access_token, refreshed.refresh_token.as_deref());
+    let Ok(sealed) = tokens::seal(&deps.cipher, account_id, &plain) else {
         return RefreshOutcome::Failed("cannot encrypt the new tokens".into());
     };
     let tokens = crate::store::NewTokens {
-        access_token_enc: access_enc,
-        refresh_token_enc: refresh_enc,
+        sealed,
         token_expires_at: refreshed.expires_at,
     };
     // A rotated refresh token is only ours once stored; failing here loses it, so say so loudly.
-    if let Err(e) = deps
-        .store
-        .store_refreshed_tokens(account_id, tokens, now)
-        .await
-    {
+    if let Err(e) = deps.store.store_refreshed_tokens(tokens, now).await {
         tracing::error!(error = %e, %account_id, "refreshed tokens could not be stored; the account may need reconnecting");
         return RefreshOutcome::Failed(format!("database: {e}"));
     }

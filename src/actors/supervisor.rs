@@ -68,6 +68,7 @@ use crate::{
         reconcile::{CheckReport, CheckSpec},
         run::{JobSpec, PublishDeps},
     },
+    tokens,
 };
 
 /// How long a message may wait for room in an actor's mailbox.
@@ -244,6 +245,13 @@ impl Supervisor {
         Ok((row.user_id == user_id).then_some(row))
     }
 
+    /// Shows this copy of `account` as invalid when its stored tokens do not open for its row
+    /// (see [`tokens::flag_unreadable`]). Checked on the row, not left to the actor: a live
+    /// actor holds the token it opened when it started.
+    pub fn flag_unreadable(&self, account: &mut entity::account::Model) {
+        tokens::flag_unreadable(&self.roster.deps.cipher, account);
+    }
+
     /// Asks the account's actor (started if needed) to refresh its token; does not wait.
     pub async fn refresh_token(&self, account: &entity::account::Model) -> Result<(), ApiError> {
         self.ask(account, || RefreshToken).await
@@ -271,12 +279,16 @@ impl Supervisor {
             return Ok(entry.live());
         }
         let platform = account.platform;
-        let access_token = self
-            .roster
-            .deps
-            .cipher
-            .decrypt(&account.access_token_enc)
-            .map_err(|e| ApiError::internal(format!("cannot decrypt the account token: {e}")))?;
+        // A token that does not open for this row (moved from another row, or sealed by a key
+        // no longer configured) is refused like a revoked one, and never reaches the platform.
+        let access_token =
+            tokens::open_access(&self.roster.deps.cipher, account).map_err(|e| {
+                tracing::warn!(account = %account.id, error = %e, "the account's stored token does not open");
+                ApiError::new(
+                    ErrorCode::InvalidToken,
+                    "The platform access token of this account is no longer valid; reconnect the account",
+                )
+            })?;
         let limiter = self.limiter(account.id, platform);
         let credentials = AccountCredentials {
             external_id: account.external_id.clone(),
@@ -567,13 +579,13 @@ mod tests {
                     username: None,
                     account_type: None,
                     profile_picture_url: None,
-                    access_token_enc: cipher.encrypt("token").unwrap(),
-                    refresh_token_enc: None,
+                    tokens: crate::tokens::PlainTokens::new("token", None),
                     token_expires_at: None,
                     data_access_expires_at: None,
                     login_route: Default::default(),
                     token_issued_at: None,
                 },
+                cipher,
                 Utc::now(),
             )
             .await

@@ -253,8 +253,11 @@ async fn page(
         .store
         .list_connected_accounts(session.user.id)
         .await?
-        .iter()
-        .map(|account| AccountRow::new(t, account, now))
+        .into_iter()
+        .map(|mut account| {
+            crate::tokens::flag_unreadable(&state.cipher, &mut account);
+            AccountRow::new(t, &account, now)
+        })
         .collect();
     let page = AccountsPage {
         connect: connect_links(t),

@@ -78,8 +78,11 @@ pub async fn page(
         .store
         .list_connected_accounts(user.id)
         .await?
-        .iter()
-        .map(|account| AccountRow::new(t, account, now))
+        .into_iter()
+        .map(|mut account| {
+            crate::tokens::flag_unreadable(&state.cipher, &mut account);
+            AccountRow::new(t, &account, now)
+        })
         .collect();
     let scheduled = state
         .store

@@ -14,7 +14,7 @@ use super::{
     },
     parse_uuid,
 };
-use crate::{AppState, error::ApiError};
+use crate::{AppState, error::ApiError, tokens};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -40,7 +40,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 async fn accounts_of(state: &AppState, user_id: uuid::Uuid) -> Result<Vec<Account>, ApiError> {
-    let accounts = state.store.list_connected_accounts(user_id).await?;
+    let mut accounts = state.store.list_connected_accounts(user_id).await?;
+    for account in &mut accounts {
+        tokens::flag_unreadable(&state.cipher, account);
+    }
     Ok(accounts.iter().map(Account::from).collect())
 }
 
@@ -122,12 +125,13 @@ pub async fn token_info(
     body: web::Json<TokenInfoRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let account_id = uuid::Uuid::try_from(body.into_inner())?;
-    let account = state
+    let mut account = state
         .store
         .find_owned_account(session.user.id, account_id)
         .await?
         .filter(|account| !account.disabled)
         .ok_or_else(ApiError::account_not_found)?;
+    tokens::flag_unreadable(&state.cipher, &mut account);
     Ok(HttpResponse::Ok().json(TokenInfoResponse {
         success: true,
         data: TokenInfo::new(&account, state.clock.now()),

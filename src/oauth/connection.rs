@@ -1,6 +1,6 @@
 //! [`ConnectionService`]: the use cases around an account's tokens. Connecting an account
 //! (start: a single-use state and the platform's authorize URL; callback: the state checked,
-//! the code exchanged, the accounts stored with their tokens encrypted), and the token keeper's
+//! the code exchanged, the accounts stored with their tokens sealed to their rows), and the token keeper's
 //! sweep (refreshes asked of the account actors, expired instagram tokens marked invalid).
 //!
 //! Whenever a stored token changes, the account's actor is told ([`ConnectionService::token_changed`]),
@@ -17,10 +17,11 @@ use crate::{
     actors::supervisor::Supervisor,
     clock::SharedClock,
     config::{OAuthConfig, PlatformsConfig},
-    crypto::{self, Pkce, TokenCipher},
+    crypto::{self, Binding, Pkce, TokenCipher},
     error::{ApiError, ErrorCode},
     publish::plan::Platform,
     store::{NewAccount, StateOwner, Store},
+    tokens::PlainTokens,
 };
 
 /// What the platform sent back to the callback.
@@ -101,13 +102,14 @@ impl ConnectionService {
             &self.redirect_uri(platform),
             login_hint,
         )?;
+        let state_hash = crypto::sha256_hex(&state_value);
         let verifier = self
             .cipher
-            .encrypt(&pkce.verifier)
+            .encrypt(&Binding::oauth_code_verifier(&state_hash), &pkce.verifier)
             .map_err(|e| ApiError::internal(format!("cannot encrypt the PKCE verifier: {e}")))?;
         self.store
             .insert_oauth_state(
-                &crypto::sha256_hex(&state_value),
+                &state_hash,
                 owner,
                 state_kind(platform, route),
                 verifier,
@@ -172,10 +174,22 @@ impl ConnectionService {
         let code = callback
             .code
             .ok_or_else(|| ApiError::missing_parameter("code"))?;
+        // A verifier that does not open for its state (sealed by a key no longer configured, or
+        // before verifiers were bound to their state) only means this connection must start
+        // again.
         let verifier = self
             .cipher
-            .decrypt(&pending.code_verifier_enc)
-            .map_err(|e| ApiError::internal(format!("cannot decrypt the PKCE verifier: {e}")))?;
+            .decrypt(
+                &Binding::oauth_code_verifier(&pending.state_hash),
+                &pending.code_verifier_enc,
+            )
+            .map_err(|e| {
+                tracing::warn!(error = %e, "a connection's PKCE verifier does not open");
+                ApiError::new(
+                    ErrorCode::InvalidOAuthState,
+                    "This connection link can no longer be completed; start the connection again",
+                )
+            })?;
         let ctx = OAuthContext {
             http: &self.http,
             platforms: &self.platforms,
@@ -193,11 +207,6 @@ impl ConnectionService {
         .await?;
         let mut connected = Vec::with_capacity(identities.len());
         for identity in identities {
-            let encrypt = |token: &str| {
-                self.cipher
-                    .encrypt(token)
-                    .map_err(|e| ApiError::internal(format!("cannot encrypt a token: {e}")))
-            };
             let new = NewAccount {
                 user_id,
                 platform: identity.platform,
@@ -206,14 +215,16 @@ impl ConnectionService {
                 username: identity.username,
                 account_type: identity.account_type,
                 profile_picture_url: identity.profile_picture_url,
-                access_token_enc: encrypt(&identity.access_token)?,
-                refresh_token_enc: identity.refresh_token.as_deref().map(encrypt).transpose()?,
+                tokens: PlainTokens::new(&identity.access_token, identity.refresh_token.as_deref()),
                 token_expires_at: identity.token_expires_at,
                 data_access_expires_at: identity.data_access_expires_at,
                 login_route: route,
                 token_issued_at: Some(now),
             };
-            let (account, created) = self.store.upsert_connected_account(new, now).await?;
+            let (account, created) = self
+                .store
+                .upsert_connected_account(new, &self.cipher, now)
+                .await?;
             if !created {
                 self.token_changed(account.id);
             }

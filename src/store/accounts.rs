@@ -10,10 +10,14 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::Store;
-use crate::access::Invalidation;
+use crate::{
+    access::Invalidation,
+    crypto::TokenCipher,
+    tokens::{self, PlainTokens, SealedTokens},
+};
 
-/// What is needed to record a connected account. Tokens arrive already encrypted.
-#[derive(Debug, Clone)]
+/// What is needed to record a connected account. Its tokens are sealed here, once the row they
+/// go to is known.
 pub struct NewAccount {
     pub user_id: Uuid,
     pub platform: Platform,
@@ -22,8 +26,7 @@ pub struct NewAccount {
     pub username: Option<String>,
     pub account_type: Option<String>,
     pub profile_picture_url: Option<String>,
-    pub access_token_enc: String,
-    pub refresh_token_enc: Option<String>,
+    pub tokens: PlainTokens,
     pub token_expires_at: Option<DateTime<Utc>>,
     pub data_access_expires_at: Option<DateTime<Utc>>,
     /// How the account was connected (instagram: Facebook or Instagram Login).
@@ -32,14 +35,34 @@ pub struct NewAccount {
     pub token_issued_at: Option<DateTime<Utc>>,
 }
 
+/// Seals `tokens` for the row of `account_id`. AES-GCM fails only on inputs far larger than any
+/// token; should it fail, the write fails like a database error, naming no secret.
+fn seal_for_row(
+    cipher: &TokenCipher,
+    account_id: Uuid,
+    tokens: &PlainTokens,
+) -> Result<(String, Option<String>), DbErr> {
+    tokens::seal(cipher, account_id, tokens)
+        .map(SealedTokens::into_columns)
+        .map_err(|e| {
+            DbErr::Custom(format!(
+                "cannot seal the tokens of account {account_id}: {e}"
+            ))
+        })
+}
+
 impl Store {
+    /// Records a new account, its tokens sealed for its row.
     pub async fn insert_account(
         &self,
         new: NewAccount,
+        cipher: &TokenCipher,
         now: DateTime<Utc>,
     ) -> Result<account::Model, DbErr> {
+        let id = Uuid::new_v4();
+        let (access_token_enc, refresh_token_enc) = seal_for_row(cipher, id, &new.tokens)?;
         account::ActiveModel {
-            id: Set(Uuid::new_v4()),
+            id: Set(id),
             user_id: Set(new.user_id),
             platform: Set(new.platform),
             external_id: Set(new.external_id),
@@ -47,8 +70,8 @@ impl Store {
             username: Set(new.username),
             account_type: Set(new.account_type),
             profile_picture_url: Set(new.profile_picture_url),
-            access_token_enc: Set(new.access_token_enc),
-            refresh_token_enc: Set(new.refresh_token_enc),
+            access_token_enc: Set(access_token_enc),
+            refresh_token_enc: Set(refresh_token_enc),
             token_expires_at: Set(new.token_expires_at),
             data_access_expires_at: Set(new.data_access_expires_at),
             is_valid: Set(true),
@@ -139,12 +162,11 @@ impl Store {
     }
 }
 
-/// New tokens of an account, already encrypted.
+/// New tokens of an account, sealed for its row (which they name). A sealed refresh token of
+/// `None` keeps the stored one (platforms that do not rotate it).
 #[derive(Debug, Clone)]
 pub struct NewTokens {
-    pub access_token_enc: String,
-    /// `None` keeps the stored refresh token (platforms that do not rotate it).
-    pub refresh_token_enc: Option<String>,
+    pub sealed: SealedTokens,
     pub token_expires_at: Option<DateTime<Utc>>,
 }
 
@@ -155,6 +177,7 @@ impl Store {
     pub async fn upsert_connected_account(
         &self,
         new: NewAccount,
+        cipher: &TokenCipher,
         now: DateTime<Utc>,
     ) -> Result<(account::Model, bool), DbErr> {
         let existing = account::Entity::find()
@@ -165,15 +188,16 @@ impl Store {
             .one(&self.db)
             .await?;
         let Some(existing) = existing else {
-            return Ok((self.insert_account(new, now).await?, true));
+            return Ok((self.insert_account(new, cipher, now).await?, true));
         };
+        let (access_token_enc, refresh_token_enc) = seal_for_row(cipher, existing.id, &new.tokens)?;
         let mut row: account::ActiveModel = existing.into();
         row.display_name = Set(new.display_name);
         row.username = Set(new.username);
         row.account_type = Set(new.account_type);
         row.profile_picture_url = Set(new.profile_picture_url);
-        row.access_token_enc = Set(new.access_token_enc);
-        row.refresh_token_enc = Set(new.refresh_token_enc);
+        row.access_token_enc = Set(access_token_enc);
+        row.refresh_token_enc = Set(refresh_token_enc);
         row.token_expires_at = Set(new.token_expires_at);
         row.data_access_expires_at = Set(new.data_access_expires_at);
         // Connecting again through the other login moves the account to that route (the
@@ -213,17 +237,18 @@ impl Store {
         Ok(result.rows_affected == 1)
     }
 
-    /// Stores refreshed tokens and releases the lease.
+    /// Stores refreshed tokens in the row they were sealed for and releases its lease.
     pub async fn store_refreshed_tokens(
         &self,
-        account_id: Uuid,
         tokens: NewTokens,
         now: DateTime<Utc>,
     ) -> Result<(), DbErr> {
+        let account_id = tokens.sealed.account_id();
+        let (access_token_enc, refresh_token_enc) = tokens.sealed.into_columns();
         let mut update = account::Entity::update_many()
             .col_expr(
                 account::Column::AccessTokenEnc,
-                Expr::value(tokens.access_token_enc),
+                Expr::value(access_token_enc),
             )
             .col_expr(
                 account::Column::TokenExpiresAt,
@@ -235,7 +260,7 @@ impl Store {
             )
             .col_expr(account::Column::TokenIssuedAt, Expr::value(now))
             .col_expr(account::Column::UpdatedAt, Expr::value(now));
-        if let Some(refresh) = tokens.refresh_token_enc {
+        if let Some(refresh) = refresh_token_enc {
             update = update.col_expr(account::Column::RefreshTokenEnc, Expr::value(refresh));
         }
         let txn = self.begin_invalidating().await?;
@@ -276,60 +301,4 @@ impl Store {
             .all(&self.db)
             .await
     }
-}
-
-impl Store {
-    /// Re-encrypts every stored token with `cipher`'s current key (key rotation), a page at a
-    /// time. Returns how many accounts were rewritten.
-    pub async fn re_encrypt_tokens(
-        &self,
-        cipher: &crate::crypto::TokenCipher,
-    ) -> Result<u64, ReEncryptError> {
-        use sea_orm::QuerySelect;
-        let mut done = 0;
-        let mut after: Option<Uuid> = None;
-        loop {
-            let mut query = account::Entity::find().order_by_asc(account::Column::Id);
-            if let Some(last) = after {
-                query = query.filter(account::Column::Id.gt(last));
-            }
-            let page = query.limit(500).all(&self.db).await?;
-            let Some(last) = page.last() else {
-                break;
-            };
-            after = Some(last.id);
-            for row in page {
-                let again = |stored: &str| -> Result<String, ReEncryptError> {
-                    let plain = cipher
-                        .decrypt(stored)
-                        .map_err(|_| ReEncryptError::Undecryptable(row.id))?;
-                    cipher
-                        .encrypt(&plain)
-                        .map_err(|_| ReEncryptError::Undecryptable(row.id))
-                };
-                let access = again(&row.access_token_enc)?;
-                let refresh = row.refresh_token_enc.as_deref().map(again).transpose()?;
-                let txn = self.begin_invalidating().await?;
-                account::Entity::update_many()
-                    .col_expr(account::Column::AccessTokenEnc, Expr::value(access))
-                    .col_expr(account::Column::RefreshTokenEnc, Expr::value(refresh))
-                    .filter(account::Column::Id.eq(row.id))
-                    .exec(&txn)
-                    .await?;
-                self.commit_invalidating(txn, &[Invalidation::Account(row.id)])
-                    .await?;
-                done += 1;
-            }
-        }
-        Ok(done)
-    }
-}
-
-/// Why re-encryption stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum ReEncryptError {
-    #[error(transparent)]
-    Database(#[from] DbErr),
-    #[error("account {0}: its tokens decrypt with neither the current nor a previous key")]
-    Undecryptable(Uuid),
 }

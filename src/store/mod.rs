@@ -7,6 +7,7 @@ mod commit;
 mod form_tokens;
 mod login_states;
 mod oauth_states;
+mod reseal;
 mod scheduled;
 mod sessions;
 mod snapshots;
@@ -31,12 +32,13 @@ use sea_orm::{
 
 use crate::access::{self, AccessCache, Invalidation};
 
-pub use accounts::{NewAccount, NewTokens, ReEncryptError};
+pub use accounts::{NewAccount, NewTokens};
 pub use api_keys::Authenticated;
 pub use commit::{
     AttemptClaim, DEFAULT_GROUP_COMMIT_MAX, GroupCommitStats, PublishWrite, SubmissionRow,
 };
 pub use oauth_states::StateOwner;
+pub use reseal::{ReEncryptError, ResealReport, ResealScope, RowReseal};
 pub use scheduled::{
     AttemptEnd, CancelOutcome, EndedAttempt, IDS_PER_STATEMENT, NewScheduledPost, ScheduledFilter,
     ScheduledListing,

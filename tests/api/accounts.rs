@@ -275,7 +275,7 @@ async fn platform_tokens_are_encrypted_at_rest() {
         .await;
     assert!(!account.access_token_enc.contains("plaintext-token"));
     assert_eq!(
-        app.state.cipher.decrypt(&account.access_token_enc).unwrap(),
+        social_service::tokens::open_access(&app.state.cipher, &account).unwrap(),
         "plaintext-token-secretive"
     );
 }

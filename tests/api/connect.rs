@@ -2,6 +2,7 @@
 //! redirects followed by the test client, with its cookie jar), and the state's protections.
 
 use serde_json::{Value, json};
+use social_service::tokens;
 
 use crate::helpers::{Background, Dashboard, TestApp, status_and_json};
 
@@ -275,9 +276,9 @@ async fn tokens_are_encrypted_at_rest() {
     let sim = app.sim.state().account_named("x", "Frank").unwrap();
     let row = app.state.store.find_account(id).await.unwrap().unwrap();
     assert!(!row.access_token_enc.contains(&sim.access_token));
-    assert!(row.access_token_enc.starts_with("v1:"));
+    assert!(row.access_token_enc.starts_with("v2:"));
     assert_eq!(
-        app.state.cipher.decrypt(&row.access_token_enc).unwrap(),
+        tokens::open_access(&app.state.cipher, &row).unwrap(),
         sim.access_token
     );
     let refresh = row.refresh_token_enc.unwrap();
@@ -307,11 +308,8 @@ async fn stored(app: &TestApp, id: &str) -> (entity::account::Model, String, Opt
         .await
         .unwrap()
         .unwrap();
-    let access = app.state.cipher.decrypt(&row.access_token_enc).unwrap();
-    let refresh = row
-        .refresh_token_enc
-        .as_deref()
-        .map(|r| app.state.cipher.decrypt(r).unwrap());
+    let access = tokens::open_access(&app.state.cipher, &row).unwrap();
+    let refresh = tokens::open_refresh(&app.state.cipher, &row).unwrap();
     (row, access, refresh)
 }
 
@@ -581,14 +579,10 @@ async fn the_token_key_rotates_with_the_cli() {
         .unwrap()
         .unwrap();
     let new = TokenCipher::from_config_value(&new_key).unwrap();
-    assert_eq!(new.decrypt(&row.access_token_enc).unwrap(), access);
-    assert_eq!(
-        new.decrypt(row.refresh_token_enc.as_deref().unwrap())
-            .unwrap(),
-        refresh.unwrap()
-    );
+    assert_eq!(tokens::open_access(&new, &row).unwrap(), access);
+    assert_eq!(tokens::open_refresh(&new, &row).unwrap(), refresh);
     assert!(
-        app.state.cipher.decrypt(&row.access_token_enc).is_err(),
+        tokens::open_access(&app.state.cipher, &row).is_err(),
         "the old key no longer reads it"
     );
 }

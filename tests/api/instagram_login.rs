@@ -34,7 +34,7 @@ async fn stored(app: &TestApp, id: &str) -> (entity::account::Model, String) {
         .await
         .unwrap()
         .unwrap();
-    let token = app.state.cipher.decrypt(&row.access_token_enc).unwrap();
+    let token = social_service::tokens::open_access(&app.state.cipher, &row).unwrap();
     (row, token)
 }
 

@@ -51,6 +51,7 @@ mod scheduled;
 mod sim_google_x_spec;
 mod sim_meta_spec;
 mod slow_clients;
+mod token_binding;
 mod unconfirmed;
 mod usage;
 mod writes;
