@@ -257,7 +257,8 @@ async fn account_options(
         .list_connected_accounts(user_id)
         .await?
         .into_iter()
-        .filter(|account| account.is_valid)
+        // A token that does not open for its row is refused at publish: not offered either.
+        .filter(|account| account.is_valid && crate::tokens::readable(&state.cipher, account))
         .map(|account| {
             let id = account.id.to_string();
             AccountOption {
