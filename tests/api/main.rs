@@ -33,6 +33,8 @@ mod golden;
 mod history;
 mod hostile;
 mod ids;
+// Sign-in against the simulator's provider: JWKS, key rotation, verified e-mail.
+mod identity_provider;
 mod instagram_login;
 mod keys;
 // Cached `GET /api/scheduled-posts` answers.
