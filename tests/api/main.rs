@@ -41,6 +41,8 @@ mod keys;
 mod listcache;
 mod media;
 mod meta_unknown_views;
+// Sign-in against a certified provider, when `.ci/oidc` runs one.
+mod oidc_provider;
 mod openapi;
 mod operator_signin;
 mod ops;
