@@ -449,6 +449,7 @@ mod tests {
         Arc::new(entity::user::Model {
             id,
             email: None,
+            email_verified: false,
             display_name: None,
             oidc_issuer: "iss".into(),
             oidc_subject: id.to_string(),

@@ -232,6 +232,12 @@ pub struct AuthConfig {
     #[serde(serialize_with = "serialize_secret")]
     pub client_secret: Option<SecretString>,
     pub scopes: String,
+    /// The provider's JWKS (its signing keys) when the endpoints above are set by hand;
+    /// discovery's `jwks_uri` otherwise.
+    pub jwks_uri: String,
+    /// Accept ID tokens signed HS256 with the client secret (a provider configured for it);
+    /// off, only signatures verified against the provider's JWKS count.
+    pub allow_hs256_id_tokens: bool,
     /// Lifetime of a dashboard session.
     pub session_ttl_hours: i64,
     /// How many active API keys one user may hold.
@@ -261,6 +267,8 @@ impl Default for AuthConfig {
             client_id: String::new(),
             client_secret: None,
             scopes: "openid email profile".into(),
+            jwks_uri: String::new(),
+            allow_hs256_id_tokens: false,
             session_ttl_hours: 24 * 14,
             max_api_keys_per_user: 25,
             operator_emails: Vec::new(),
@@ -745,6 +753,7 @@ const STRING_KEYS: &[&str] = &[
     "auth.client_id",
     "auth.client_secret",
     "auth.scopes",
+    "auth.jwks_uri",
     "platforms.graph_url",
     "platforms.graph_version",
     "platforms.graph_video_url",

@@ -105,6 +105,7 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
     config.auth.issuer = DEMO_ISSUER.into();
     config.auth.authorization_endpoint = format!("{}/oidc/authorize", simulator.base_url);
     config.auth.token_endpoint = format!("{}/oidc/token", simulator.base_url);
+    config.auth.jwks_uri = format!("{}/oidc/jwks", simulator.base_url);
     config.auth.client_id = DEMO_CLIENT_ID.into();
     config.auth.client_secret = Some(SecretString::from(secrets.idp_client_secret.clone()));
     // The demo user is an operator too, so the demo shows the operator pages.
@@ -148,11 +149,15 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
 
     let user = state
         .store
-        .upsert_oidc_user(
-            DEMO_ISSUER,
-            &service_sim::idp::subject_for_email(DEMO_EMAIL),
-            Some(DEMO_EMAIL),
-            Some("Demo User"),
+        .record_sign_in(
+            &crate::oidc::Identity {
+                issuer: DEMO_ISSUER.into(),
+                subject: service_sim::idp::subject_for_email(DEMO_EMAIL),
+                email: Some(DEMO_EMAIL.into()),
+                // The simulator's provider vouches for every address unless told otherwise.
+                email_verified: true,
+                name: Some("Demo User".into()),
+            },
             now,
         )
         .await

@@ -1,20 +1,21 @@
 //! The dashboard's OpenID Connect client: authorization code flow with PKCE (S256), `state` and
 //! `nonce`. Endpoints come from configuration or from the issuer's discovery document.
 //!
-//! ID-token checks: `iss` equals the configured issuer, `aud` contains our client id, `exp` is in
-//! the future, `nonce` matches the one we sent. HS256 tokens are verified with the client secret.
-//! Tokens signed otherwise (RS256, …) are accepted on the strength of having come straight from
-//! the token endpoint over TLS (OpenID Connect Core 1.0 §3.1.3.7, item 6) — so we require an
-//! `https` token endpoint for them.
+//! ID tokens are verified in [`id_token`]: the signature against the provider's JWKS
+//! (`jwks_uri` from discovery, or `auth.jwks_uri`), cached in [`jwks`] and fetched again when a
+//! token names a new key; HS256 with the client secret only where `auth.allow_hs256_id_tokens`
+//! says so. Then `iss`, `aud` (and `azp`), `exp` and `nonce`.
 
-use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+mod id_token;
+mod jwks;
+
 use chrono::{DateTime, Utc};
 use secrecy::ExposeSecret;
 use serde::Deserialize;
 use tokio::sync::OnceCell;
 use url::Url;
 
-use crate::{config::AuthConfig, crypto};
+use crate::config::AuthConfig;
 
 /// The provider endpoints we use.
 #[derive(Debug, Clone, Deserialize)]
@@ -22,6 +23,10 @@ pub struct Endpoints {
     pub issuer: String,
     pub authorization_endpoint: String,
     pub token_endpoint: String,
+    /// Where the provider publishes its signing keys; `None` when endpoints are configured by
+    /// hand without `auth.jwks_uri`.
+    #[serde(default)]
+    pub jwks_uri: Option<String>,
 }
 
 /// Who signed in, from a validated ID token.
@@ -30,6 +35,8 @@ pub struct Identity {
     pub issuer: String,
     pub subject: String,
     pub email: Option<String>,
+    /// Whether the provider asserted `email_verified: true` for `email`.
+    pub email_verified: bool,
     pub name: Option<String>,
 }
 
@@ -51,6 +58,7 @@ pub struct OidcClient {
     config: AuthConfig,
     http: reqwest::Client,
     endpoints: OnceCell<Endpoints>,
+    jwks: jwks::JwksCache,
 }
 
 impl OidcClient {
@@ -59,6 +67,7 @@ impl OidcClient {
             config,
             http,
             endpoints: OnceCell::new(),
+            jwks: jwks::JwksCache::default(),
         }
     }
 
@@ -81,6 +90,7 @@ impl OidcClient {
                         issuer,
                         authorization_endpoint: self.config.authorization_endpoint.clone(),
                         token_endpoint: self.config.token_endpoint.clone(),
+                        jwks_uri: Some(self.config.jwks_uri.clone()).filter(|uri| !uri.is_empty()),
                     });
                 }
                 let url = format!("{issuer}/.well-known/openid-configuration");
@@ -182,151 +192,29 @@ impl OidcClient {
                 .ok_or(OidcError::InvalidIdToken(
                     "no id_token in the token response",
                 ))?;
-        let token_endpoint_is_tls = endpoints.token_endpoint.starts_with("https://");
-        validate_id_token(
+        let keys = match &endpoints.jwks_uri {
+            Some(uri) => Some(
+                self.jwks
+                    .keys(
+                        |keys| id_token::names_unknown_kid(id_token, keys),
+                        || jwks::fetch(&self.http, uri),
+                    )
+                    .await?,
+            ),
+            None => None,
+        };
+        let hs256_secret =
+            (self.config.allow_hs256_id_tokens && !secret.is_empty()).then_some(secret.as_str());
+        id_token::validate(
             id_token,
-            &endpoints.issuer,
-            &self.config.client_id,
-            &secret,
-            expected_nonce,
-            token_endpoint_is_tls,
-            now,
+            &id_token::Expected {
+                issuer: &endpoints.issuer,
+                client_id: &self.config.client_id,
+                nonce: expected_nonce,
+                now,
+                keys: keys.as_deref(),
+                hs256_secret,
+            },
         )
-    }
-}
-
-#[derive(Deserialize)]
-struct Header {
-    alg: String,
-}
-
-#[derive(Deserialize)]
-struct Claims {
-    iss: String,
-    sub: String,
-    aud: serde_json::Value,
-    exp: i64,
-    nonce: Option<String>,
-    email: Option<String>,
-    name: Option<String>,
-}
-
-/// Validates an ID token's signature (HS256) or channel, and its claims.
-fn validate_id_token(
-    token: &str,
-    issuer: &str,
-    client_id: &str,
-    client_secret: &str,
-    expected_nonce: &str,
-    token_endpoint_is_tls: bool,
-    now: DateTime<Utc>,
-) -> Result<Identity, OidcError> {
-    let mut parts = token.split('.');
-    let (Some(header_b64), Some(claims_b64), Some(signature), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(OidcError::InvalidIdToken("not a JWS compact token"));
-    };
-    let header: Header = decode_part(header_b64)?;
-    match header.alg.as_str() {
-        "HS256" => {
-            let signing_input = format!("{header_b64}.{claims_b64}");
-            let expected =
-                crypto::hmac_sha256_b64(client_secret.as_bytes(), signing_input.as_bytes());
-            if !crypto::constant_time_eq(&expected, signature) {
-                return Err(OidcError::InvalidIdToken("bad signature"));
-            }
-        }
-        "none" => return Err(OidcError::InvalidIdToken("unsigned token")),
-        _ if token_endpoint_is_tls => {}
-        _ => {
-            return Err(OidcError::InvalidIdToken(
-                "asymmetric signatures are only accepted from an https token endpoint",
-            ));
-        }
-    }
-    let claims: Claims = decode_part(claims_b64)?;
-    if claims.iss.trim_end_matches('/') != issuer.trim_end_matches('/') {
-        return Err(OidcError::InvalidIdToken("issuer mismatch"));
-    }
-    let audience_ok = match &claims.aud {
-        serde_json::Value::String(aud) => aud == client_id,
-        serde_json::Value::Array(auds) => auds.iter().any(|a| a.as_str() == Some(client_id)),
-        _ => false,
-    };
-    if !audience_ok {
-        return Err(OidcError::InvalidIdToken("audience mismatch"));
-    }
-    // One minute of leeway for clock skew.
-    if claims.exp + 60 < now.timestamp() {
-        return Err(OidcError::InvalidIdToken("expired"));
-    }
-    if claims.nonce.as_deref() != Some(expected_nonce) {
-        return Err(OidcError::InvalidIdToken("nonce mismatch"));
-    }
-    if claims.sub.is_empty() {
-        return Err(OidcError::InvalidIdToken("empty subject"));
-    }
-    Ok(Identity {
-        issuer: issuer.trim_end_matches('/').to_string(),
-        subject: claims.sub,
-        email: claims.email,
-        name: claims.name,
-    })
-}
-
-fn decode_part<T: serde::de::DeserializeOwned>(part: &str) -> Result<T, OidcError> {
-    let bytes = URL_SAFE_NO_PAD
-        .decode(part)
-        .map_err(|_| OidcError::InvalidIdToken("bad base64"))?;
-    serde_json::from_slice(&bytes).map_err(|_| OidcError::InvalidIdToken("bad JSON"))
-}
-
-/// Builds an HS256 JWT (used by the test identity provider).
-pub fn sign_hs256(claims: &serde_json::Value, secret: &str) -> String {
-    let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
-    let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
-    let signing_input = format!("{header}.{payload}");
-    let signature = crypto::hmac_sha256_b64(secret.as_bytes(), signing_input.as_bytes());
-    format!("{signing_input}.{signature}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn token(claims: serde_json::Value) -> String {
-        sign_hs256(&claims, "secret")
-    }
-
-    fn good_claims(now: i64) -> serde_json::Value {
-        json!({"iss": "http://idp/oidc", "sub": "u1", "aud": "client", "exp": now + 300,
-               "nonce": "n1", "email": "a@example.com"})
-    }
-
-    #[test]
-    fn accepts_a_good_token_and_rejects_each_bad_claim() {
-        let now = Utc::now();
-        let ts = now.timestamp();
-        let check =
-            |t: &str| validate_id_token(t, "http://idp/oidc", "client", "secret", "n1", false, now);
-        assert_eq!(check(&token(good_claims(ts))).unwrap().subject, "u1");
-
-        let mut cases = vec![];
-        for (field, value) in [
-            ("iss", json!("http://evil/oidc")),
-            ("aud", json!("other")),
-            ("exp", json!(ts - 3600)),
-            ("nonce", json!("n2")),
-        ] {
-            let mut claims = good_claims(ts);
-            claims[field] = value;
-            cases.push((field, token(claims)));
-        }
-        cases.push(("signature", sign_hs256(&good_claims(ts), "wrong")));
-        for (what, bad) in cases {
-            assert!(check(&bad).is_err(), "{what} should be rejected");
-        }
     }
 }

@@ -144,16 +144,19 @@ pub async fn set_operator(
 }
 
 /// Whether a dashboard user is an operator: the role stored by the CLI, or an e-mail address
-/// listed in `auth.operator_emails` (compared without regard to case, as e-mail domains are).
+/// listed in `auth.operator_emails` (compared without regard to case, as e-mail domains are)
+/// that the identity provider said is verified. An unverified address proves nothing: anyone
+/// may register any address at many providers.
 pub fn is_operator(config: &crate::config::Config, user: &entity::user::Model) -> bool {
     user.is_operator
-        || user.email.as_deref().is_some_and(|email| {
-            config
-                .auth
-                .operator_emails
-                .iter()
-                .any(|listed| listed.trim().eq_ignore_ascii_case(email.trim()))
-        })
+        || user.email_verified
+            && user.email.as_deref().is_some_and(|email| {
+                config
+                    .auth
+                    .operator_emails
+                    .iter()
+                    .any(|listed| listed.trim().eq_ignore_ascii_case(email.trim()))
+            })
 }
 
 /// A connected account created by an operator (until OAuth connection lands, and for demos).
@@ -301,6 +304,7 @@ mod tests {
         entity::user::Model {
             id: Uuid::nil(),
             email: email.map(str::to_string),
+            email_verified: true,
             display_name: None,
             oidc_issuer: "issuer".into(),
             oidc_subject: "subject".into(),
@@ -322,6 +326,23 @@ mod tests {
         assert!(is_operator(&config, &user(Some("ops@example.com"), false)));
         assert!(!is_operator(&config, &user(Some("ops@example.org"), false)));
         assert!(!is_operator(&config, &user(None, false)));
+    }
+
+    #[test]
+    fn a_listed_but_unverified_address_is_no_operator() {
+        let mut config = Config::default();
+        config.auth.operator_emails = vec!["ops@example.com".into()];
+        let unverified = entity::user::Model {
+            email_verified: false,
+            ..user(Some("ops@example.com"), false)
+        };
+        assert!(!is_operator(&config, &unverified));
+        // The role the CLI stored does not depend on the address.
+        let stored = entity::user::Model {
+            email_verified: false,
+            ..user(Some("ops@example.com"), true)
+        };
+        assert!(is_operator(&config, &stored));
     }
 
     fn change(plan: &str, plan_type: Option<&str>) -> PlanChange {

@@ -7,6 +7,8 @@ pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: Uuid,
     pub email: Option<String>,
+    /// The identity provider asserted `email_verified` for `email` at the last sign-in.
+    pub email_verified: bool,
     pub display_name: Option<String>,
     pub oidc_issuer: String,
     pub oidc_subject: String,
@@ -15,7 +17,8 @@ pub struct Model {
     pub plan_type: Option<String>,
     pub current_period_end: Option<DateTimeUtc>,
     /// Granted the operator role by the `service user operator` CLI (the configuration's
-    /// `auth.operator_emails` grants it too, without touching this column).
+    /// `auth.operator_emails` grants it too, to a verified address, without touching this
+    /// column).
     pub is_operator: bool,
     /// Registration time; anchors the monthly usage period.
     pub created_at: DateTimeUtc,

@@ -13,7 +13,8 @@ mod m20261124_000006_login_route;
 mod m20261124_000007_nullable_post_views;
 mod m20261124_000008_operator_role;
 mod m20261125_000009_partial_check_index;
-mod m20261128_000020_used_form_tokens;
+mod m20261128_000020_user_email_verified;
+mod m20261128_000021_used_form_tokens;
 
 /// The ordered list of migrations.
 pub struct Migrator;
@@ -31,7 +32,8 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000007_nullable_post_views::Migration),
             Box::new(m20261124_000008_operator_role::Migration),
             Box::new(m20261125_000009_partial_check_index::Migration),
-            Box::new(m20261128_000020_used_form_tokens::Migration),
+            Box::new(m20261128_000020_user_email_verified::Migration),
+            Box::new(m20261128_000021_used_form_tokens::Migration),
         ]
     }
 }

@@ -8,13 +8,19 @@
 //!   `DELETE /_sim/faults` for every account;
 //! - `GET /_sim/violations` → `{count, violations:[{platform, method, path, rule, detail}]}`, the
 //!   protocol violations seen (requests refused because the client broke the platform's rules);
-//!   `DELETE /_sim/violations` clears them.
+//!   `DELETE /_sim/violations` clears them;
+//! - `POST /_sim/idp/rotate-key` → `{kid}`: the identity provider signs with a new key from now on;
+//! - `PUT /_sim/idp/unverified/{email}`: its ID tokens for that address say
+//!   `email_verified: false`; `DELETE` the same path makes it verified again.
 
 use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::state::{FaultSpec, SimState};
+use super::{
+    idp::IdpState,
+    state::{FaultSpec, SimState},
+};
 
 const PLATFORMS: [&str; 6] = ["facebook", "instagram", "threads", "tiktok", "youtube", "x"];
 
@@ -28,6 +34,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         )
         .route("/violations", web::get().to(list_violations))
         .route("/violations", web::delete().to(clear_violations))
+        .route("/idp/rotate-key", web::post().to(rotate_idp_key))
+        .route("/idp/unverified/{email}", web::put().to(mark_unverified))
+        .route("/idp/unverified/{email}", web::delete().to(mark_verified))
         .route("/faults", web::delete().to(clear_all_faults))
         .route("/faults/{platform}/{account_id}", web::put().to(set_faults))
         .route(
@@ -112,5 +121,22 @@ async fn list_violations(state: web::Data<SimState>) -> HttpResponse {
 
 async fn clear_violations(state: web::Data<SimState>) -> HttpResponse {
     state.take_violations();
+    HttpResponse::NoContent().finish()
+}
+
+async fn rotate_idp_key(idp: web::Data<IdpState>) -> HttpResponse {
+    match idp.rotate_key() {
+        Ok(kid) => HttpResponse::Ok().json(json!({ "kid": kid })),
+        Err(err) => HttpResponse::InternalServerError().json(json!({"error": err.to_string()})),
+    }
+}
+
+async fn mark_unverified(idp: web::Data<IdpState>, email: web::Path<String>) -> HttpResponse {
+    idp.set_email_verified(&email, false);
+    HttpResponse::NoContent().finish()
+}
+
+async fn mark_verified(idp: web::Data<IdpState>, email: web::Path<String>) -> HttpResponse {
+    idp.set_email_verified(&email, true);
     HttpResponse::NoContent().finish()
 }

@@ -1,16 +1,35 @@
 //! A small OpenID Connect identity provider for tests and the demo (authorization code flow,
-//! PKCE S256 required, HS256 ID tokens signed with the client secret, as OIDC Core §10.1 allows
-//! for confidential clients).
+//! PKCE S256 required). ID tokens are signed with RS256, as real providers sign them, and the
+//! public key is published as a JWKS at `/oidc/jwks` (named by the discovery document's `jwks_uri`).
 //!
 //! `GET /oidc/authorize` signs in whoever `login_hint` names (an e-mail address) without a
 //! password; without a hint it shows a one-field form. Everything is kept in memory.
+//!
+//! ID tokens carry `email_verified: true` unless the address was marked unverified with
+//! `PUT /_sim/idp/unverified/{email}` (`DELETE` the same path marks it verified again).
+//! `POST /_sim/idp/rotate-key` switches to a new signing key under a new `kid`; the JWKS then
+//! lists only the new key, so a client must fetch it again to verify the next ID token.
+//!
+//! The keys are fixed and embedded (`sim/keys/`): a simulator needs no secrecy, and generating
+//! 2048-bit RSA keys in a debug build would cost every test's simulator seconds. A rotation takes
+//! the next embedded key, in turn, under a `kid` never used before.
 
-use std::time::{Duration, Instant};
+use std::{
+    sync::{
+        Arc, RwLock,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
 
 use actix_web::{HttpRequest, HttpResponse, http::header, web};
 use base64::{Engine, engine::general_purpose::STANDARD};
 use chrono::Utc;
 use dashmap::DashMap;
+use jsonwebtoken::{
+    Algorithm, EncodingKey, Header,
+    jwk::{Jwk, JwkSet, PublicKeyUse},
+};
 use serde::Deserialize;
 use serde_json::json;
 use url::Url;
@@ -18,6 +37,33 @@ use url::Url;
 use crate::util;
 
 const CODE_TTL: Duration = Duration::from_secs(120);
+
+/// The embedded RSA signing keys (PKCS#1 PEM), used in turn.
+const SIGNING_KEYS: [&str; 2] = [
+    include_str!("../keys/rsa1.pem"),
+    include_str!("../keys/rsa2.pem"),
+];
+
+/// The key ID tokens are signed with now, and its public half as a JWK.
+struct SigningKey {
+    kid: String,
+    key: EncodingKey,
+    jwk: Jwk,
+}
+
+impl SigningKey {
+    /// The key of rotation number `generation` (0 at start).
+    fn nth(generation: u64) -> std::io::Result<Self> {
+        let pem = SIGNING_KEYS[(generation % SIGNING_KEYS.len() as u64) as usize];
+        let key = EncodingKey::from_rsa_pem(pem.as_bytes()).map_err(std::io::Error::other)?;
+        let mut jwk =
+            Jwk::from_encoding_key(&key, Algorithm::RS256).map_err(std::io::Error::other)?;
+        let kid = format!("sim-key-{generation}");
+        jwk.common.key_id = Some(kid.clone());
+        jwk.common.public_key_use = Some(PublicKeyUse::Signature);
+        Ok(Self { kid, key, jwk })
+    }
+}
 
 struct Grant {
     client_id: String,
@@ -35,16 +81,61 @@ pub struct IdpState {
     clients: DashMap<String, String>,
     codes: DashMap<String, Grant>,
     access_tokens: DashMap<String, (String, String)>,
+    /// Rotations so far; the current key is this generation's.
+    generation: AtomicU64,
+    signing: RwLock<Arc<SigningKey>>,
+    /// Lower-cased addresses whose ID tokens say `email_verified: false`.
+    unverified: DashMap<String, ()>,
 }
 
 impl IdpState {
-    pub fn new(issuer: String) -> Self {
-        Self {
+    /// Fails only if an embedded key does not parse.
+    pub fn new(issuer: String) -> std::io::Result<Self> {
+        Ok(Self {
             issuer,
             clients: DashMap::new(),
             codes: DashMap::new(),
             access_tokens: DashMap::new(),
+            generation: AtomicU64::new(0),
+            signing: RwLock::new(Arc::new(SigningKey::nth(0)?)),
+            unverified: DashMap::new(),
+        })
+    }
+
+    fn signing_key(&self) -> Arc<SigningKey> {
+        // A poisoned lock still holds a whole key: the writer only swaps an `Arc`.
+        self.signing
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Signs with a new key under a new `kid` from now on; returns the `kid`.
+    pub fn rotate_key(&self) -> std::io::Result<String> {
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let next = Arc::new(SigningKey::nth(generation)?);
+        let kid = next.kid.clone();
+        *self
+            .signing
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = next;
+        Ok(kid)
+    }
+
+    /// Whether ID tokens for `email` say the address is verified (the default).
+    pub fn set_email_verified(&self, email: &str, verified: bool) {
+        let email = email.trim().to_ascii_lowercase();
+        if verified {
+            self.unverified.remove(&email);
+        } else {
+            self.unverified.insert(email, ());
         }
+    }
+
+    fn email_verified(&self, email: &str) -> bool {
+        !self
+            .unverified
+            .contains_key(&email.trim().to_ascii_lowercase())
     }
 
     pub fn issuer(&self) -> &str {
@@ -83,7 +174,15 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     )
     .route("/authorize", web::get().to(authorize))
     .route("/token", web::post().to(token))
-    .route("/userinfo", web::get().to(userinfo));
+    .route("/userinfo", web::get().to(userinfo))
+    .route("/jwks", web::get().to(jwks));
+}
+
+/// The public key ID tokens are signed with now.
+async fn jwks(state: web::Data<IdpState>) -> HttpResponse {
+    HttpResponse::Ok().json(JwkSet {
+        keys: vec![state.signing_key().jwk.clone()],
+    })
 }
 
 async fn discovery(state: web::Data<IdpState>) -> HttpResponse {
@@ -93,10 +192,11 @@ async fn discovery(state: web::Data<IdpState>) -> HttpResponse {
         "authorization_endpoint": format!("{issuer}/authorize"),
         "token_endpoint": format!("{issuer}/token"),
         "userinfo_endpoint": format!("{issuer}/userinfo"),
+        "jwks_uri": format!("{issuer}/jwks"),
         "response_types_supported": ["code"],
         "grant_types_supported": ["authorization_code"],
         "subject_types_supported": ["public"],
-        "id_token_signing_alg_values_supported": ["HS256"],
+        "id_token_signing_alg_values_supported": ["RS256"],
         "code_challenge_methods_supported": ["S256"],
         "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
         "scopes_supported": ["openid", "email", "profile"],
@@ -369,13 +469,18 @@ async fn token(
         "iat": now,
         "exp": now + 3600,
         "email": grant.email,
-        "email_verified": true,
+        "email_verified": state.email_verified(&grant.email),
         "name": grant.name,
     });
     if let Some(nonce) = grant.nonce {
         claims["nonce"] = json!(nonce);
     }
-    let id_token = util::sign_hs256(&claims, &secret);
+    let signing = state.signing_key();
+    let mut header = Header::new(Algorithm::RS256);
+    header.kid = Some(signing.kid.clone());
+    let Ok(id_token) = jsonwebtoken::encode(&header, &claims, &signing.key) else {
+        return token_error(500, "server_error");
+    };
     let access_token = util::random_token(24);
     state
         .access_tokens

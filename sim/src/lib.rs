@@ -19,7 +19,7 @@
 //! - `/oidc/…`: the test OpenID Connect identity provider ([`idp`]);
 //! - `/oauth/{app}/authorize` and each platform's token endpoints ([`oauth`]);
 //! - `/_sim/…`: control endpoints: accounts, published items, request counts, faults, protocol
-//!   violations ([`control`]).
+//!   violations, the identity provider's signing key and unverified addresses ([`control`]).
 
 pub mod cli;
 pub mod control;
@@ -90,7 +90,7 @@ impl Simulator {
             config
                 .idp_issuer
                 .unwrap_or_else(|| format!("{base_url}/oidc")),
-        ));
+        )?);
         for (id, secret) in config.idp_clients {
             idp.register_client(id, secret);
         }
@@ -168,6 +168,16 @@ impl Simulator {
     pub fn register_idp_client(&self, client_id: &str, secret: &str) {
         self.idp
             .register_client(client_id.to_string(), secret.to_string());
+    }
+
+    /// Switches the identity provider to a new signing key (a new `kid`); returns the `kid`.
+    pub fn rotate_idp_key(&self) -> std::io::Result<String> {
+        self.idp.rotate_key()
+    }
+
+    /// Whether the identity provider's ID tokens for `email` say it is verified (default true).
+    pub fn set_idp_email_verified(&self, email: &str, verified: bool) {
+        self.idp.set_email_verified(email, verified);
     }
 
     /// The simulator's state (accounts, published items, faults), for in-process callers.

@@ -3,7 +3,6 @@
 //! adapters or the service it is tested against.
 
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
-use hmac::{Hmac, Mac};
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -33,19 +32,6 @@ pub fn constant_time_eq(a: &str, b: &str) -> bool {
     a.as_bytes().ct_eq(b.as_bytes()).into()
 }
 
-/// An HS256 JWT (the identity provider's ID tokens).
-pub fn sign_hs256(claims: &serde_json::Value, secret: &str) -> String {
-    let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
-    let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
-    let signing_input = format!("{header}.{payload}");
-    // HMAC takes a key of any length, so this cannot fail.
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes())
-        .unwrap_or_else(|_| unreachable!("HMAC accepts every key length"));
-    mac.update(signing_input.as_bytes());
-    let signature = URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes());
-    format!("{signing_input}.{signature}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,15 +42,6 @@ mod tests {
         assert_eq!(
             pkce_challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
             "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
-        );
-    }
-
-    #[test]
-    fn hs256_signs_the_header_and_claims_with_the_secret() {
-        // Computed independently (Python's hmac and base64) for these claims and secret.
-        assert_eq!(
-            sign_hs256(&serde_json::json!({"sub": "1"}), "secret"),
-            "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxIn0.8qZF8vbN3UpcanXFc-mPXJkOPN01-bRch8XX3rToP1U"
         );
     }
 }

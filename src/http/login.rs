@@ -287,16 +287,7 @@ async fn callback(
             now,
         )
         .await?;
-    let user = state
-        .store
-        .upsert_oidc_user(
-            &identity.issuer,
-            &identity.subject,
-            identity.email.as_deref(),
-            identity.name.as_deref(),
-            now,
-        )
-        .await?;
+    let user = state.store.record_sign_in(&identity, now).await?;
     let token = crypto::random_token(32);
     let ttl = Duration::hours(state.config.auth.session_ttl_hours.max(1));
     state

@@ -9,7 +9,7 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::Store;
-use crate::{access::Invalidation, usage::Plan};
+use crate::{access::Invalidation, oidc::Identity, usage::Plan};
 
 /// An operator's user search: the e-mail address to look for (free of NUL, which no stored
 /// address holds and some databases refuse in a query).
@@ -19,9 +19,8 @@ pub struct UserSearch {
 }
 
 impl Store {
-    /// Finds the user of an identity-provider identity, creating it (Free plan) on first sign-in.
-    /// Profile fields are refreshed on every sign-in.
-    #[tracing::instrument(skip_all, fields(issuer, subject))]
+    /// Finds or creates the user of an identity without an e-mail verification (tools, tests,
+    /// benchmarks): the address counts as unverified. Sign-in uses [`Self::record_sign_in`].
     pub async fn upsert_oidc_user(
         &self,
         issuer: &str,
@@ -30,9 +29,32 @@ impl Store {
         display_name: Option<&str>,
         now: DateTime<Utc>,
     ) -> Result<user::Model, DbErr> {
+        let identity = Identity {
+            issuer: issuer.to_string(),
+            subject: subject.to_string(),
+            email: email.map(str::to_string),
+            email_verified: false,
+            name: display_name.map(str::to_string),
+        };
+        self.record_sign_in(&identity, now).await
+    }
+
+    /// Finds the user of an identity-provider identity (issuer and subject), creating it (Free
+    /// plan) on first sign-in. Profile fields, and whether the e-mail address is verified, are
+    /// refreshed on every sign-in.
+    #[tracing::instrument(skip_all, fields(issuer = %identity.issuer, subject = %identity.subject))]
+    pub async fn record_sign_in(
+        &self,
+        identity: &Identity,
+        now: DateTime<Utc>,
+    ) -> Result<user::Model, DbErr> {
+        let (issuer, subject) = (identity.issuer.as_str(), identity.subject.as_str());
+        let email = identity.email.as_deref();
+        let display_name = identity.name.as_deref();
         if let Some(existing) = self.find_user_by_identity(issuer, subject).await? {
             let mut active: user::ActiveModel = existing.into();
             active.email = Set(email.map(str::to_string));
+            active.email_verified = Set(identity.email_verified);
             active.display_name = Set(display_name.map(str::to_string));
             active.updated_at = Set(now);
             return self.update_user(active).await;
@@ -40,6 +62,7 @@ impl Store {
         let new_user = user::ActiveModel {
             id: Set(Uuid::new_v4()),
             email: Set(email.map(str::to_string)),
+            email_verified: Set(identity.email_verified),
             display_name: Set(display_name.map(str::to_string)),
             oidc_issuer: Set(issuer.to_string()),
             oidc_subject: Set(subject.to_string()),

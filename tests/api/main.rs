@@ -33,12 +33,16 @@ mod golden;
 mod history;
 mod hostile;
 mod ids;
+// Sign-in against the simulator's provider: JWKS, key rotation, verified e-mail.
+mod identity_provider;
 mod instagram_login;
 mod keys;
 // Cached `GET /api/scheduled-posts` answers.
 mod listcache;
 mod media;
 mod meta_unknown_views;
+// Sign-in against a certified provider, when `.ci/oidc` runs one.
+mod oidc_provider;
 mod openapi;
 mod operator_signin;
 mod ops;

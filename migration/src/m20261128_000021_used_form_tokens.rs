@@ -7,7 +7,7 @@ pub struct Migration;
 
 impl MigrationName for Migration {
     fn name(&self) -> &str {
-        "m20261128_000020_used_form_tokens"
+        "m20261128_000021_used_form_tokens"
     }
 }
 
