@@ -157,13 +157,6 @@ fn new_hmac(key: &[u8]) -> HmacSha256 {
     }
 }
 
-/// HMAC-SHA256 of `message` with `key`, base64url; used for HS256 JWTs.
-pub fn hmac_sha256_b64(key: &[u8], message: &[u8]) -> String {
-    let mut mac = new_hmac(key);
-    mac.update(message);
-    URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
-}
-
 /// Why a token could not be encrypted or decrypted.
 #[derive(Debug, thiserror::Error)]
 pub enum CipherError {

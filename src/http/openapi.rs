@@ -370,8 +370,13 @@ pub mod pages {
 
     /// The favicon (cached for a day).
     #[utoipa::path(get, path = "/favicon.ico", tag = "pages",
-        responses((status = 200, description = "The icon", content_type = "image/x-icon", body = Vec<u8>)))]
+        responses((status = 200, description = "The icon", content_type = "image/x-icon", body = inline(Binary))))]
     pub fn favicon() {}
+
+    /// A file's bytes.
+    #[derive(utoipa::ToSchema)]
+    #[schema(value_type = String, format = Binary)]
+    pub struct Binary(Vec<u8>);
 
     macro_rules! page {
         ($name:ident, $path:literal, $summary:literal $(, $param:literal)?) => {
