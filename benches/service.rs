@@ -695,8 +695,9 @@ async fn main() {
             commits.writes - commits_before.writes,
         );
         println!(
-            "    group commit: {writes} writes in {transactions} transactions ({:.1} per transaction)",
-            writes as f64 / transactions.max(1) as f64
+            "    group commit: {writes} writes in {transactions} transactions ({:.1} per transaction), {} WAL syncs",
+            writes as f64 / transactions.max(1) as f64,
+            commits.wal_syncs - commits_before.wal_syncs
         );
         // The WAL must stay bounded under a steady stream of publishes (see the group
         // commit's checkpoints): its size as the run ends.

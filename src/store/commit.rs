@@ -195,6 +195,9 @@ pub struct GroupCommitStats {
     pub writes: u64,
     /// SQLite: batches that found another connection writing and went through the pool.
     pub handed_to_pool: u64,
+    /// SQLite with `database.sqlite_synchronous = "full"`: syncs of the WAL that the group
+    /// commit's own batches waited for (one may cover several batches).
+    pub wal_syncs: u64,
 }
 
 impl GroupCommit {
@@ -244,6 +247,11 @@ impl Store {
             transactions: self.group.transactions.load(Ordering::Relaxed),
             writes: self.group.writes.load(Ordering::Relaxed),
             handed_to_pool: self.writer.as_ref().map_or(0, |w| w.busy_batches()),
+            wal_syncs: self
+                .writer
+                .as_ref()
+                .and_then(|w| w.syncer())
+                .map_or(0, |syncer| syncer.syncs()),
         }
     }
 
@@ -325,7 +333,19 @@ impl Store {
         let writes: Vec<&PublishWrite> = batch.iter().map(|(write, _)| write).collect();
         match apply_on_own_connection(writer, &writes) {
             Some(Ok(results)) => {
-                self.answer_committed(batch, results);
+                match writer.syncer() {
+                    // Answered once the WAL is on disk, while this drainer writes the next batch.
+                    Some(syncer) => {
+                        let (store, syncer) = (self.clone(), syncer.clone());
+                        tokio::spawn(async move {
+                            match syncer.synced().await {
+                                Ok(()) => store.answer_committed(batch, results),
+                                Err(error) => answer_failed(batch, &error),
+                            }
+                        });
+                    }
+                    None => self.answer_committed(batch, results),
+                }
                 None
             }
             Some(Err(error)) => {
@@ -710,6 +730,14 @@ fn apply_on_own_connection(
             .collect())),
         Ok(Applied::Busy) => None,
         Err(error) => Some(Err(error)),
+    }
+}
+
+/// Answers every writer of a committed batch whose sync failed: committed, but not known to be
+/// on disk, so each caller treats its write as failed and makes no platform call on its strength.
+fn answer_failed(batch: Vec<(PublishWrite, Reply)>, error: &DbErr) {
+    for (_, reply) in batch {
+        let _ = reply.send(Err(DbErr::Custom(error.to_string())));
     }
 }
 

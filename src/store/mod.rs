@@ -12,6 +12,7 @@ mod scheduled;
 mod sessions;
 mod snapshots;
 mod sqlite_writer;
+mod wal_sync;
 mod submissions;
 mod usage;
 mod users;
@@ -154,10 +155,12 @@ pub const DEFAULT_SQLITE_CACHE_KIB: u32 = 256;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SqliteSync {
-    /// Every commit is synced to disk (`fsync` of the WAL) before it is answered. The write
-    /// that records a publish before its irreversible platform call is on stable storage
+    /// Every commit is synced to disk (`fdatasync` of the WAL) before it is answered. The
+    /// write that records a publish before its irreversible platform call is on stable storage
     /// before the call, so a power cut cannot make a post look untouched and publish it again.
-    /// Group commit makes that one sync for all the publishes that arrive together.
+    /// The pool's connections sync at each commit (SQLite's `synchronous = FULL`, on sqlx's
+    /// threads); the group commit's batches are synced by a thread of their own
+    /// (`wal_sync.rs`), one sync for all the publishes that arrive together.
     #[default]
     Full,
     /// Commits are appended to the WAL and synced only at checkpoints. A process crash loses
@@ -507,10 +510,14 @@ mod tests {
                 .try_get_by_index::<i64>(0)
                 .unwrap();
             assert_eq!(pooled, expected, "{mode:?}: the pool's connections");
+            // The group commit's connection never syncs on its actor's thread: its batches
+            // wait for the WAL sync thread instead.
+            let writer = store.writer.as_ref().unwrap();
+            assert_eq!(writer.synchronous(), 1, "{mode:?}: the group commit's own");
             assert_eq!(
-                store.writer.as_ref().unwrap().synchronous(),
-                expected,
-                "{mode:?}: the group commit's connection"
+                writer.syncer().is_some(),
+                mode == SqliteSync::Full,
+                "{mode:?}: the group commit waits for the WAL's sync"
             );
         }
     }

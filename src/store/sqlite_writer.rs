@@ -16,11 +16,9 @@
 //!   commit asks one to now and then ([`SqliteWriter::checkpoint_due`]), so the copying of the
 //!   WAL back into the database, and its syncs, happen elsewhere.
 //!
-//! What it does wait for, with `synchronous = FULL` (the default, `database.sqlite_synchronous`):
-//! one `fdatasync` of the WAL per batch, at its commit. That is the price of the pre-call
-//! record surviving a power cut, and it is paid once for every publish the batch holds. It
-//! costs tens to hundreds of microseconds on a local SSD (the benchmarks document has this
-//! machine's figures); on a disk whose syncs take milliseconds, the batches grow instead.
+//! - it never syncs to disk (`synchronous = NORMAL`): with `database.sqlite_synchronous = "full"`
+//!   (the default) a committed batch's writers are answered only once another thread has
+//!   synced the WAL ([`WalSyncer`], `wal_sync.rs`), while this one goes on with the next batch.
 //!
 //! The values bound are exactly those sqlx binds for the same columns (ids as 16-byte blobs,
 //! times as RFC 3339 text, JSON documents as text); the test
@@ -47,6 +45,7 @@ use uuid::Uuid;
 use super::{
     DbStats,
     commit::{PublishedOutcome, SubmissionRow},
+    wal_sync::WalSyncer,
 };
 
 /// Batches between two checkpoints the group commit asks the pool for.
@@ -83,11 +82,14 @@ pub(crate) struct SqliteWriter {
     busy: AtomicU64,
     /// The store's statement counters (each execution here counts as one).
     stats: Arc<DbStats>,
+    /// With `database.sqlite_synchronous = "full"`: what a batch waits for before its writers
+    /// are answered.
+    syncer: Option<Arc<WalSyncer>>,
 }
 
 impl SqliteWriter {
     /// Opens the database file (which the pool has created) with the pool's settings, except
-    /// the two above: no waiting for the lock, no checkpoints.
+    /// the three above: no waiting for the lock, no checkpoints, no syncs.
     pub fn open(
         path: &str,
         cache_kib: u32,
@@ -103,15 +105,20 @@ impl SqliteWriter {
         // `journal_mode` answers with the mode; the others answer nothing.
         conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
             .map_err(db_err)?;
+        // Never a sync on this thread: with `full`, the batch's writers wait for [`WalSyncer`].
         conn.execute_batch(&format!(
-            "PRAGMA synchronous = {}; PRAGMA foreign_keys = ON; \
+            "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \
              PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = -{}",
-            synchronous.pragma(),
             cache_kib.max(1)
         ))
         .map_err(db_err)?;
+        let syncer = match synchronous {
+            super::SqliteSync::Full => Some(Arc::new(WalSyncer::start(path)?)),
+            super::SqliteSync::Normal => None,
+        };
         Ok(Self {
             conn: Mutex::new(conn),
+            syncer,
             batches: AtomicU64::new(0),
             busy: AtomicU64::new(0),
             stats,
@@ -170,6 +177,11 @@ impl SqliteWriter {
 
     /// Whether this batch is one after which the pool should checkpoint the WAL (this
     /// connection never does: see the module's comment).
+    /// What a committed batch waits for before its writers are answered, if anything.
+    pub fn syncer(&self) -> Option<&Arc<WalSyncer>> {
+        self.syncer.as_ref()
+    }
+
     /// This connection's `PRAGMA synchronous` (0 off, 1 normal, 2 full).
     #[cfg(test)]
     pub fn synchronous(&self) -> i64 {
