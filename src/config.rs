@@ -244,6 +244,9 @@ pub struct AuthConfig {
     /// Rendered `GET /api/scheduled-posts` answers kept (one per user and filter); 0 turns it
     /// off. Any scheduled-post write drops them all; `cache_ttl_ms` bounds them too.
     pub list_cache_capacity: usize,
+    /// How often expired sign-in states, connection states and sessions (expired or revoked)
+    /// are deleted (at least 1 s).
+    pub sweep_interval_secs: u64,
 }
 
 impl Default for AuthConfig {
@@ -261,6 +264,7 @@ impl Default for AuthConfig {
             cache_ttl_ms: 5_000,
             cache_capacity: 10_000,
             list_cache_capacity: crate::access::DEFAULT_LIST_CAPACITY,
+            sweep_interval_secs: 600,
         }
     }
 }

@@ -81,6 +81,7 @@ use crate::{
         reconciler::ReconcilerActor,
         scheduler::{SchedulerActor, SchedulerWaker, SchedulingService},
         supervisor::Supervisor,
+        sweeper::Sweeper,
         token_keeper::TokenKeeper,
     },
     background::{BackgroundActors, Mailbox, PendingBackground},
@@ -412,6 +413,11 @@ impl Core {
                 .then(|| CollectorActor::new(collection.clone())),
             ReconcilerActor::new(reconciling),
             TokenKeeper::new(connection.clone()),
+            Sweeper::new(
+                store.clone(),
+                clock.clone(),
+                Duration::from_secs(config.auth.sweep_interval_secs),
+            ),
         );
         Ok(Self {
             supervisor,

@@ -11,6 +11,7 @@ mod sessions;
 mod snapshots;
 mod sqlite_writer;
 mod submissions;
+mod sweep;
 mod usage;
 mod users;
 
@@ -42,6 +43,7 @@ pub use scheduled::{
 };
 pub use snapshots::SnapshotClaim;
 pub use submissions::{HistoryListing, NewSubmission, Page};
+pub use sweep::{SweepBounds, SweepCounts};
 pub use usage::Reservation;
 pub use users::UserSearch;
 

@@ -32,6 +32,8 @@ mod errors;
 mod golden;
 mod history;
 mod hostile;
+// Sweeps of dead rows, the migration lock, the sign-in limit, user commands.
+mod housekeeping;
 mod ids;
 mod instagram_login;
 mod keys;
