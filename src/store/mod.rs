@@ -5,6 +5,7 @@ mod accounts;
 mod api_keys;
 mod commit;
 mod login_states;
+mod migration_lock;
 mod oauth_states;
 mod scheduled;
 mod sessions;
@@ -320,9 +321,19 @@ impl Store {
         }
     }
 
-    /// Applies every pending migration.
+    /// Applies every pending migration; on PostgreSQL under an advisory lock, so that
+    /// instances starting together migrate once (see `migration_lock.rs`).
     pub async fn migrate(&self) -> Result<(), DbErr> {
-        Migrator::up(&self.db, None).await
+        if self.backend() != DbBackend::Postgres {
+            return Migrator::up(&self.db, None).await;
+        }
+        let key = migration_lock::lock_key(&self.channel);
+        let lock =
+            migration_lock::MigrationLock::acquire(self.db.get_postgres_connection_pool(), key)
+                .await?;
+        let result = Migrator::up(&self.db, None).await;
+        lock.release().await;
+        result
     }
 
     /// Closes the pool (the migration's own connection, see `Application::build`).

@@ -132,3 +132,99 @@ async fn the_sweeper_runs_on_its_own_every_interval() {
     }
     assert_eq!(login_states(&app).await, vec!["in-progress".to_string()]);
 }
+
+/// A PostgreSQL schema of its own for one test, dropped with it.
+struct FreshSchema {
+    url: String,
+    name: String,
+}
+
+impl Drop for FreshSchema {
+    fn drop(&mut self) {
+        let (url, name) = (self.url.clone(), self.name.clone());
+        // Drop runs inside the test's runtime: use a thread with its own.
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                use sea_orm::ConnectionTrait;
+                if let Ok(db) = sea_orm::Database::connect(&url).await {
+                    let _ = db
+                        .execute_unprepared(&format!("DROP SCHEMA IF EXISTS {name} CASCADE"))
+                        .await;
+                    let _ = db.close().await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+#[actix_web::test]
+async fn two_instances_starting_at_once_on_a_fresh_database_migrate_once() {
+    use sea_orm::{ConnectionTrait, Statement};
+    use social_service::{Application, BuildOptions};
+
+    let Some(url) = std::env::var("TEST_DATABASE_URL")
+        .ok()
+        .filter(|url| !url.is_empty())
+    else {
+        // SQLite: one process owns the file; there is no lock to take.
+        return;
+    };
+    // An instance to borrow a working configuration from (secrets, simulator, database URL).
+    let app = TestApp::spawn().await;
+    let schema = FreshSchema {
+        url: url.clone(),
+        name: format!("t_{}", uuid::Uuid::new_v4().simple()),
+    };
+    let admin = sea_orm::Database::connect(&url).await.unwrap();
+    admin
+        .execute_unprepared(&format!("CREATE SCHEMA {}", schema.name))
+        .await
+        .unwrap();
+
+    let build = || {
+        Application::build(
+            app.config.clone(),
+            BuildOptions {
+                pg_schema: Some(schema.name.clone()),
+                ..BuildOptions::default()
+            },
+        )
+    };
+    let (first, second) = tokio::join!(build(), build());
+    let (first, second) = (first.unwrap(), second.unwrap());
+    for instance in [first, second] {
+        let health = reqwest::get(format!("http://127.0.0.1:{}/health", instance.port()));
+        actix_rt::spawn(instance.run_until_stopped());
+        assert_eq!(health.await.unwrap().status(), 200);
+    }
+
+    let rows = admin
+        .query_all_raw(Statement::from_string(
+            sea_orm::DbBackend::Postgres,
+            format!(
+                "SELECT version FROM {}.seaql_migrations ORDER BY version",
+                schema.name
+            ),
+        ))
+        .await
+        .unwrap();
+    let applied: Vec<String> = rows
+        .iter()
+        .map(|row| row.try_get::<String>("", "version").unwrap())
+        .collect();
+    let mut expected: Vec<String> = {
+        use migration::MigratorTrait;
+        migration::Migrator::migrations()
+            .iter()
+            .map(|m| m.name().to_string())
+            .collect()
+    };
+    expected.sort();
+    assert_eq!(applied, expected, "each migration recorded once");
+    admin.close().await.unwrap();
+}
