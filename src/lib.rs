@@ -89,6 +89,7 @@ use crate::{
     collection::{CollectionService, schedule::DailySchedule},
     config::{Config, ConfigError},
     crypto::{SessionSigner, TokenCipher},
+    http::signin_limit::{SigninLimiter, TrustedProxies},
     media::MediaFetcher,
     oauth::ConnectionService,
     oidc::OidcClient,
@@ -144,6 +145,13 @@ impl Application {
         config.publishing.actor_arbiters()?;
         let configured_public_url = config.server.checked_public_url()?;
         let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
+        // Checked before anything starts: a bad entry names its key.
+        let signin_limiter = Arc::new(SigninLimiter::new(
+            config.auth.signin_rate_per_minute,
+            config.auth.signin_burst,
+            TrustedProxies::parse(&config.server.trusted_proxies)?,
+            clock.clone(),
+        )?);
         // Migrations run on a connection of their own, closed before the service's pool opens:
         // a pooled SQLite connection that prepared a statement before a migration altered its
         // table keeps the old column list and fails with "Missing value for column" (seen when
@@ -211,6 +219,7 @@ impl Application {
             collection: core.collection,
             connection: core.connection,
             background: core.background,
+            signin_limiter: signin_limiter.clone(),
             public_url,
             store: store.clone(),
             clock,
@@ -236,6 +245,7 @@ impl Application {
             limits.request_head + limits.keep_alive.unwrap_or_default(),
         );
         idle_watch.spawn_sweeper();
+        signin_limiter.spawn_housekeeping();
         let connection_watch = idle_watch.clone();
         let server_state = state.clone();
         let mut server = HttpServer::new(move || {

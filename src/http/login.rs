@@ -47,11 +47,13 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     // A browser on its way through sign-in gets a page, even for an error.
     cfg.service(
         web::resource("/auth/login")
+            .wrap(from_fn(super::signin_limit::limit_signin))
             .wrap(from_fn(crate::dashboard::html_errors))
             .route(web::get().to(login)),
     )
     .service(
         web::resource("/auth/callback")
+            .wrap(from_fn(super::signin_limit::limit_signin))
             .wrap(from_fn(crate::dashboard::html_errors))
             .route(web::get().to(callback)),
     )

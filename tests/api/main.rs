@@ -50,6 +50,8 @@ mod performance;
 mod publish;
 mod read_check;
 mod scheduled;
+// The per-address limit on anonymous sign-in.
+mod signin_limit;
 mod sim_google_x_spec;
 mod sim_meta_spec;
 mod slow_clients;
