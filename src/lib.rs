@@ -5,7 +5,8 @@
 //! - [`http`]: routes, the three authentication modes, thin handlers; [`views`]: response shapes.
 //! - [`store`]: every SQL query (SeaORM over the `entity` and `migration` crates).
 //! - [`usage`]: plans and usage-period arithmetic (pure); [`crypto`]: keys, sessions, encryption.
-//! - [`oidc`]: dashboard sign-in client; [`operator`]: operator actions (CLI and `/admin`).
+//! - [`oidc`]: dashboard sign-in client; [`operator`]: operator actions (CLI and `/admin`);
+//!   [`user_access`]: disabling users and ending their sessions (CLI).
 //! - [`actors`]: long-lived actors; [`demo`]: `serve --demo` (with the `service-sim` crate).
 //! - Services, each holding only what it uses: [`publish::service::PublishingService`],
 //!   [`actors::scheduler::SchedulingService`], [`collection::CollectionService`],
@@ -57,6 +58,7 @@ pub mod shutdown;
 pub mod state;
 pub mod store;
 pub mod usage;
+pub mod user_access;
 pub mod views;
 
 use std::{cell::RefCell, net::TcpListener, sync::Arc, time::Duration};

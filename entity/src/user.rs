@@ -17,6 +17,9 @@ pub struct Model {
     /// Granted the operator role by the `service user operator` CLI (the configuration's
     /// `auth.operator_emails` grants it too, without touching this column).
     pub is_operator: bool,
+    /// When an operator disabled the user (`service user disable`); while set, the user's
+    /// sessions and API keys are refused and sign-in is too.
+    pub disabled_at: Option<DateTimeUtc>,
     /// Registration time; anchors the monthly usage period.
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,

@@ -13,6 +13,7 @@ mod m20261124_000006_login_route;
 mod m20261124_000007_nullable_post_views;
 mod m20261124_000008_operator_role;
 mod m20261125_000009_partial_check_index;
+mod m20261128_000060_user_disabled;
 
 /// The ordered list of migrations.
 pub struct Migrator;
@@ -30,6 +31,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000007_nullable_post_views::Migration),
             Box::new(m20261124_000008_operator_role::Migration),
             Box::new(m20261125_000009_partial_check_index::Migration),
+            Box::new(m20261128_000060_user_disabled::Migration),
         ]
     }
 }

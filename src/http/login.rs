@@ -42,6 +42,9 @@ const DEFAULT_LANDING: &str = "/dashboard";
 const MAX_RETURN_TO_LEN: usize = 2048;
 /// Longest `state` looked up; ours are 32 characters.
 const MAX_STATE_LEN: usize = 128;
+/// Why the callback refuses a user an operator disabled (`service user disable`).
+pub const DISABLED_MESSAGE: &str =
+    "Sign-in refused: this user has been disabled by the operator of this service";
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     // A browser on its way through sign-in gets a page, even for an error.
@@ -241,6 +244,17 @@ async fn callback(
             now,
         )
         .await?;
+    if state
+        .store
+        .sign_in_refused(
+            &identity.issuer,
+            &identity.subject,
+            identity.email.as_deref(),
+        )
+        .await?
+    {
+        return Err(ApiError::unauthorized(DISABLED_MESSAGE));
+    }
     let user = state
         .store
         .upsert_oidc_user(

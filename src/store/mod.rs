@@ -4,6 +4,7 @@
 mod accounts;
 mod api_keys;
 mod commit;
+mod disabled;
 mod login_states;
 mod migration_lock;
 mod oauth_states;
@@ -74,6 +75,9 @@ pub struct Store {
     channel: Arc<str>,
     /// The publish path's group commit (see `commit.rs`), shared by every clone.
     group: Arc<commit::GroupCommit>,
+    /// On a SQLite file, how other processes' changes to cached rows are announced
+    /// ([`access::ChangeMarker`]); PostgreSQL has notifications.
+    changes: Option<Arc<access::ChangeMarker>>,
 }
 
 /// Statements sent to the database since the store connected, by kind: what the benchmarks
@@ -237,6 +241,8 @@ impl Store {
             access: Arc::new(AccessCache::default()),
             channel: access::channel_name(pg_schema).into(),
             group: Arc::default(),
+            changes: sqlite_file_path(url)
+                .map(|path| Arc::new(access::ChangeMarker::for_database(path))),
         })
     }
 
@@ -318,6 +324,28 @@ impl Store {
         self.access.evict(Invalidation::Scheduled);
         if let Err(error) = self.notify(&self.db, &[Invalidation::Scheduled]).await {
             tracing::warn!(%error, "cannot notify the other instances of a scheduled-post write");
+        }
+    }
+
+    /// For a command run as a process of its own, after it committed `what`: on a SQLite file,
+    /// tells the running instances, which see it on their very next authentication (on
+    /// PostgreSQL the transaction's notification did). A failure is logged: the change is
+    /// made, and `auth.cache_ttl_ms` still bounds what the instances keep.
+    pub fn tell_other_processes(&self, what: &[Invalidation]) {
+        if let Some(changes) = &self.changes
+            && let Err(error) = changes.announce(what)
+        {
+            tracing::warn!(%error, "cannot tell the running instances of the change");
+        }
+    }
+
+    /// Drops the whole access cache if another process announced a change (see
+    /// [`access::ChangeMarker`]); nothing to do on PostgreSQL.
+    fn apply_other_processes_changes(&self) {
+        if let Some(changes) = &self.changes
+            && changes.changed()
+        {
+            self.access.evict(Invalidation::All);
         }
     }
 

@@ -387,6 +387,21 @@ impl TestApp {
         SecondInstance { base, state }
     }
 
+    /// A store on this test's database as a `service` command run beside the server opens it:
+    /// its own pool and cache, as a separate process would have.
+    #[allow(dead_code)]
+    pub async fn cli_store(&self) -> social_service::store::Store {
+        let store = social_service::store::Store::connect(
+            &self.config.database.url,
+            2,
+            self.pg_schema.as_deref(),
+        )
+        .await
+        .unwrap();
+        store.migrate().await.unwrap();
+        store
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }

@@ -57,4 +57,6 @@ mod sim_meta_spec;
 mod slow_clients;
 mod unconfirmed;
 mod usage;
+// `service user disable|enable|sessions revoke`.
+mod user_access;
 mod writes;
