@@ -1,6 +1,7 @@
 //! The actors that work on their own and call platforms: the scheduler (due posts), the
 //! reconciler (publishes still processing), the token keeper (refreshes) and the collector
-//! (daily snapshots, with a catch-up at start).
+//! (daily snapshots, with a catch-up at start); and the sweeper (expired rows), which calls
+//! none but starts with them.
 //!
 //! Each one's mailbox is made before the actor runs (`actix::Context::new`), so its address is
 //! known while the services are built (the publishing service wakes the scheduler through it)
@@ -17,7 +18,7 @@ use actix::{Actor, Addr, AsyncContext, Context};
 
 use crate::actors::{
     collector::CollectorActor, reconciler::ReconcilerActor, scheduler::SchedulerActor,
-    token_keeper::TokenKeeper,
+    sweeper::Sweeper, token_keeper::TokenKeeper,
 };
 
 /// An actor and the context it will run in, whose address is already handed out.
@@ -66,6 +67,7 @@ pub struct PendingBackground {
     collector: Option<Pending<CollectorActor>>,
     reconciler: Pending<ReconcilerActor>,
     token_keeper: Pending<TokenKeeper>,
+    sweeper: Sweeper,
     started: Arc<AtomicBool>,
 }
 
@@ -87,6 +89,7 @@ pub fn prepare(
     collector: Option<CollectorActor>,
     reconciler: ReconcilerActor,
     token_keeper: TokenKeeper,
+    sweeper: Sweeper,
 ) -> (PendingBackground, BackgroundActors) {
     let scheduler = scheduler.map(|(mailbox, actor)| Pending::new(mailbox, actor));
     let collector = collector.map(|actor| Pending::new(Mailbox::new(), actor));
@@ -105,6 +108,7 @@ pub fn prepare(
         collector,
         reconciler,
         token_keeper,
+        sweeper,
         started,
     };
     (pending, addresses)
@@ -120,6 +124,7 @@ impl PendingBackground {
         // end, on every instance (immediate ones too, so not tied to `scheduler.enabled`).
         self.reconciler.run();
         self.token_keeper.run();
+        self.sweeper.start();
         if let Some(collector) = self.collector {
             collector.run();
         }

@@ -74,6 +74,9 @@ pub struct ServerConfig {
     /// Open connections per worker thread; beyond it new connections wait in the listen
     /// backlog until one closes.
     pub max_connections: usize,
+    /// Reverse proxies (addresses and CIDR blocks) whose `X-Forwarded-For` names the client,
+    /// for the sign-in rate limit; from any other peer the header is ignored.
+    pub trusted_proxies: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -87,6 +90,7 @@ impl Default for ServerConfig {
             keep_alive_secs: 5,
             client_disconnect_timeout_ms: 1_000,
             max_connections: 25_000,
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -256,6 +260,14 @@ pub struct AuthConfig {
     /// Rendered `GET /api/scheduled-posts` answers kept (one per user and filter); 0 turns it
     /// off. Any scheduled-post write drops them all; `cache_ttl_ms` bounds them too.
     pub list_cache_capacity: usize,
+    /// How often expired sign-in states, connection states and sessions (expired or revoked)
+    /// are deleted (at least 1 s).
+    pub sweep_interval_secs: u64,
+    /// Anonymous sign-in requests (`/auth/login`, `/auth/callback`) one client address may
+    /// make in any minute; 0 turns the limit off.
+    pub signin_rate_per_minute: u32,
+    /// How many of those may come back to back (1 to `signin_rate_per_minute - 1`).
+    pub signin_burst: u32,
 }
 
 impl Default for AuthConfig {
@@ -275,6 +287,9 @@ impl Default for AuthConfig {
             cache_ttl_ms: 5_000,
             cache_capacity: 10_000,
             list_cache_capacity: crate::access::DEFAULT_LIST_CAPACITY,
+            sweep_interval_secs: 600,
+            signin_rate_per_minute: 30,
+            signin_burst: 10,
         }
     }
 }

@@ -5,7 +5,8 @@
 //! - [`http`]: routes, the three authentication modes, thin handlers; [`views`]: response shapes.
 //! - [`store`]: every SQL query (SeaORM over the `entity` and `migration` crates).
 //! - [`usage`]: plans and usage-period arithmetic (pure); [`crypto`]: keys, sessions, encryption.
-//! - [`oidc`]: dashboard sign-in client; [`operator`]: operator actions (CLI and `/admin`).
+//! - [`oidc`]: dashboard sign-in client; [`operator`]: operator actions (CLI and `/admin`);
+//!   [`user_access`]: disabling users and ending their sessions (CLI).
 //! - [`actors`]: long-lived actors; [`demo`]: `serve --demo` (with the `service-sim` crate).
 //! - Services, each holding only what it uses: [`publish::service::PublishingService`],
 //!   [`actors::scheduler::SchedulingService`], [`collection::CollectionService`],
@@ -58,6 +59,7 @@ pub mod state;
 pub mod store;
 pub mod tokens;
 pub mod usage;
+pub mod user_access;
 pub mod views;
 
 use std::{cell::RefCell, net::TcpListener, sync::Arc, time::Duration};
@@ -82,6 +84,7 @@ use crate::{
         reconciler::ReconcilerActor,
         scheduler::{SchedulerActor, SchedulerWaker, SchedulingService},
         supervisor::Supervisor,
+        sweeper::Sweeper,
         token_keeper::TokenKeeper,
     },
     background::{BackgroundActors, Mailbox, PendingBackground},
@@ -89,6 +92,7 @@ use crate::{
     collection::{CollectionService, schedule::DailySchedule},
     config::{Config, ConfigError},
     crypto::{SessionSigner, TokenCipher},
+    http::signin_limit::{SigninLimiter, TrustedProxies},
     media::MediaFetcher,
     oauth::ConnectionService,
     oidc::OidcClient,
@@ -168,6 +172,13 @@ impl Application {
         config.publishing.actor_arbiters()?;
         let configured_public_url = config.server.checked_public_url()?;
         let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
+        // Checked before anything starts: a bad entry names its key.
+        let signin_limiter = Arc::new(SigninLimiter::new(
+            config.auth.signin_rate_per_minute,
+            config.auth.signin_burst,
+            TrustedProxies::parse(&config.server.trusted_proxies)?,
+            clock.clone(),
+        )?);
         // Migrations run on a connection of their own, closed before the service's pool opens:
         // a pooled SQLite connection that prepared a statement before a migration altered its
         // table keeps the old column list and fails with "Missing value for column" (seen when
@@ -237,6 +248,7 @@ impl Application {
             collection: core.collection,
             connection: core.connection,
             background: core.background,
+            signin_limiter: signin_limiter.clone(),
             public_url,
             store: store.clone(),
             clock,
@@ -262,6 +274,7 @@ impl Application {
             limits.request_head + limits.keep_alive.unwrap_or_default(),
         );
         idle_watch.spawn_sweeper();
+        signin_limiter.spawn_housekeeping();
         let connection_watch = idle_watch.clone();
         let server_state = state.clone();
         let mut server = HttpServer::new(move || {
@@ -439,6 +452,11 @@ impl Core {
                 .then(|| CollectorActor::new(collection.clone())),
             ReconcilerActor::new(reconciling),
             TokenKeeper::new(connection.clone()),
+            Sweeper::new(
+                store.clone(),
+                clock.clone(),
+                Duration::from_secs(config.auth.sweep_interval_secs),
+            ),
         );
         Ok(Self {
             supervisor,

@@ -11,6 +11,7 @@ use social_service::{
     logging::{self, DemoteClientErrors},
     operator,
     store::Store,
+    user_access,
 };
 use tracing_subscriber::{EnvFilter, layer::SubscriberExt, util::SubscriberInitExt};
 
@@ -70,6 +71,17 @@ enum UserCommand {
     },
     /// Show users with an e-mail address.
     Show { email: String },
+    /// Disable every user with this e-mail address: their sessions end, their API keys are
+    /// refused (401) from the next request on every instance, and they cannot sign in, until
+    /// `user enable`.
+    Disable { email: String },
+    /// Enable the users with this e-mail address again (their API keys work again).
+    Enable { email: String },
+    /// The dashboard sessions of the users with an e-mail address.
+    Sessions {
+        #[command(subcommand)]
+        command: SessionsCommand,
+    },
     /// Grant (`--on`) or withdraw (`--off`) the operator role (the dashboard's operator pages).
     Operator {
         /// User id (UUID) or e-mail address.
@@ -79,6 +91,12 @@ enum UserCommand {
         #[arg(long)]
         off: bool,
     },
+}
+
+#[derive(Subcommand)]
+enum SessionsCommand {
+    /// End every dashboard session of the users with this e-mail address (API keys stay).
+    Revoke { email: String },
 }
 
 fn main() -> ExitCode {
@@ -212,6 +230,27 @@ async fn run(cli: Cli, config: Config) -> Result<(), Box<dyn std::error::Error>>
                         social_service::views::user(&user),
                         user.is_operator
                     );
+                }
+                UserCommand::Disable { email } => {
+                    let users =
+                        user_access::disable_users(&store, chrono::Utc::now(), &email).await?;
+                    for user in users {
+                        println!("disabled {}", social_service::views::user(&user));
+                    }
+                }
+                UserCommand::Enable { email } => {
+                    let users =
+                        user_access::enable_users(&store, chrono::Utc::now(), &email).await?;
+                    for user in users {
+                        println!("enabled {}", social_service::views::user(&user));
+                    }
+                }
+                UserCommand::Sessions {
+                    command: SessionsCommand::Revoke { email },
+                } => {
+                    let count =
+                        user_access::revoke_sessions(&store, chrono::Utc::now(), &email).await?;
+                    println!("revoked {count} sessions of the users with e-mail {email}");
                 }
                 UserCommand::Show { email } => {
                     for user in store.find_users_by_email(&email).await? {

@@ -312,6 +312,7 @@ mod tests {
             plan_type: None,
             current_period_end: None,
             is_operator,
+            disabled_at: None,
             created_at: now,
             updated_at: now,
         }

@@ -50,6 +50,8 @@ pub struct AppState {
     pub connection: Arc<ConnectionService>,
     /// The background actors, once running (operator view, readiness, draining).
     pub background: BackgroundActors,
+    /// The per-address limit on anonymous sign-in requests.
+    pub signin_limiter: Arc<crate::http::signin_limit::SigninLimiter>,
 }
 
 impl AppState {

@@ -20,6 +20,9 @@ pub struct Model {
     /// `auth.operator_emails` grants it too, to a verified address, without touching this
     /// column).
     pub is_operator: bool,
+    /// When an operator disabled the user (`service user disable`); while set, the user's
+    /// sessions and API keys are refused and sign-in is too.
+    pub disabled_at: Option<DateTimeUtc>,
     /// Registration time; anchors the monthly usage period.
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,

@@ -15,6 +15,7 @@ mod m20261124_000008_operator_role;
 mod m20261125_000009_partial_check_index;
 mod m20261128_000020_user_email_verified;
 mod m20261128_000021_used_form_tokens;
+mod m20261128_000060_user_disabled;
 
 /// The ordered list of migrations.
 pub struct Migrator;
@@ -34,6 +35,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261125_000009_partial_check_index::Migration),
             Box::new(m20261128_000020_user_email_verified::Migration),
             Box::new(m20261128_000021_used_form_tokens::Migration),
+            Box::new(m20261128_000060_user_disabled::Migration),
         ]
     }
 }

@@ -6,7 +6,8 @@
 //!   they are published or failed (through the account actors);
 //! - [`collector`]: takes the daily performance snapshot of every account;
 //! - [`token_keeper`]: refreshes tokens in their window (through the account actors);
-//! - [`last_used`]: the batch writer of API-key last-use times.
+//! - [`last_used`]: the batch writer of API-key last-use times;
+//! - [`sweeper`]: deletes expired sign-in and connection states, and dead sessions.
 
 pub mod account;
 pub mod collector;
@@ -16,4 +17,5 @@ pub mod limiter;
 pub mod reconciler;
 pub mod scheduler;
 pub mod supervisor;
+pub mod sweeper;
 pub mod token_keeper;

@@ -4,7 +4,7 @@
 //! nothing; submitting spends the nonce in the database ([`Store::spend_form_token`]), so the
 //! second submission of one rendered form (a double click, the browser's "resend" after a
 //! reload or a back button, a retry by an impatient proxy) is recognised on any instance and
-//! acts on nothing. A token is valid for [`FORM_TOKEN_TTL`]; spent nonces are kept that long.
+//! acts on nothing. A token is valid for [`FORM_TOKEN_TTL`]; the sweeper forgets spent nonces after that.
 //!
 //! [`Store::spend_form_token`]: crate::store::Store::spend_form_token
 
@@ -13,11 +13,9 @@ use uuid::Uuid;
 
 use crate::{
     crypto::{self, SessionSigner},
-    store::Store,
+    store::{FORM_TOKEN_TTL, Store},
 };
 
-/// How long a rendered form may wait before it is submitted.
-pub const FORM_TOKEN_TTL: Duration = Duration::hours(24);
 /// The signing purpose: no other signed value of ours verifies as a form token.
 const PURPOSE: &str = "form-token";
 /// Longest token looked at; ours are about 110 characters.
@@ -75,14 +73,11 @@ pub async fn spend(
     let Some(nonce) = nonce_of(signer, token, user_id, now) else {
         return Ok(Spent::Unusable);
     };
-    if !store.spend_form_token(nonce, user_id, now).await? {
-        return Ok(Spent::Before);
-    }
-    // Spent nonces older than any valid token are dead weight; a submission clears them.
-    store
-        .forget_form_tokens_spent_before(now - FORM_TOKEN_TTL)
-        .await?;
-    Ok(Spent::Now)
+    Ok(if store.spend_form_token(nonce, user_id, now).await? {
+        Spent::Now
+    } else {
+        Spent::Before
+    })
 }
 
 #[cfg(test)]

@@ -48,16 +48,21 @@ pub const LOGIN_COOKIE: &str = "service_login";
 const LOGIN_COOKIE_PATH: &str = "/auth";
 /// The signing purpose of [`LOGIN_COOKIE`], so that no other signed value of ours can stand in.
 const LOGIN_COOKIE_PURPOSE: &str = "login-state";
+/// Why the callback refuses a user an operator disabled (`service user disable`).
+pub const DISABLED_MESSAGE: &str =
+    "Sign-in refused: this user has been disabled by the operator of this service";
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     // A browser on its way through sign-in gets a page, even for an error.
     cfg.service(
         web::resource("/auth/login")
+            .wrap(from_fn(super::signin_limit::limit_signin))
             .wrap(from_fn(crate::dashboard::html_errors))
             .route(web::get().to(login)),
     )
     .service(
         web::resource("/auth/callback")
+            .wrap(from_fn(super::signin_limit::limit_signin))
             .wrap(from_fn(crate::dashboard::html_errors))
             .route(web::get().to(callback)),
     )
@@ -287,6 +292,17 @@ async fn callback(
             now,
         )
         .await?;
+    if state
+        .store
+        .sign_in_refused(
+            &identity.issuer,
+            &identity.subject,
+            identity.email.as_deref(),
+        )
+        .await?
+    {
+        return Err(ApiError::unauthorized(DISABLED_MESSAGE));
+    }
     let user = state.store.record_sign_in(&identity, now).await?;
     let token = crypto::random_token(32);
     let ttl = Duration::hours(state.config.auth.session_ttl_hours.max(1));

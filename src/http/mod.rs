@@ -22,6 +22,7 @@ pub mod ops;
 pub mod performance;
 pub mod posts;
 pub mod scheduled;
+pub mod signin_limit;
 pub mod subscription;
 pub mod trace;
 

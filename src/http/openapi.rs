@@ -320,6 +320,7 @@ pub mod pages {
         responses(
             (status = 302, description = "To the identity provider", headers(("location" = String))),
             (status = 400, description = "An error page (browsers) or the catalogue body", content((ErrorBody = "application/json"), (String = "text/html"))),
+            (status = 429, description = "`RateLimitExceeded`: this client address's sign-in budget (`auth.signin_rate_per_minute`, shared with the callback) is spent; `retry_after` and `Retry-After` say when to come back", headers(("retry-after" = u64)), content((ErrorBody = "application/json"), (String = "text/html"))),
             (status = 503, description = "The identity provider is unreachable", content((ErrorBody = "application/json"), (String = "text/html"))),
         ))]
     pub fn login() {}
@@ -334,6 +335,7 @@ pub mod pages {
             (status = 303, description = "Signed in: to `return_to` (sets the session cookie)", headers(("location" = String), ("set-cookie" = String))),
             (status = 400, description = "Missing `code`; unknown, expired or used `state`", content((ErrorBody = "application/json"), (String = "text/html"))),
             (status = 401, description = "Sign-in refused or not completed at the identity provider", content((ErrorBody = "application/json"), (String = "text/html"))),
+            (status = 429, description = "`RateLimitExceeded`: this client address's sign-in budget (shared with `/auth/login`) is spent; `retry_after` and `Retry-After` say when to come back", headers(("retry-after" = u64)), content((ErrorBody = "application/json"), (String = "text/html"))),
             (status = 503, description = "The identity provider is unreachable", content((ErrorBody = "application/json"), (String = "text/html"))),
         ))]
     pub fn login_callback() {}

@@ -75,10 +75,12 @@ impl Store {
         presented: &str,
     ) -> Result<Option<Authenticated>, DbErr> {
         let presented_hash = crypto::sha256_hex(presented);
+        self.apply_other_processes_changes();
         let seen = self.access.generation();
         if let Some(key) = self.access.key(&presented_hash) {
             if let Some(user) = self.access.user(key.user_id) {
-                return Ok(Some(Authenticated {
+                // A disabled user is cached too (so refusing them costs no query either).
+                return Ok(enabled(user).map(|user| Authenticated {
                     key_id: key.key_id,
                     user,
                 }));
@@ -89,7 +91,7 @@ impl Store {
             };
             let user = Arc::new(user);
             self.access.insert_user(seen, user.clone());
-            return Ok(Some(Authenticated {
+            return Ok(enabled(user).map(|user| Authenticated {
                 key_id: key.key_id,
                 user,
             }));
@@ -104,7 +106,7 @@ impl Store {
         };
         self.access.insert_key(seen, presented_hash, cached);
         self.access.insert_user(seen, user.clone());
-        Ok(Some(Authenticated {
+        Ok(enabled(user).map(|user| Authenticated {
             key_id: key.id,
             user,
         }))
@@ -180,4 +182,9 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// The user, unless an operator disabled them (their keys are then refused like unknown ones).
+fn enabled(user: Arc<user::Model>) -> Option<Arc<user::Model>> {
+    user.disabled_at.is_none().then_some(user)
 }

@@ -2,10 +2,13 @@
 
 use chrono::{DateTime, Utc};
 use entity::used_form_token;
-use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter, sea_query::OnConflict};
+use sea_orm::{DbErr, EntityTrait, sea_query::OnConflict};
 use uuid::Uuid;
 
 use super::Store;
+
+/// How long a rendered form's token is valid, and so how long a spent one is kept.
+pub const FORM_TOKEN_TTL: chrono::Duration = chrono::Duration::hours(24);
 
 impl Store {
     /// Spends `token` for `user_id`: `true` if this call spent it, `false` if it was spent
@@ -35,18 +38,5 @@ impl Store {
             Err(DbErr::RecordNotInserted) => Ok(false),
             Err(error) => Err(error),
         }
-    }
-
-    /// Forgets tokens spent before `before`: such a token has expired, so it is refused
-    /// without being looked up.
-    pub async fn forget_form_tokens_spent_before(
-        &self,
-        before: DateTime<Utc>,
-    ) -> Result<u64, DbErr> {
-        used_form_token::Entity::delete_many()
-            .filter(used_form_token::Column::UsedAt.lt(before))
-            .exec(&self.db)
-            .await
-            .map(|done| done.rows_affected)
     }
 }

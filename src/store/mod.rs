@@ -4,8 +4,10 @@
 mod accounts;
 mod api_keys;
 mod commit;
+mod disabled;
 mod form_tokens;
 mod login_states;
+mod migration_lock;
 mod oauth_states;
 mod reseal;
 mod scheduled;
@@ -14,6 +16,7 @@ mod snapshots;
 mod sqlite_writer;
 mod wal_sync;
 mod submissions;
+mod sweep;
 mod usage;
 mod users;
 
@@ -35,6 +38,7 @@ use crate::access::{self, AccessCache, Invalidation};
 
 pub use accounts::{NewAccount, NewTokens};
 pub use api_keys::Authenticated;
+pub use form_tokens::FORM_TOKEN_TTL;
 pub use commit::{
     AttemptClaim, DEFAULT_GROUP_COMMIT_MAX, GroupCommitStats, PublishWrite, SubmissionRow,
 };
@@ -46,6 +50,7 @@ pub use scheduled::{
 };
 pub use snapshots::SnapshotClaim;
 pub use submissions::{HistoryListing, NewSubmission, Page};
+pub use sweep::{SweepBounds, SweepCounts};
 pub use usage::Reservation;
 pub use users::UserSearch;
 
@@ -75,6 +80,9 @@ pub struct Store {
     channel: Arc<str>,
     /// The publish path's group commit (see `commit.rs`), shared by every clone.
     group: Arc<commit::GroupCommit>,
+    /// On a SQLite file, how other processes' changes to cached rows are announced
+    /// ([`access::ChangeMarker`]); PostgreSQL has notifications.
+    changes: Option<Arc<access::ChangeMarker>>,
 }
 
 /// Statements sent to the database since the store connected, by kind: what the benchmarks
@@ -280,6 +288,8 @@ impl Store {
             access: Arc::new(AccessCache::default()),
             channel: access::channel_name(pg_schema).into(),
             group: Arc::default(),
+            changes: sqlite_file_path(url)
+                .map(|path| Arc::new(access::ChangeMarker::for_database(path))),
         })
     }
 
@@ -364,9 +374,41 @@ impl Store {
         }
     }
 
-    /// Applies every pending migration.
+    /// For a command run as a process of its own, after it committed `what`: on a SQLite file,
+    /// tells the running instances, which see it on their very next authentication (on
+    /// PostgreSQL the transaction's notification did). A failure is logged: the change is
+    /// made, and `auth.cache_ttl_ms` still bounds what the instances keep.
+    pub fn tell_other_processes(&self, what: &[Invalidation]) {
+        if let Some(changes) = &self.changes
+            && let Err(error) = changes.announce(what)
+        {
+            tracing::warn!(%error, "cannot tell the running instances of the change");
+        }
+    }
+
+    /// Drops the whole access cache if another process announced a change (see
+    /// [`access::ChangeMarker`]); nothing to do on PostgreSQL.
+    fn apply_other_processes_changes(&self) {
+        if let Some(changes) = &self.changes
+            && changes.changed()
+        {
+            self.access.evict(Invalidation::All);
+        }
+    }
+
+    /// Applies every pending migration; on PostgreSQL under an advisory lock, so that
+    /// instances starting together migrate once (see `migration_lock.rs`).
     pub async fn migrate(&self) -> Result<(), DbErr> {
-        Migrator::up(&self.db, None).await
+        if self.backend() != DbBackend::Postgres {
+            return Migrator::up(&self.db, None).await;
+        }
+        let key = migration_lock::lock_key(&self.channel);
+        let lock =
+            migration_lock::MigrationLock::acquire(self.db.get_postgres_connection_pool(), key)
+                .await?;
+        let result = Migrator::up(&self.db, None).await;
+        lock.release().await;
+        result
     }
 
     /// Closes the pool (the migration's own connection, see `Application::build`).

@@ -28,7 +28,8 @@ impl Store {
         .await
     }
 
-    /// The live session with this token hash and its user; `None` when unknown, revoked or expired.
+    /// The live session with this token hash and its user; `None` when unknown, revoked or
+    /// expired, or when its user is disabled.
     pub async fn find_live_session(
         &self,
         token_hash: &str,
@@ -45,7 +46,9 @@ impl Store {
             return Ok(None);
         }
         let user = self.find_user(session.user_id).await?;
-        Ok(user.map(|user| (session, user)))
+        Ok(user
+            .filter(|user| user.disabled_at.is_none())
+            .map(|user| (session, user)))
     }
 
     /// Revokes a session; true when a live session was revoked.

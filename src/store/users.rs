@@ -70,6 +70,7 @@ impl Store {
             plan_type: Set(None),
             current_period_end: Set(None),
             is_operator: Set(false),
+            disabled_at: Set(None),
             created_at: Set(now),
             updated_at: Set(now),
         };

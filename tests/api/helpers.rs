@@ -312,6 +312,10 @@ impl TestApp {
         // Asia/Taipei; tests of it turn it on.
         config.collector.enabled = false;
         config.collector.max_sleep_ms = 100;
+        // Every test signs in from 127.0.0.1 on a clock that barely moves: the sign-in limit's
+        // own tests set it back.
+        config.auth.signin_rate_per_minute = 1_000_000;
+        config.auth.signin_burst = 100_000;
         adjust(&mut config);
 
         let clock = ManualClock::new(Utc::now());
@@ -381,6 +385,21 @@ impl TestApp {
         let state = app.state();
         actix_rt::spawn(app.run_until_stopped());
         SecondInstance { base, state }
+    }
+
+    /// A store on this test's database as a `service` command run beside the server opens it:
+    /// its own pool and cache, as a separate process would have.
+    #[allow(dead_code)]
+    pub async fn cli_store(&self) -> social_service::store::Store {
+        let store = social_service::store::Store::connect(
+            &self.config.database.url,
+            2,
+            self.pg_schema.as_deref(),
+        )
+        .await
+        .unwrap();
+        store.migrate().await.unwrap();
+        store
     }
 
     pub fn url(&self, path: &str) -> String {

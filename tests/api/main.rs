@@ -32,6 +32,8 @@ mod errors;
 mod golden;
 mod history;
 mod hostile;
+// Sweeps of dead rows, the migration lock, the sign-in limit, user commands.
+mod housekeeping;
 mod ids;
 // Sign-in against the simulator's provider: JWKS, key rotation, verified e-mail.
 mod identity_provider;
@@ -52,10 +54,14 @@ mod performance;
 mod publish;
 mod read_check;
 mod scheduled;
+// The per-address limit on anonymous sign-in.
+mod signin_limit;
 mod sim_google_x_spec;
 mod sim_meta_spec;
 mod slow_clients;
 mod token_binding;
 mod unconfirmed;
 mod usage;
+// `service user disable|enable|sessions revoke`.
+mod user_access;
 mod writes;
