@@ -1320,7 +1320,6 @@ impl Gen<'_> {
             "/admin/users/".into(),
             "/.env".into(),
             "/.git/config".into(),
-            "/favicon.ico".into(),
             "/%00".into(),
             "/%2e%2e/%2e%2e/etc/passwd".into(),
             "/api/keys%2F..%2F..%2Fadmin".into(),
@@ -1884,6 +1883,7 @@ fn non_json_success(path: &str) -> bool {
         || path.starts_with("/dashboard/")
         || path == "/signin"
         || path.starts_with("/static/")
+        || path == "/favicon.ico"
 }
 
 /// Why a reply is not acceptable, or `None` when it is.
