@@ -8,7 +8,7 @@
 //!
 //! [`Store::spend_form_token`]: crate::store::Store::spend_form_token
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::{
@@ -82,6 +82,8 @@ pub async fn spend(
 
 #[cfg(test)]
 mod tests {
+    use chrono::Duration;
+
     use super::*;
 
     fn signer() -> SessionSigner {

@@ -14,11 +14,11 @@ mod scheduled;
 mod sessions;
 mod snapshots;
 mod sqlite_writer;
-mod wal_sync;
 mod submissions;
 mod sweep;
 mod usage;
 mod users;
+mod wal_sync;
 
 use std::{
     sync::{
@@ -38,10 +38,10 @@ use crate::access::{self, AccessCache, Invalidation};
 
 pub use accounts::{NewAccount, NewTokens};
 pub use api_keys::Authenticated;
-pub use form_tokens::FORM_TOKEN_TTL;
 pub use commit::{
     AttemptClaim, DEFAULT_GROUP_COMMIT_MAX, GroupCommitStats, PublishWrite, SubmissionRow,
 };
+pub use form_tokens::FORM_TOKEN_TTL;
 pub use oauth_states::StateOwner;
 pub use reseal::{ReEncryptError, ResealReport, ResealScope, RowReseal};
 pub use scheduled::{

@@ -13,8 +13,9 @@ use std::{
     fs::File,
     path::{Path, PathBuf},
     sync::{
-        Arc, mpsc,
+        Arc,
         atomic::{AtomicU64, Ordering},
+        mpsc,
     },
 };
 
