@@ -106,10 +106,19 @@ impl OidcClient {
                         response.status()
                     )));
                 }
-                response
+                let discovered = response
                     .json::<Endpoints>()
                     .await
-                    .map_err(|e| OidcError::Unreachable(e.to_string()))
+                    .map_err(|e| OidcError::Unreachable(e.to_string()))?;
+                // The ID token's `iss` is checked against this issuer, so a document naming
+                // another one is not the configured provider's (OpenID Connect Discovery §4.3).
+                if discovered.issuer.trim_end_matches('/') != issuer {
+                    return Err(OidcError::Unreachable(format!(
+                        "{url} names the issuer {:?}, not the configured {issuer:?}",
+                        discovered.issuer
+                    )));
+                }
+                Ok(discovered)
             })
             .await
     }

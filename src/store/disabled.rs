@@ -24,7 +24,7 @@ impl Store {
     ) -> Result<Vec<user::Model>, DbErr> {
         let txn = self.begin_invalidating().await?;
         let users = user::Entity::find()
-            .filter(user::Column::Email.eq(email))
+            .filter(super::users::email_is(email))
             .all(&txn)
             .await?;
         let ids: Vec<Uuid> = users.iter().map(|user| user.id).collect();
@@ -87,7 +87,7 @@ impl Store {
                 .add(user::Column::OidcSubject.eq(subject)),
         );
         if let Some(email) = email {
-            same = same.add(user::Column::Email.eq(email));
+            same = same.add(super::users::email_is(email));
         }
         let disabled = user::Entity::find()
             .filter(same)

@@ -175,8 +175,6 @@ impl SqliteWriter {
         self.busy.load(Ordering::Relaxed)
     }
 
-    /// Whether this batch is one after which the pool should checkpoint the WAL (this
-    /// connection never does: see the module's comment).
     /// What a committed batch waits for before its writers are answered, if anything.
     pub fn syncer(&self) -> Option<&Arc<WalSyncer>> {
         self.syncer.as_ref()
@@ -190,6 +188,8 @@ impl SqliteWriter {
             .unwrap_or(-1)
     }
 
+    /// Whether this batch is one after which the pool should checkpoint the WAL (this
+    /// connection never does: see the module's comment).
     pub fn checkpoint_due(&self) -> bool {
         self.batches
             .load(Ordering::Relaxed)

@@ -109,7 +109,7 @@ impl Store {
 
     pub async fn find_users_by_email(&self, email: &str) -> Result<Vec<user::Model>, DbErr> {
         user::Entity::find()
-            .filter(user::Column::Email.eq(email))
+            .filter(email_is(email))
             .all(&self.db)
             .await
     }
@@ -172,4 +172,11 @@ impl Store {
             .all(&self.db)
             .await
     }
+}
+
+/// The user's e-mail address is `email`, compared without regard to case: providers keep the
+/// case a user typed, and `Bob@` and `bob@` reach the same mailbox in practice.
+pub(super) fn email_is(email: &str) -> sea_orm::sea_query::SimpleExpr {
+    use sea_orm::sea_query::{Expr, ExprTrait, Func};
+    Func::lower(Expr::col((user::Entity, user::Column::Email))).eq(email.to_lowercase())
 }

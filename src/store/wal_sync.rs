@@ -70,17 +70,32 @@ impl WalSyncer {
 /// Serves requests until every handle is gone: takes all that are waiting, syncs once, answers
 /// them all. A request that arrives during a sync waits for the next one, since its commit may
 /// have been written after that sync began.
+///
+/// After one failed sync every later one fails too, until the process restarts: the kernel may
+/// have dropped the WAL pages that failed to reach the disk and report the next sync as a
+/// success, although the WAL, whose frames are chained by checksums, is no longer whole on disk
+/// beyond them. Publishing stops (each write answers an error, so no platform call is made on
+/// its strength) rather than going on with records a power cut would lose.
 fn run(wal: &Path, incoming: &mpsc::Receiver<Waiter>, syncs: &AtomicU64) {
     let mut directory_synced = false;
+    let mut failed: Option<String> = None;
     while let Ok(first) = incoming.recv() {
         let mut waiting = vec![first];
         waiting.extend(incoming.try_iter());
-        let result = sync(wal, &mut directory_synced);
+        let result = match &failed {
+            Some(error) => Err(format!(
+                "{error} (an earlier sync failed; restart the service)"
+            )),
+            None => sync(wal, &mut directory_synced),
+        };
         match &result {
             Ok(()) => {
                 syncs.fetch_add(1, Ordering::Relaxed);
             }
-            Err(error) => tracing::error!(%error, wal = %wal.display(), "WAL sync failed"),
+            Err(error) => {
+                tracing::error!(%error, wal = %wal.display(), "WAL sync failed");
+                failed.get_or_insert_with(|| error.clone());
+            }
         }
         for waiter in waiting {
             let _ = waiter.send(result.clone());

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::helpers::{Dashboard, TestApp};
+use crate::helpers::{Dashboard, TestApp, status_and_json};
 
 const OPERATOR_EMAIL: &str = "ops@example.com";
 
@@ -130,4 +130,22 @@ async fn a_verified_operator_who_loses_verification_loses_the_role_at_the_next_s
     let unverified = app.sign_in(OPERATOR_EMAIL).await;
     assert_eq!(unverified.user_id, verified.user_id);
     assert_eq!(operator_page_status(&app, &unverified).await, 303);
+}
+
+#[actix_web::test]
+async fn a_discovery_document_naming_another_issuer_is_not_trusted() {
+    // The same provider reached under another name: its document names the issuer it knows.
+    let app =
+        TestApp::spawn_with(|c| c.auth.issuer = c.auth.issuer.replace("127.0.0.1", "localhost"))
+            .await;
+    let (status, body) = status_and_json(
+        app.http
+            .get(app.url("/auth/login?login_hint=someone@example.com"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"], "ServiceUnavailable");
 }

@@ -122,9 +122,14 @@ async fn sign_in_is_refused_while_disabled_and_works_again_after_enable() {
     let publisher = user(&app).await;
     let email = publisher.email.clone();
     let cli = app.cli_store().await;
-    user_access::disable_users(&cli, app.clock_now(), &email)
+    // Addresses are compared without regard to case, as the operator may type them.
+    let disabled = user_access::disable_users(&cli, app.clock_now(), &email.to_uppercase())
         .await
         .unwrap();
+    assert_eq!(disabled.len(), 1);
+    // Nor can the address come back in another case, as another identity at the provider.
+    let other_case = try_sign_in(&app, &email.to_uppercase()).await;
+    assert_eq!(other_case.status(), 401);
 
     let refused = try_sign_in(&app, &email).await;
     assert_eq!(refused.status(), 401);
