@@ -221,7 +221,9 @@ impl Supervisor {
     /// from the account rows this process keeps in memory (the store's access cache, which
     /// every write to an account row evicts in the same operation, and other instances' writes
     /// by notification; see [`crate::access`]), and is read once on a miss. One shared copy
-    /// per account, nothing per actor.
+    /// per account, nothing per actor. A copy whose tokens do not open for its row shows as
+    /// invalid ([`tokens::flag_unreadable`]); it is checked here rather than left to the
+    /// actor, which holds the token it opened when it started.
     pub async fn find_owned_account(
         &self,
         user_id: Uuid,
@@ -234,22 +236,18 @@ impl Supervisor {
             None => {
                 // Read before the query: a write that commits meanwhile keeps this row out.
                 let seen = rows.generation();
-                let Some(row) = store.find_account(account_id).await? else {
+                let Some(mut row) = store.find_account(account_id).await? else {
                     return Ok(None);
                 };
+                // Once per read of the row, not per use of the copy: a token that does not open
+                // for its row shows the account as invalid to every reader of this copy.
+                tokens::flag_unreadable(&self.roster.deps.cipher, &mut row);
                 let row = Arc::new(row);
                 rows.insert_account(seen, row.clone());
                 row
             }
         };
         Ok((row.user_id == user_id).then_some(row))
-    }
-
-    /// Shows this copy of `account` as invalid when its stored tokens do not open for its row
-    /// (see [`tokens::flag_unreadable`]). Checked on the row, not left to the actor: a live
-    /// actor holds the token it opened when it started.
-    pub fn flag_unreadable(&self, account: &mut entity::account::Model) {
-        tokens::flag_unreadable(&self.roster.deps.cipher, account);
     }
 
     /// Asks the account's actor (started if needed) to refresh its token; does not wait.

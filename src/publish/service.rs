@@ -283,7 +283,7 @@ impl PublishingService {
     ) -> Result<Prepared, ApiError> {
         let now = self.clock.now();
         // The supervisor's copy of the row (no round trip when warm; writes evict it).
-        let mut account = self
+        let account = self
             .supervisor
             .find_owned_account(user.id, request.account_id)
             .await?
@@ -294,7 +294,6 @@ impl PublishingService {
                     format!("Account {} not found", request.account_id),
                 )
             })?;
-        self.supervisor.flag_unreadable(&mut account);
         validate::check_account(
             &request,
             &AccountFacts {
