@@ -9,9 +9,9 @@ use social_service::{
     config::Config,
     crypto::{self, TokenCipher},
     logging::{self, DemoteClientErrors},
-    operator,
+    services::operator,
+    services::user_access,
     store::Store,
-    user_access,
 };
 use tracing_subscriber::{EnvFilter, layer::SubscriberExt, util::SubscriberInitExt};
 

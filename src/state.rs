@@ -8,16 +8,18 @@ use std::sync::Arc;
 use secrecy::SecretString;
 
 use crate::{
-    actors::{last_used::LastUsedRecorder, scheduler::SchedulingService, supervisor::Supervisor},
+    actors::supervisor::Supervisor,
     background::BackgroundActors,
+    background::last_used::LastUsedRecorder,
     clock::SharedClock,
-    collection::CollectionService,
     config::Config,
     crypto::{SessionSigner, TokenCipher},
     metrics,
-    oauth::ConnectionService,
     oidc::OidcClient,
-    publish::service::PublishingService,
+    services::collection::CollectionService,
+    services::connection::ConnectionService,
+    services::publishing::PublishingService,
+    services::scheduling::SchedulingService,
     store::Store,
 };
 

@@ -23,6 +23,7 @@ use super::{
     limiter::{AccountLimiter, LimiterState},
     supervisor::Roster,
 };
+use crate::domain::plan::Platform;
 use crate::{
     crypto::CipherError,
     error::{ApiError, ErrorCode},
@@ -30,7 +31,6 @@ use crate::{
     oauth,
     platforms::{AccountCredentials, PlatformError},
     publish::{
-        plan::Platform,
         reconcile::{CheckOutcome, CheckReport, CheckSpec, run_check},
         run::{JobResult, JobSpec, PublishDeps, PublishReceipt, run_job},
     },

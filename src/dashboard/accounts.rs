@@ -13,11 +13,12 @@ use super::{
     i18n::{Msg, T, nearest_days},
     render, see_other,
 };
+use crate::domain::text::parse_uuid;
 use crate::{
     AppState,
+    domain::plan::Platform,
     error::{ApiError, ErrorCode},
-    http::{auth::SessionUser, parse_uuid},
-    publish::plan::Platform,
+    http::auth::SessionUser,
     views,
 };
 

@@ -17,13 +17,13 @@ use super::{
     i18n::{Msg, T},
     render, see_other,
 };
+use crate::domain::text::parse_uuid;
 use crate::{
     AppState,
     error::ApiError,
     http::{
         auth::SessionUser,
         keys::{CreateKeyError, KeyName, MAX_NAME_CHARS, create_api_key},
-        parse_uuid,
     },
 };
 

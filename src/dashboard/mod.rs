@@ -409,7 +409,7 @@ impl Layout {
             .unwrap_or_else(|| user.id.to_string());
         let operator = req
             .app_data::<web::Data<AppState>>()
-            .is_some_and(|state| crate::operator::is_operator(&state.config, user));
+            .is_some_and(|state| crate::services::operator::is_operator(&state.config, user));
         Self {
             t: T(locale_of(req)),
             who: Some(who),
@@ -441,7 +441,7 @@ impl When {
         Self {
             relative: t.relative(at, now),
             exact: at.format("%Y-%m-%d %H:%M UTC").to_string(),
-            iso: crate::views::iso(at),
+            iso: crate::domain::time::iso(at),
         }
     }
 }

@@ -22,13 +22,13 @@ use super::{
     i18n::{Msg, T},
     render, see_other,
 };
+use crate::domain::text::parse_uuid;
 use crate::{
     AppState,
     error::ApiError,
     http::{
         auth::SessionUser,
         cron::{BackfillDates, Yesterday, backfill_account, missing_dates},
-        parse_uuid,
         performance::recent_posts,
     },
     insights::bodies::{MetricValues, PostsBody},

@@ -11,6 +11,7 @@ use std::collections::HashSet;
 use actix_web::{HttpResponse, middleware::from_fn, web};
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 
+use super::auth::{CronCaller, require_operator_or_api_key};
 use super::dto::{
     requests::{BackfillBody, CollectQuery, DaysQuery},
     responses::{
@@ -18,14 +19,10 @@ use super::dto::{
         CollectionStatus, MissingDates, Snapshot,
     },
 };
-use super::{
-    auth::{CronCaller, require_operator_or_api_key},
-    parse_uuid,
-};
+use crate::domain::text::parse_uuid;
 use crate::{
-    AppState,
-    collection::{self, CollectionRun, Trigger},
-    error::ApiError,
+    AppState, error::ApiError, services::collection, services::collection::CollectionRun,
+    services::collection::Trigger,
 };
 
 pub const DEFAULT_STATUS_DAYS: i64 = 7;
@@ -411,9 +408,9 @@ mod tests {
 
     use super::*;
     use crate::{
-        collection::AccountOutcome,
+        domain::plan::Platform,
         insights::{DailyMetrics, MetricFailure},
-        publish::plan::Platform,
+        services::collection::AccountOutcome,
     };
     use serde_json::{Value, json};
 

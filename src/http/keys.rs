@@ -2,10 +2,8 @@
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
 
-use super::{
-    auth::{SessionUser, require_session},
-    parse_uuid,
-};
+use super::auth::{SessionUser, require_session};
+use crate::domain::text::parse_uuid;
 use crate::{
     AppState, crypto,
     error::{ApiError, ErrorCode},
@@ -111,7 +109,7 @@ impl KeyName {
     /// Checks in the order the API has always answered: NUL, then empty, then too long.
     pub fn parse(raw: &str) -> Result<Self, CreateKeyError> {
         let name = raw.trim();
-        super::reject_nul("name", name).map_err(CreateKeyError::NameHasNul)?;
+        crate::domain::text::reject_nul("name", name).map_err(CreateKeyError::NameHasNul)?;
         if name.is_empty() {
             return Err(CreateKeyError::NameEmpty);
         }

@@ -7,13 +7,12 @@
 use actix_web::{HttpResponse, middleware::from_fn, web};
 use chrono::{Duration, NaiveDate};
 
-use super::{
-    auth::{ApiCaller, require_api_key},
-    parse_uuid,
-};
+use super::auth::{ApiCaller, require_api_key};
+use crate::domain::text::parse_uuid;
 use crate::{
     AppState,
     actors::account::{InsightsOutput, InsightsWork},
+    domain::plan::Platform,
     error::{ApiError, ErrorCode},
     insights::{
         self, AccountSummary, InsightsQuery, PostId,
@@ -21,7 +20,6 @@ use crate::{
         catalogue,
     },
     platforms::PlatformError,
-    publish::plan::Platform,
 };
 
 /// Days in the default `since..until` window of the account endpoint.

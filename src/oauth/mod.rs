@@ -18,16 +18,13 @@ use serde_json::Value;
 
 pub use entity::account::LoginRoute;
 
-pub mod connection;
-pub use connection::ConnectionService;
-
 use crate::{
     config::{OAuthConfig, PlatformsConfig},
+    domain::plan::Platform,
     platforms::{
         PlatformError, SendTraced,
         ids::{ApiPath, GraphId, InvalidId},
     },
-    publish::plan::Platform,
 };
 
 /// Facebook's data-access window: data access must be re-authorized every 90 days (spec §5.8).

@@ -17,7 +17,7 @@ use unicode_segmentation::UnicodeSegmentation;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::plan::{
+use crate::domain::plan::{
     FacebookPost, InstagramPost, MediaKind, MediaRef, Platform, PublishPlan, ThreadsPost,
     TiktokContent, TiktokPost, XMedia, XPost, YoutubePost,
 };

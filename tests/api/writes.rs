@@ -9,7 +9,7 @@ use secrecy::SecretString;
 use serde_json::json;
 use service_sim::state::{FaultKind, FaultSpec};
 use social_service::{
-    actors::scheduler::{Drain, settle_expired_claims},
+    background::scheduler::Drain,
     media::MediaFetcher,
     platforms::{AccountCredentials, StepKind},
     publish::{
@@ -17,6 +17,7 @@ use social_service::{
         run::{JobResult, JobSpec, PublishDeps, run_job_probed},
         steps::{ClaimFence, FinalProbe, StepRecorder},
     },
+    services::scheduling::settle_expired_claims,
     store::{DbCounts, NewSubmission, PublishWrite, SubmissionRow},
 };
 use uuid::Uuid;

@@ -11,14 +11,14 @@ use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
+use crate::domain::text::parse_uuid;
 use crate::{
+    domain::plan::Platform,
     error::{ApiError, ErrorCode},
     http::{
         cron::{self, BackfillDates, CollectTarget, LookBack, Yesterday},
         keys::{KeyName, MAX_NAME_CHARS},
-        parse_uuid,
     },
-    publish::plan::Platform,
     store::{Page, ScheduledFilter, UserSearch},
 };
 
@@ -163,7 +163,7 @@ impl TryFrom<UsersQuery> for UserSearch {
         let email = query
             .email
             .ok_or_else(|| ApiError::missing_parameter("email"))?;
-        crate::http::reject_nul("email", &email)?;
+        crate::domain::text::reject_nul("email", &email)?;
         Ok(UserSearch { email })
     }
 }

@@ -8,13 +8,13 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 // The publish outcome is defined beside its use case, which needs nothing from HTTP.
-pub use crate::publish::service::{PostOutcome, PostPublished, PostScheduled};
+pub use crate::services::publishing::{PostOutcome, PostPublished, PostScheduled};
 // The performance bodies are built by the insights adapters, beside their platform calls.
-use crate::collection::AccountOutcome;
 pub use crate::insights::{
     bodies::{AccountBody, PostBody, PostsBody},
     catalogue::MetricsBody,
 };
+use crate::services::collection::AccountOutcome;
 use entity::platform::Platform;
 
 use super::{

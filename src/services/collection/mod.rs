@@ -23,10 +23,10 @@ use crate::{
     },
     clock::SharedClock,
     config::CollectorConfig,
+    domain::plan::Platform,
     error::{ApiError, ErrorCode},
     insights::{self, AccountSummary, DailyMetrics},
     metrics::Metrics,
-    publish::plan::Platform,
     store::{SnapshotClaim, Store},
 };
 use schedule::DailySchedule;
