@@ -13,6 +13,7 @@
 pub mod collection;
 pub mod connection;
 pub mod operator;
+pub mod performance;
 pub mod publishing;
 pub mod reconciling;
 pub mod scheduling;

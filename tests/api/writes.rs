@@ -10,10 +10,10 @@ use serde_json::json;
 use service_sim::state::{FaultKind, FaultSpec};
 use social_service::{
     background::scheduler::Drain,
+    domain::plan::{Platform, PublishPlan, ThreadsPost},
     media::MediaFetcher,
     platforms::{AccountCredentials, StepKind},
     publish::{
-        plan::{Platform, PublishPlan, ThreadsPost},
         run::{JobResult, JobSpec, PublishDeps, run_job_probed},
         steps::{ClaimFence, FinalProbe, StepRecorder},
     },

@@ -12,11 +12,12 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use crate::domain::text::parse_uuid;
+use crate::services::collection::backfill::{self, BackfillDates, Yesterday};
 use crate::{
     domain::plan::Platform,
     error::{ApiError, ErrorCode},
     http::{
-        cron::{self, BackfillDates, CollectTarget, LookBack, Yesterday},
+        cron::{self, CollectTarget, LookBack},
         keys::{KeyName, MAX_NAME_CHARS},
     },
     store::{Page, ScheduledFilter, UserSearch},
@@ -217,7 +218,7 @@ pub struct BackfillBody {
 }
 
 // The document's bounds must follow the rule they describe.
-const _: () = assert!(cron::MAX_BACKFILL_DATES == 90);
+const _: () = assert!(backfill::MAX_BACKFILL_DATES == 90);
 
 /// `missing_dates` against the latest collectable day. The body's `account_id` is read and
 /// looked up first, by the handler (the lookup sits between the two checks).
@@ -246,8 +247,8 @@ impl TryFrom<(CollectQuery, Yesterday)> for CollectTarget {
     fn try_from((query, yesterday): (CollectQuery, Yesterday)) -> Result<Self, ApiError> {
         let date = match query.date.as_deref().filter(|d| !d.is_empty()) {
             Some(raw) => {
-                let date = cron::parse_date("date", raw)?;
-                cron::check_not_future(date, yesterday.0)?;
+                let date = backfill::parse_date("date", raw)?;
+                backfill::check_not_future(date, yesterday.0)?;
                 date
             }
             None => yesterday.0,
