@@ -77,7 +77,6 @@ pub use state::AppState;
 use crate::{
     actors::supervisor::Supervisor,
     background::collector::CollectorActor,
-    background::last_used::{LastUsedRecorder, LastUsedWriter},
     background::reconciler::ReconcilerActor,
     background::scheduler::SchedulerActor,
     background::sweeper::Sweeper,
@@ -97,8 +96,11 @@ use crate::{
     services::publishing::SchedulerWaker,
     services::reconciling::ReconcileService,
     services::scheduling::SchedulingService,
+    services::usage::UsageService,
     store::Store,
     store::access::{AccessCache, AccessCacheSettings},
+    store::last_used::LastUsedRecorder,
+    store::last_used::LastUsedWriter,
 };
 
 /// Options that tests and embedders set; `main` uses the defaults.
@@ -250,6 +252,12 @@ impl Application {
             connection: core.connection,
             background: core.background,
             signin_limiter: signin_limiter.clone(),
+            usage: Arc::new(UsageService::new(
+                store.clone(),
+                clock.clone(),
+                last_used.clone(),
+                config.usage.free_monthly_limit,
+            )),
             public_url,
             store: store.clone(),
             clock,

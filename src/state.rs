@@ -10,7 +10,6 @@ use secrecy::SecretString;
 use crate::{
     actors::supervisor::Supervisor,
     background::BackgroundActors,
-    background::last_used::LastUsedRecorder,
     clock::SharedClock,
     config::Config,
     crypto::{SessionSigner, TokenCipher},
@@ -21,6 +20,7 @@ use crate::{
     services::publishing::PublishingService,
     services::scheduling::SchedulingService,
     store::Store,
+    store::last_used::LastUsedRecorder,
 };
 
 /// Everything handlers share. Built once, before the HTTP workers start (one copy per process,
@@ -48,6 +48,8 @@ pub struct AppState {
     pub scheduling: Arc<SchedulingService>,
     /// Performance collection (the manual `/api/cron/*` runs, the daily schedule).
     pub collection: Arc<CollectionService>,
+    /// Metering calls and reading usage.
+    pub usage: Arc<crate::services::usage::UsageService>,
     /// Connecting accounts over OAuth.
     pub connection: Arc<ConnectionService>,
     /// The background actors, once running (operator view, readiness, draining).

@@ -10,7 +10,6 @@
 //! ([`crate::BuildOptions::defer_background`]).
 
 pub mod collector;
-pub mod last_used;
 pub mod reconciler;
 pub mod scheduler;
 pub mod sweeper;

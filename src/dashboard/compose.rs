@@ -38,7 +38,7 @@ use crate::domain::plan::Platform;
 use crate::{
     AppState,
     error::{ApiError, ErrorCode},
-    http::auth::{SessionUser, meter_call},
+    http::auth::SessionUser,
     services::publishing::{PostOutcome, Publisher},
 };
 
@@ -493,7 +493,7 @@ async fn submit(
         .headers()
         .get(header::ACCEPT_LANGUAGE)
         .and_then(|v| v.to_str().ok());
-    let result = match meter_call(&state, &session.user, accept_language).await {
+    let result = match state.usage.meter(&session.user, accept_language).await {
         Ok((plan, _)) => {
             let publisher = Publisher {
                 user: &session.user,

@@ -447,7 +447,7 @@ impl When {
 }
 
 /// A usage line in words: "n calls, no limit" or "n of m calls, r left".
-pub fn usage_text(t: T, usage: &crate::http::subscription::UsageNow) -> String {
+pub fn usage_text(t: T, usage: &crate::services::usage::UsageNow) -> String {
     if usage.limit < 0 {
         t.fill(Msg::UsageUnlimited, &[("used", &usage.used.to_string())])
     } else {

@@ -6,7 +6,7 @@
 //!
 //! - The data is that of the JSON views, from the same functions: [`crate::http::ops::view`]
 //!   (`GET /api/admin/actors`), the store's users and [`crate::services::operator::set_user_plan`]
-//!   (`PUT /admin/users/{id}/plan`), [`usage_of_users`] (`GET /api/subscription/status`'s
+//!   (`PUT /admin/users/{id}/plan`), [`UsageService::of_users`](crate::services::usage::UsageService::of_users) (`GET /api/subscription/status`'s
 //!   reading, for every listed user in one query).
 //! - The role is checked from the session's user on every request ([`crate::services::operator::is_operator`]:
 //!   `auth.operator_emails` or the CLI's `is_operator`). Anyone else is sent (303) to the
@@ -30,7 +30,6 @@ use crate::{
     http::{
         auth::SessionUser,
         ops::{self, ActorsQuery, STATES},
-        subscription::usage_of_users,
     },
     services::operator,
     services::operator::PlanChange,
@@ -300,7 +299,7 @@ async fn page(
         .collect();
     let panels = panels(t, &view, now);
     let listed = state.store.list_users(USERS_SHOWN).await?;
-    let usages = usage_of_users(&state, &listed).await?;
+    let usages = state.usage.of_users(&listed).await?;
     let mut users = Vec::new();
     for (user, usage) in listed.into_iter().zip(usages) {
         let usage = usage_text(t, &usage);

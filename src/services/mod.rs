@@ -12,9 +12,11 @@
 
 pub mod collection;
 pub mod connection;
+pub mod keys;
 pub mod operator;
 pub mod performance;
 pub mod publishing;
 pub mod reconciling;
 pub mod scheduling;
+pub mod usage;
 pub mod user_access;

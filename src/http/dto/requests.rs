@@ -13,13 +13,11 @@ use uuid::Uuid;
 
 use crate::domain::text::parse_uuid;
 use crate::services::collection::backfill::{self, BackfillDates, Yesterday};
+use crate::services::keys::{KeyName, MAX_NAME_CHARS};
 use crate::{
     domain::plan::Platform,
     error::{ApiError, ErrorCode},
-    http::{
-        cron::{self, CollectTarget, LookBack},
-        keys::{KeyName, MAX_NAME_CHARS},
-    },
+    http::cron::{self, CollectTarget, LookBack},
     store::{Page, ScheduledFilter, UserSearch},
 };
 

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use dashmap::DashMap;
 use uuid::Uuid;
 
-use crate::store::Store;
+use super::Store;
 
 /// Last-use times waiting to be written; shared between request handlers and the writer.
 #[derive(Clone, Default, Debug)]
