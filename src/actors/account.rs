@@ -19,11 +19,11 @@ use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use super::{
-    in_runtime::in_runtime,
     limiter::{AccountLimiter, LimiterState},
     supervisor::Roster,
 };
 use crate::domain::plan::Platform;
+use crate::store::in_runtime::in_runtime;
 use crate::{
     crypto::CipherError,
     error::{ApiError, ErrorCode},

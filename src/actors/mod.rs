@@ -10,6 +10,5 @@
 //! - [`sweeper`]: deletes expired sign-in and connection states, and dead sessions.
 
 pub mod account;
-pub mod in_runtime;
 pub mod limiter;
 pub mod supervisor;

@@ -19,8 +19,8 @@ use actix::prelude::*;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
 
-use crate::actors::in_runtime::in_runtime;
 use crate::services::collection::{CollectionReport, CollectionRun, CollectionService, Trigger};
+use crate::store::in_runtime::in_runtime;
 
 /// A finished run, as the operator view shows it.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use actix::prelude::*;
 use serde::Serialize;
 
-use crate::actors::in_runtime::in_runtime;
+use crate::store::in_runtime::in_runtime;
 use crate::{publish::reconcile::CheckOutcome, services::reconciling::ReconcileService};
 
 /// What the reconciler has done (its health).

@@ -30,13 +30,13 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::{
-    actors::in_runtime::in_runtime,
     config::SchedulerConfig,
     services::{
         publishing::Wake,
         scheduling::{Decision, Ended, SchedulingService, settle_expired_claims},
     },
     store::EndedAttempt,
+    store::in_runtime::in_runtime,
 };
 
 /// What the operator view shows of the scheduler.

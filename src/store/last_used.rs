@@ -131,7 +131,7 @@ impl Actor for LastUsedWriter {
             let recorder = act.recorder.clone();
             let store = act.store.clone();
             ctx.spawn(
-                crate::actors::in_runtime::in_runtime(async move { recorder.flush(&store).await })
+                crate::store::in_runtime::in_runtime(async move { recorder.flush(&store).await })
                     .into_actor(act)
                     .map(|_, act, _| act.flushing = false),
             );

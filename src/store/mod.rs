@@ -7,6 +7,7 @@ mod api_keys;
 mod commit;
 mod disabled;
 mod form_tokens;
+pub mod in_runtime;
 pub mod last_used;
 mod login_states;
 mod migration_lock;
