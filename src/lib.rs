@@ -58,7 +58,6 @@ pub mod state;
 pub mod store;
 pub mod tokens;
 pub mod usage;
-pub mod views;
 
 use std::{cell::RefCell, net::TcpListener, sync::Arc, time::Duration};
 

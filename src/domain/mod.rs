@@ -7,3 +7,4 @@ pub mod identity;
 pub mod plan;
 pub mod text;
 pub mod time;
+pub mod token_status;

@@ -90,7 +90,10 @@ async fn scheduling_answers_the_scheduled_form_and_keeps_the_post() {
     let expected = chrono::DateTime::parse_from_rfc3339(&when)
         .unwrap()
         .with_timezone(&chrono::Utc);
-    assert_eq!(body["scheduledAt"], social_service::views::iso(expected));
+    assert_eq!(
+        body["scheduledAt"],
+        social_service::domain::time::iso(expected)
+    );
     assert!(body["message"].as_str().is_some());
     let id = body["scheduledPostId"].as_str().unwrap();
 
