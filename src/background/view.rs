@@ -100,4 +100,3 @@ pub async fn view(
         token_keeper,
     })
 }
-

@@ -25,12 +25,12 @@ use super::{
 use crate::domain::text::parse_uuid;
 use crate::{
     AppState,
+    background::view::{self as actors_view, ActorsQuery, STATES},
     domain::plan::Platform,
     error::ApiError,
-    background::view::{self as actors_view, ActorsQuery, STATES},
-    http::auth::SessionUser,
     services::operator,
     services::operator::PlanChange,
+    web::auth::SessionUser,
 };
 
 const OPERATOR_PATH: &str = "/dashboard/operator";

@@ -5,13 +5,11 @@
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
 
-use super::{
-    auth::{Operator, require_operator},
-    dto::{
-        responses::{Liveness, Readiness, ReadinessChecks},
-        schema::ErrorBody,
-    },
+use super::dto::{
+    responses::{Liveness, Readiness, ReadinessChecks},
+    schema::ErrorBody,
 };
+use crate::web::auth::{Operator, require_operator};
 use crate::{
     AppState,
     background::view::{ActorsQuery, ActorsView, view},
