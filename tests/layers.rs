@@ -350,6 +350,10 @@ fn parse_use_tree(t: &[Token], mut i: usize, prefix: &[String], out: &mut Vec<Us
             });
             return i + 1;
         }
+        // `use $crate::a` in a macro: `$crate` is this crate.
+        if is(t, i, "$") && ident_at(t, i + 1) == Some("crate") {
+            i += 1;
+        }
         let Some(name) = ident_at(t, i) else {
             return i;
         };
@@ -761,6 +765,8 @@ fn resolve_crate(files: Vec<SourceFile>) -> Crate {
                 Some(first) => match root_item_room(first) {
                     Some(room) => room.to_string(),
                     None => {
+                        // Its room is unknown: every_root_item_has_a_room reports it, and it
+                        // stays out of the graph rather than count as an import of `lib`.
                         unknown_root_items.push((first.clone(), at));
                         continue;
                     }
@@ -1338,7 +1344,8 @@ fn paths_in(src: &str, at: &str) -> Vec<String> {
 #[test]
 fn parser_expands_nested_use_groups() {
     let src = "pub(crate) use crate::{a::b, c::{d, e as f, self}, g::*};\n\
-               use crate::{\n    h::{\n        i::{j, k},\n    },\n};";
+               use crate::{\n    h::{\n        i::{j, k},\n    },\n};\nuse std::{fmt, io};\n\
+               macro_rules! m { () => { use $crate::l::M; } }";
     assert_eq!(
         paths_in(src, "x"),
         [
@@ -1348,7 +1355,8 @@ fn parser_expands_nested_use_groups() {
             "1:c",
             "1:g::*",
             "4:h::i::j",
-            "4:h::i::k"
+            "4:h::i::k",
+            "8:l::M"
         ]
     );
 }
