@@ -1223,7 +1223,13 @@ fn http_and_dashboard_never_import_each_other() {
                 ("http", "dashboard") | ("dashboard", "http")
             )
         })
-        .map(|i| format!("  {}: {} → {}", i.at, i.from_room, i.to_room))
+        .map(|i| {
+            let target = i.target.join("::");
+            format!(
+                "  {}: {} → {} (crate::{target})",
+                i.at, i.from_room, i.to_room
+            )
+        })
         .collect();
     println!(
         "{} import(s) between http and dashboard\n{}",
