@@ -45,6 +45,7 @@ const ROOT_ITEMS: &[(&str, &str)] = &[
     ("Application", "startup"),
     ("BuildOptions", "startup"),
     ("StartupError", "startup"),
+    ("stop_on_signal", "startup"),
 ];
 
 /// The upward imports that are accepted: (from room, to room, why).
