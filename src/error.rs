@@ -79,6 +79,11 @@ pub enum ErrorCode {
     /// `POST /v2/posts`: the platform was still processing the post at our deadline; the service
     /// keeps checking and records `published` or `failed` in the history (202, not a failure).
     PublishUnconfirmed,
+    /// A scheduled post whose final publish call may or may not have happened: its settlement
+    /// code (the post's `error.code`), never the code of an HTTP answer, so it is left out of
+    /// the error bodies' schema.
+    #[serde(skip)]
+    PublishingUnconfirmed,
 }
 
 impl ErrorCode {
@@ -124,6 +129,7 @@ impl ErrorCode {
             Self::CrossSiteRequest => "CrossSiteRequest",
             Self::RequestTimeout => "RequestTimeout",
             Self::PublishUnconfirmed => "PublishUnconfirmed",
+            Self::PublishingUnconfirmed => "PublishingUnconfirmed",
         }
     }
 
@@ -167,6 +173,8 @@ impl ErrorCode {
             // Accepted: the post is on its way and its outcome lands in the history. Not a 5xx
             // (nothing failed) and not a 200 (nothing is confirmed).
             Self::PublishUnconfirmed => StatusCode::ACCEPTED,
+            // Never answered over HTTP; were it, it would mean what `PublishUnconfirmed` means.
+            Self::PublishingUnconfirmed => StatusCode::ACCEPTED,
         }
     }
 }

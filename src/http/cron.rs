@@ -9,16 +9,15 @@
 use std::collections::HashSet;
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
-use chrono::{DateTime, Duration, NaiveDate, Utc};
+use chrono::{DateTime, Duration, Utc};
 
 use super::dto::{
-    requests::{BackfillBody, CollectQuery, DaysQuery},
+    requests::{BackfillBody, CollectQuery, CollectTarget, DaysQuery, LookBack, account_param},
     responses::{
         BackfillResults, BackfillRun, BackfilledDate, CollectResults, CollectRun, CollectionStatus,
         MissingDates, Snapshot,
     },
 };
-use crate::domain::text::parse_uuid;
 use crate::web::auth::{CronCaller, require_operator_or_api_key};
 use crate::{
     AppState,
@@ -31,7 +30,6 @@ use crate::{
 
 pub const DEFAULT_STATUS_DAYS: i64 = 7;
 pub const DEFAULT_CHECK_DAYS: i64 = 30;
-pub const MAX_DAYS: i64 = 366;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -215,16 +213,6 @@ pub async fn collect_performance(
     }))
 }
 
-/// The `account_id` a cron call names: present (after trimming) and a UUID; anything else
-/// than a UUID is simply not found.
-pub(crate) fn account_param(raw: Option<&str>) -> Result<uuid::Uuid, ApiError> {
-    let raw = raw
-        .map(str::trim)
-        .filter(|id| !id.is_empty())
-        .ok_or_else(|| ApiError::missing_parameter("account_id"))?;
-    parse_uuid(raw).ok_or_else(ApiError::account_not_found)
-}
-
 /// The account `id`, if the caller may see it (the operator sees every account).
 async fn find_account(
     state: &AppState,
@@ -240,39 +228,6 @@ async fn find_account(
         .ok_or_else(ApiError::account_not_found)
 }
 
-/// How many days back a report looks (1 to [`MAX_DAYS`]); `None`: the endpoint's default.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LookBack(pub Option<i64>);
-
-impl LookBack {
-    pub fn or(self, default: i64) -> i64 {
-        self.0.unwrap_or(default)
-    }
-}
-
-/// What `POST /api/cron/collect-performance` collects: the day, and one account (`None`:
-/// every account in scope).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CollectTarget {
-    pub date: NaiveDate,
-    pub account_id: Option<uuid::Uuid>,
-}
-
-/// `days`: empty or absent is the default; else an integer from 1 to [`MAX_DAYS`].
-pub(crate) fn look_back(raw: Option<&str>) -> Result<LookBack, ApiError> {
-    match raw.map(str::trim).filter(|s| !s.is_empty()) {
-        None => Ok(LookBack(None)),
-        Some(text) => text
-            .parse::<i64>()
-            .ok()
-            .filter(|n| (1..=MAX_DAYS).contains(n))
-            .map(|n| LookBack(Some(n)))
-            .ok_or_else(|| {
-                ApiError::invalid_request(format!("days must be an integer from 1 to {MAX_DAYS}"))
-            }),
-    }
-}
-
 /// RFC 9110 HTTP-date, e.g. `Sun, 22 Nov 2026 18:00:05 GMT` (spec §2.7 `collected_at`).
 pub fn http_date(at: DateTime<Utc>) -> String {
     at.format("%a, %d %b %Y %H:%M:%S GMT").to_string()
@@ -282,13 +237,15 @@ pub fn http_date(at: DateTime<Utc>) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
+    use chrono::NaiveDate;
+
     use super::*;
-    use crate::services::collection::backfill::Backfilled;
     use crate::{
         domain::plan::Platform,
         insights::{DailyMetrics, MetricFailure},
         services::collection::AccountOutcome,
     };
+    use crate::{http::dto::requests::look_back, services::collection::backfill::Backfilled};
     use serde_json::{Value, json};
 
     /// The typed results keep the members, nulls and number types the `json!` bodies had.

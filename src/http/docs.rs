@@ -1,7 +1,7 @@
 //! `GET /docs/api`: the OpenAPI document rendered for people, server-side (no script, no CDN),
 //! in the dashboard's layout and under its Content-Security-Policy.
 
-use actix_web::{HttpRequest, HttpResponse};
+use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use utoipa::openapi::{
     OpenApi as Document, RefOr, Required,
@@ -47,6 +47,15 @@ struct ApiReferencePage {
     title: String,
     version: String,
     operations: Vec<OperationView>,
+}
+
+/// Registers `/docs/api`, the reference page of the OpenAPI document.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/docs/api")
+            .wrap(actix_web::middleware::from_fn(crate::web::page_headers))
+            .route(web::get().to(page)),
+    );
 }
 
 pub async fn page(req: HttpRequest) -> HttpResponse {

@@ -48,6 +48,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     ops::configure(cfg);
     admin::configure(cfg);
     openapi::configure(cfg);
+    docs::configure(cfg);
 }
 
 /// Liveness and database reachability.

@@ -280,12 +280,7 @@ pub fn document_json() -> &'static str {
 }
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/openapi.json").route(web::get().to(openapi_json)))
-        .service(
-            web::resource("/docs/api")
-                .wrap(actix_web::middleware::from_fn(crate::web::page_headers))
-                .route(web::get().to(super::docs::page)),
-        );
+    cfg.service(web::resource("/openapi.json").route(web::get().to(openapi_json)));
 }
 
 async fn openapi_json() -> HttpResponse {

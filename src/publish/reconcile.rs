@@ -355,7 +355,7 @@ async fn resolve(
             tracing::warn!(submission = %row.id, %message, "no more checks; stays unconfirmed");
             (
                 CheckOutcome::Unconfirmed,
-                Err(("PublishingUnconfirmed", message.as_str())),
+                Err((ErrorCode::PublishingUnconfirmed.as_str(), message.as_str())),
             )
         }
     };

@@ -303,7 +303,7 @@ pub async fn settle_expired_claims(service: &SchedulingService) -> Result<u64, s
                     )
                 } else {
                     (
-                        "PublishingUnconfirmed".to_string(),
+                        ErrorCode::PublishingUnconfirmed.as_str().to_string(),
                         s.error_message
                             .clone()
                             .unwrap_or_else(|| UNCONFIRMED_MESSAGE.to_string()),
@@ -325,7 +325,7 @@ pub async fn settle_expired_claims(service: &SchedulingService) -> Result<u64, s
                     )
                     .await?;
                 AttemptEnd::Failed {
-                    code: "PublishingUnconfirmed".to_string(),
+                    code: ErrorCode::PublishingUnconfirmed.as_str().to_string(),
                     error: UNCONFIRMED_MESSAGE.to_string(),
                 }
             }

@@ -12,6 +12,7 @@ pub mod last_used;
 mod login_states;
 mod migration_lock;
 mod oauth_states;
+mod publish_write;
 mod reseal;
 mod scheduled;
 mod sessions;
@@ -41,21 +42,27 @@ use access::{AccessCache, Invalidation};
 
 pub use accounts::{NewAccount, NewTokens};
 pub use api_keys::Authenticated;
-pub use commit::{
-    AttemptClaim, DEFAULT_GROUP_COMMIT_MAX, GroupCommitStats, PublishWrite, SubmissionRow,
-};
+pub use commit::{DEFAULT_GROUP_COMMIT_MAX, GroupCommitStats};
 pub use form_tokens::FORM_TOKEN_TTL;
 pub use oauth_states::StateOwner;
+pub use publish_write::{AttemptClaim, PublishWrite, SubmissionRow};
 pub use reseal::{ReEncryptError, ResealReport, ResealScope, RowReseal};
 pub use scheduled::{
-    AttemptEnd, CancelOutcome, EndedAttempt, IDS_PER_STATEMENT, NewScheduledPost, ScheduledFilter,
-    ScheduledListing,
+    AttemptEnd, CancelOutcome, EndedAttempt, IDS_PER_STATEMENT, NewScheduledPost, ScheduledListing,
 };
 pub use snapshots::SnapshotClaim;
 pub use submissions::{HistoryListing, NewSubmission, Page};
 pub use sweep::{SweepBounds, SweepCounts};
 pub use usage::Reservation;
 pub use users::UserSearch;
+
+/// Which of a user's scheduled posts to list: `None` is "any"; at most `limit` rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ScheduledFilter {
+    pub status: Option<entity::scheduled_post::ScheduledStatus>,
+    pub platform: Option<entity::platform::Platform>,
+    pub limit: u64,
+}
 
 /// A new id for a row of a table that grows with every post (the history, scheduled posts).
 /// Time-ordered (UUIDv7), so each insert lands at the right edge of the primary key's index

@@ -14,16 +14,8 @@ use sea_orm::{
 use sea_orm::sea_query::ExprTrait as _;
 use uuid::Uuid;
 
-use super::Store;
+use super::{ScheduledFilter, Store};
 use crate::store::access::Invalidation;
-
-/// Which of a user's scheduled posts to list: `None` is "any"; at most `limit` rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ScheduledFilter {
-    pub status: Option<ScheduledStatus>,
-    pub platform: Option<Platform>,
-    pub limit: u64,
-}
 
 /// A scheduled post as `GET /api/scheduled-posts` lists it: only the columns the list returns
 /// (not the accepted request, which can be large, nor the claim and lease), and the content as

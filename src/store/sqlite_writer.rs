@@ -44,7 +44,7 @@ use uuid::Uuid;
 
 use super::{
     DbStats,
-    commit::{PublishedOutcome, SubmissionRow},
+    publish_write::{PublishedOutcome, SubmissionRow},
     wal_sync::WalSyncer,
 };
 

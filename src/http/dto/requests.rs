@@ -17,7 +17,6 @@ use crate::services::keys::{KeyName, MAX_NAME_CHARS};
 use crate::{
     domain::plan::Platform,
     error::{ApiError, ErrorCode},
-    http::cron::{self, CollectTarget, LookBack},
     store::{Page, ScheduledFilter, UserSearch},
 };
 
@@ -195,13 +194,13 @@ pub struct DaysQuery {
     pub account_id: Option<String>,
 }
 
-/// `days` only: check-missing reads `account_id` first (with [`cron::account_param`]) and looks
+/// `days` only: check-missing reads `account_id` first (with [`account_param`]) and looks
 /// the account up before `days` is read, so a bad `days` never hides a not-found.
 impl TryFrom<DaysQuery> for LookBack {
     type Error = ApiError;
 
     fn try_from(query: DaysQuery) -> Result<Self, ApiError> {
-        cron::look_back(query.days.as_deref())
+        look_back(query.days.as_deref())
     }
 }
 
@@ -252,7 +251,7 @@ impl TryFrom<(CollectQuery, Yesterday)> for CollectTarget {
             None => yesterday.0,
         };
         let account_id = match query.account_id.as_deref().filter(|a| !a.is_empty()) {
-            Some(raw) => Some(cron::account_param(Some(raw))?),
+            Some(raw) => Some(account_param(Some(raw))?),
             None => None,
         };
         Ok(CollectTarget { date, account_id })
@@ -264,6 +263,52 @@ impl TryFrom<(CollectQuery, Yesterday)> for CollectTarget {
 pub use crate::publish::validate::{
     CreatePost, CreatePostContent, CreatePostRequest, CreatePostTarget, TextOrTexts, TiktokOptions,
 };
+
+/// The longest look back of the cron reports, in days.
+pub const MAX_DAYS: i64 = 366;
+
+/// The `account_id` a cron call names: present (after trimming) and a UUID; anything else
+/// than a UUID is simply not found.
+pub fn account_param(raw: Option<&str>) -> Result<uuid::Uuid, ApiError> {
+    let raw = raw
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+        .ok_or_else(|| ApiError::missing_parameter("account_id"))?;
+    parse_uuid(raw).ok_or_else(ApiError::account_not_found)
+}
+
+/// How many days back a report looks (1 to [`MAX_DAYS`]); `None`: the endpoint's default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LookBack(pub Option<i64>);
+
+impl LookBack {
+    pub fn or(self, default: i64) -> i64 {
+        self.0.unwrap_or(default)
+    }
+}
+
+/// What `POST /api/cron/collect-performance` collects: the day, and one account (`None`:
+/// every account in scope).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CollectTarget {
+    pub date: chrono::NaiveDate,
+    pub account_id: Option<uuid::Uuid>,
+}
+
+/// `days`: empty or absent is the default; else an integer from 1 to [`MAX_DAYS`].
+pub fn look_back(raw: Option<&str>) -> Result<LookBack, ApiError> {
+    match raw.map(str::trim).filter(|s| !s.is_empty()) {
+        None => Ok(LookBack(None)),
+        Some(text) => text
+            .parse::<i64>()
+            .ok()
+            .filter(|n| (1..=MAX_DAYS).contains(n))
+            .map(|n| LookBack(Some(n)))
+            .ok_or_else(|| {
+                ApiError::invalid_request(format!("days must be an integer from 1 to {MAX_DAYS}"))
+            }),
+    }
+}
 
 #[cfg(test)]
 mod tests {
