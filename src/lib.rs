@@ -1,31 +1,28 @@
 //! A self-hostable social publishing service.
 //!
-//! Layout (see the README for the whole picture):
-//! - [`config`]: layered configuration; [`error`]: the one error catalogue (spec §7).
-//! - [`http`]: routes, the three authentication modes, thin handlers; [`views`]: response shapes.
-//! - [`store`]: every SQL query (SeaORM over the `entity` and `migration` crates).
-//! - [`usage`]: plans and usage-period arithmetic (pure); [`crypto`]: keys, sessions, encryption.
-//! - [`oidc`]: dashboard sign-in client; [`operator`]: operator actions (CLI and `/admin`);
-//!   [`user_access`]: disabling users and ending their sessions (CLI).
-//! - [`actors`]: long-lived actors; [`demo`]: `serve --demo` (with the `service-sim` crate).
-//! - Services, each holding only what it uses: [`publish::service::PublishingService`],
-//!   [`actors::scheduler::SchedulingService`], [`collection::CollectionService`],
-//!   [`oauth::ConnectionService`], [`publish::reconcile::ReconcileService`]. The actors get
-//!   these, never the HTTP state; [`background`] runs them.
-//! - [`state`]: what handlers share; [`http::middleware`]: the middleware stack; request
-//!   tracing is [`http::trace`]; [`shutdown`]: draining on a signal.
-//! - [`media`]: fetching media URLs (SSRF guard, streaming); [`platforms`]: the adapters, which
-//!   report their steps through [`platforms::StepSink`] and know no store.
-//!
-//! [`Application::build`] assembles everything, in this order: the store and clients, the
-//! services, the background actors (their mailboxes first, so the services can hold their
-//! addresses), then the HTTP state. `main`, the tests and the benchmarks all use it.
+//! The modules stand on floors; a module imports only from its own floor or below
+//! (`tests/layers.rs` checks it, `docs/development.md` draws it):
+//! - composition: [`startup`] ([`Application::build`], the worker's app, shutdown) and [`demo`];
+//! - front ends: [`http`] (the JSON API, its contract and OpenAPI document) and [`dashboard`]
+//!   (the HTML pages), which never import each other; the CLI is `main.rs`;
+//! - [`web`]: what both front ends stand on (the HTTP state, authentication, middlewares, the
+//!   page frame, strings and assets); [`background`]: the actors that work on their own
+//!   (scheduler, reconciler, token keeper, collector, sweeper);
+//! - [`services`]: the use cases, each holding only what it uses, never the HTTP state;
+//! - [`actors`]: the supervisor and the account actors; [`publish`]: validation into a plan and
+//!   the publish job an account actor runs;
+//! - [`platforms`], [`insights`], [`oauth`], [`oidc`], [`media`]: the outside world's
+//!   protocols (adapters know no store: steps go out through [`platforms::StepSink`]);
+//! - [`store`]: every SQL query, and the caches and write-behind in front of them;
+//! - ground: [`domain`] (the plan, a day's metrics, token verdicts, the time format, text
+//!   checks), [`error`] (the one catalogue, spec §7), [`config`], [`clock`], [`crypto`],
+//!   [`tokens`], [`usage`] (plans and periods), [`metrics`], [`logging`].
 
 /// mimalloc for every binary that links the service (the service, its tests and benches, so
 /// they measure what runs). On the publish path glibc's `malloc` family took about a sixth of
 /// the service's CPU, much of it in its slow paths (`malloc_consolidate`, and arena locks
 /// contended when one thread frees what another allocated); with mimalloc the service spent
-/// 5–15 % less CPU per publish (`docs/benchmark-journal.md`, "Fifteenth session"). Cargo.toml
+/// 5–15 % less CPU per publish (`docs/benchmark-journal.md`). Cargo.toml
 /// builds its 2.x line without transparent huge pages: with them, the idle service's RSS nearly
 /// tripled.
 #[global_allocator]
