@@ -181,13 +181,6 @@ pub struct MediaDownload {
 }
 
 impl MediaDownload {
-    /// The body as a stream of byte chunks (never buffered whole).
-    pub fn into_stream(
-        self,
-    ) -> impl futures_util::Stream<Item = Result<Bytes, reqwest::Error>> + Send + 'static {
-        self.response.bytes_stream()
-    }
-
     /// The body as a streaming request body for an upload.
     pub fn into_body(self) -> reqwest::Body {
         reqwest::Body::wrap_stream(self.response.bytes_stream())

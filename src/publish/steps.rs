@@ -95,20 +95,6 @@ impl StepRecorder {
         }
     }
 
-    /// A recorder that writes to the existing submission row `submission_id`.
-    pub fn for_submission(store: Store, submission_id: Uuid) -> Self {
-        Self {
-            store: Some((store, submission_id)),
-            state: Mutex::new(PublishSteps::default()),
-            unwritten: Mutex::new(None),
-            fence: None,
-            check_fence: None,
-            clock: None,
-            probe: None,
-            deferred: false,
-        }
-    }
-
     /// A recorder that carries on the steps already recorded on `submission_id` (a publish
     /// continued after its processing finished), under the instance's check claim.
     pub fn resume(
@@ -199,14 +185,6 @@ impl StepRecorder {
         }
         self.persist(snapshot).await?;
         self.renew_check_claim().await
-    }
-
-    /// Whether the history row is still to be written (the steps are only in memory).
-    pub fn is_unwritten(&self) -> bool {
-        self.unwritten
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some()
     }
 
     /// The row not written yet, with the steps recorded so far, taken so that the caller writes

@@ -86,6 +86,7 @@ pub enum Ended {
 }
 
 /// What an attempt leaves to write.
+#[derive(Debug, PartialEq, Eq)]
 pub enum Decision {
     /// End the attempt (if the claim is still ours); counted as the `Ended` once written.
     Write(AttemptEnd, Ended),
@@ -402,4 +403,166 @@ pub async fn settle_expired_claims(service: &SchedulingService) -> Result<u64, s
         settled += 1;
     }
     Ok(settled)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use chrono::TimeZone;
+    use entity::{platform::Platform, post_submission::PostType, scheduled_post::ScheduledStatus};
+    use serde_json::json;
+
+    use super::*;
+    use crate::publish::run::ResultFields;
+
+    fn now() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 11, 28, 12, 0, 0).unwrap()
+    }
+
+    fn post(attempts: i32) -> entity::scheduled_post::Model {
+        entity::scheduled_post::Model {
+            id: Uuid::nil(),
+            user_id: Uuid::nil(),
+            account_id: Uuid::nil(),
+            platform: Platform::Threads,
+            page_name: "page".into(),
+            request: json!({}),
+            content: json!({}),
+            scheduled_at: now(),
+            status: ScheduledStatus::Publishing,
+            attempts,
+            next_attempt_at: now(),
+            claimed_by: Some("me".into()),
+            claimed_at: Some(now()),
+            lease_until: Some(now()),
+            submission_id: None,
+            post_id: None,
+            error_code: None,
+            error: None,
+            published_at: None,
+            created_at: now(),
+            updated_at: now(),
+        }
+    }
+
+    fn receipt() -> PublishReceipt {
+        PublishReceipt {
+            post_submission_id: Uuid::nil(),
+            post_id: "123".into(),
+            post_type: PostType::Text,
+            platform: Platform::Threads,
+            page_name: "page".into(),
+            published_at: now(),
+            fields: ResultFields::default(),
+        }
+    }
+
+    fn failure(code: ErrorCode, retry_after: Option<u64>, abandon: bool) -> AttemptFailure {
+        let mut error = ApiError::new(code, "the platform said no");
+        error.retry_after = retry_after;
+        let mut failure = AttemptFailure::from(error);
+        failure.abandon = abandon;
+        failure
+    }
+
+    fn config() -> SchedulerConfig {
+        SchedulerConfig {
+            max_attempts: 3,
+            retry_base_secs: 30,
+            ..SchedulerConfig::default()
+        }
+    }
+
+    fn rescheduled_in(secs: i64) -> Decision {
+        Decision::Write(
+            AttemptEnd::Rescheduled {
+                next_attempt_at: now() + chrono::Duration::seconds(secs),
+                error: "RateLimitExceeded: the platform said no".into(),
+            },
+            Ended::Retried,
+        )
+    }
+
+    #[test]
+    fn an_attempts_result_decides_the_posts_next_state() {
+        let failed = |code: ErrorCode| {
+            Decision::Write(
+                AttemptEnd::Failed {
+                    code: code.as_str().into(),
+                    error: format!("{}: the platform said no", code.as_str()),
+                },
+                Ended::Failed,
+            )
+        };
+        let rate_limited = ErrorCode::RateLimitExceeded;
+        let cases: Vec<(&str, i32, Result<PublishReceipt, AttemptFailure>, Decision)> = vec![
+            (
+                "published",
+                1,
+                Ok(receipt()),
+                Decision::Write(
+                    AttemptEnd::Published {
+                        post_id: "123".into(),
+                    },
+                    Ended::Published,
+                ),
+            ),
+            (
+                "still processing: left to the reconciler, never retried",
+                1,
+                Err(failure(ErrorCode::PublishUnconfirmed, None, false)),
+                Decision::LetGo(Ended::Checking),
+            ),
+            (
+                "outcome unknown: left to settlement, never guessed",
+                1,
+                Err(failure(rate_limited, None, true)),
+                Decision::LetGo(Ended::Lost),
+            ),
+            (
+                "first retry waits the base",
+                1,
+                Err(failure(rate_limited, None, false)),
+                rescheduled_in(30),
+            ),
+            (
+                "the second waits twice the base",
+                2,
+                Err(failure(rate_limited, None, false)),
+                rescheduled_in(60),
+            ),
+            (
+                "a longer retry_after is honoured",
+                1,
+                Err(failure(rate_limited, Some(900), false)),
+                rescheduled_in(900),
+            ),
+            (
+                "retry_after is capped",
+                1,
+                Err(failure(rate_limited, Some(u64::MAX / 2), false)),
+                rescheduled_in(MAX_RETRY_WAIT_SECS as i64),
+            ),
+            (
+                "no attempts left: failed",
+                3,
+                Err(failure(rate_limited, None, false)),
+                failed(rate_limited),
+            ),
+            (
+                "a refusal that retrying cannot fix: failed at once",
+                1,
+                Err(failure(ErrorCode::TextTooLong, None, false)),
+                failed(ErrorCode::TextTooLong),
+            ),
+        ];
+        for (name, attempts, result, expected) in cases {
+            assert_eq!(
+                decide(&post(attempts), result, now(), &config()),
+                expected,
+                "{name}"
+            );
+        }
+    }
 }

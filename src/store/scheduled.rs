@@ -505,56 +505,6 @@ impl Store {
         written
     }
 
-    /// `publishing → published`, by the claimant.
-    pub async fn finish_scheduled_published(
-        &self,
-        id: Uuid,
-        claimant: &str,
-        post_id: &str,
-        now: DateTime<Utc>,
-        lease_expired_at: Option<DateTime<Utc>>,
-    ) -> Result<bool, DbErr> {
-        let end = AttemptEnd::Published {
-            post_id: post_id.to_string(),
-        };
-        self.end_one(
-            &EndedAttempt {
-                id,
-                claimant: claimant.to_string(),
-                lease_expired_at,
-                end,
-            },
-            now,
-        )
-        .await
-    }
-
-    /// `publishing → failed`, by the claimant (or by a settlement, as `claimant`).
-    pub async fn finish_scheduled_failed(
-        &self,
-        id: Uuid,
-        claimant: &str,
-        code: &str,
-        error: &str,
-        now: DateTime<Utc>,
-        lease_expired_at: Option<DateTime<Utc>>,
-    ) -> Result<bool, DbErr> {
-        let end = AttemptEnd::Failed {
-            code: code.to_string(),
-            error: error.to_string(),
-        };
-        self.end_one(
-            &EndedAttempt {
-                id,
-                claimant: claimant.to_string(),
-                lease_expired_at,
-                end,
-            },
-            now,
-        )
-        .await
-    }
-
     /// `publishing → scheduled` for another attempt at `next_attempt_at`, by the claimant.
     pub async fn reschedule_post(
         &self,

@@ -195,29 +195,6 @@ impl Store {
         .await
     }
 
-    /// Records a successful publish.
-    pub async fn finish_submission_published(
-        &self,
-        id: Uuid,
-        post_id: &str,
-        result: serde_json::Value,
-        now: DateTime<Utc>,
-    ) -> Result<(), DbErr> {
-        post_submission::Entity::update_many()
-            .col_expr(
-                post_submission::Column::Status,
-                Expr::value(SubmissionStatus::Published.as_str()),
-            )
-            .col_expr(post_submission::Column::PostId, Expr::value(post_id))
-            .col_expr(post_submission::Column::Result, Expr::value(result))
-            .col_expr(post_submission::Column::PublishedAt, Expr::value(now))
-            .col_expr(post_submission::Column::UpdatedAt, Expr::value(now))
-            .filter(post_submission::Column::Id.eq(id))
-            .exec(&self.db)
-            .await?;
-        Ok(())
-    }
-
     /// Records a failed publish with the catalogue code and message.
     pub async fn finish_submission_failed(
         &self,
