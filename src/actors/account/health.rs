@@ -18,8 +18,9 @@ use crate::{
 };
 
 /// The operator view's copy of an actor's health. It lives in the actor's entry of the
-/// supervisor's [`Roster`] (one map for addresses and health, not two), and the actor keeps it
-/// current at every change, so the view reads it without messaging thousands of actors.
+/// supervisor's [`Roster`](crate::actors::supervisor::Roster) (one map for addresses and
+/// health, not two), and the actor keeps it current at every change, so the view reads it
+/// without messaging thousands of actors.
 ///
 /// One per live actor, so it is kept small (issue 16: ≤ 2 KB per idle actor): the token (with
 /// the name and the token's expiry) and the limiter are the actor's own shared pointers; the
