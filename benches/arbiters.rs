@@ -35,7 +35,8 @@ use social_service::{
     Application, BuildOptions,
     config::{Config, PlatformsConfig},
     crypto::{self, TokenCipher},
-    operator::{self, ManualAccount},
+    services::operator,
+    services::operator::ManualAccount,
     usage::Plan,
 };
 

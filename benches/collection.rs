@@ -22,10 +22,13 @@ use secrecy::SecretString;
 use service_sim::{SimConfig, Simulator, state::FaultSpec};
 use social_service::{
     Application, BuildOptions,
-    collection::{self, CollectionRun, Trigger},
     config::{Config, PlatformsConfig},
     crypto::TokenCipher,
-    operator::{self, ManualAccount},
+    services::collection,
+    services::collection::CollectionRun,
+    services::collection::Trigger,
+    services::operator,
+    services::operator::ManualAccount,
 };
 
 fn env_usize(name: &str, default: usize) -> usize {

@@ -42,7 +42,7 @@ use social_service::{
     Application, BuildOptions,
     config::{Config, PlatformsConfig},
     crypto::TokenCipher,
-    publish::plan::Platform,
+    domain::plan::Platform,
 };
 
 fn env_usize(name: &str, default: usize) -> usize {
@@ -294,7 +294,7 @@ async fn run_point(posts: usize, accounts_n: usize, timeout: Duration, verbose: 
     // Its service is built whatever `scheduler.enabled` says; only the actor was left out. The
     // address is held to the end: an actor whose addresses are all gone stops.
     let scheduler =
-        social_service::actors::scheduler::SchedulerActor::new(state.scheduling.clone());
+        social_service::background::scheduler::SchedulerActor::new(state.scheduling.clone());
     let scheduler = actix::Actor::start(scheduler);
     let started = Instant::now();
     let ended_count = || async {
@@ -323,7 +323,7 @@ async fn run_point(posts: usize, accounts_n: usize, timeout: Duration, verbose: 
     }
     // Stop claiming (a timed-out point must not go on loading the machine).
     let _ = scheduler
-        .send(social_service::actors::scheduler::Drain)
+        .send(social_service::background::scheduler::Drain)
         .await;
     let mut publish = Vec::with_capacity(posts);
     let mut dispatch = Vec::with_capacity(posts);

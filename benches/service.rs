@@ -48,7 +48,8 @@ use social_service::{
     Application, BuildOptions,
     config::{Config, PlatformsConfig},
     crypto::{self, TokenCipher},
-    operator::{self, ManualAccount},
+    services::operator,
+    services::operator::ManualAccount,
     store::{DbCounts, NewScheduledPost, Store},
     usage::Plan,
 };
@@ -562,7 +563,7 @@ async fn main() {
                 NewScheduledPost {
                     user_id: user.id,
                     account_id: publish_accounts[0],
-                    platform: social_service::publish::plan::Platform::Threads,
+                    platform: social_service::domain::plan::Platform::Threads,
                     page_name: "t0".into(),
                     request: json!({}),
                     content: json!({"text": format!("later {i}"), "media_urls": []}),
@@ -724,7 +725,7 @@ async fn main() {
                 entity::account::ActiveModel {
                     id: Set(id),
                     user_id: Set(user.id),
-                    platform: Set(social_service::publish::plan::Platform::Threads),
+                    platform: Set(social_service::domain::plan::Platform::Threads),
                     external_id: Set(format!("bulk{i}")),
                     display_name: Set(format!("bulk {i}")),
                     username: Set(None),

@@ -15,8 +15,10 @@ use crate::{
     AppState, Application, BuildOptions, StartupError,
     config::{Config, PlatformsConfig},
     crypto::{self, TokenCipher},
-    operator::{self, ManualAccount, PlanChange},
-    publish::plan::Platform,
+    domain::plan::Platform,
+    services::operator,
+    services::operator::ManualAccount,
+    services::operator::PlanChange,
 };
 use service_sim::{SimConfig, Simulator, state::SimAccount};
 

@@ -31,17 +31,16 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-pub mod access;
 pub mod actors;
 pub mod background;
 pub mod clock;
-pub mod collection;
 pub mod config;
 pub mod crypto;
 pub mod dashboard;
 /// `serve --demo`: needs the simulator, so only in builds with the `demo` feature (default).
 #[cfg(feature = "demo")]
 pub mod demo;
+pub mod domain;
 pub mod error;
 pub mod http;
 pub mod insights;
@@ -50,17 +49,15 @@ pub mod media;
 pub mod metrics;
 pub mod oauth;
 pub mod oidc;
-pub mod operator;
 pub mod platforms;
 pub mod publish;
+pub mod services;
 pub mod shutdown;
 /// What the handlers share ([`AppState`]).
 pub mod state;
 pub mod store;
 pub mod tokens;
 pub mod usage;
-pub mod user_access;
-pub mod views;
 
 use std::{cell::RefCell, net::TcpListener, sync::Arc, time::Duration};
 
@@ -77,27 +74,32 @@ pub use shutdown::stop_on_signal;
 pub use state::AppState;
 
 use crate::{
-    access::{AccessCache, AccessCacheSettings},
-    actors::{
-        collector::CollectorActor,
-        last_used::{LastUsedRecorder, LastUsedWriter},
-        reconciler::ReconcilerActor,
-        scheduler::{SchedulerActor, SchedulerWaker, SchedulingService},
-        supervisor::Supervisor,
-        sweeper::Sweeper,
-        token_keeper::TokenKeeper,
-    },
+    actors::supervisor::Supervisor,
+    background::collector::CollectorActor,
+    background::reconciler::ReconcilerActor,
+    background::scheduler::SchedulerActor,
+    background::sweeper::Sweeper,
+    background::token_keeper::TokenKeeper,
     background::{BackgroundActors, Mailbox, PendingBackground},
     clock::{SharedClock, SystemClock},
-    collection::{CollectionService, schedule::DailySchedule},
     config::{Config, ConfigError},
     crypto::{SessionSigner, TokenCipher},
     http::signin_limit::{SigninLimiter, TrustedProxies},
     media::MediaFetcher,
-    oauth::ConnectionService,
     oidc::OidcClient,
-    publish::{reconcile::ReconcileService, run::PublishDeps, service::PublishingService},
+    publish::run::PublishDeps,
+    services::collection::CollectionService,
+    services::collection::schedule::DailySchedule,
+    services::connection::ConnectionService,
+    services::publishing::PublishingService,
+    services::publishing::SchedulerWaker,
+    services::reconciling::ReconcileService,
+    services::scheduling::SchedulingService,
+    services::usage::UsageService,
     store::Store,
+    store::access::{AccessCache, AccessCacheSettings},
+    store::last_used::LastUsedRecorder,
+    store::last_used::LastUsedWriter,
 };
 
 /// Options that tests and embedders set; `main` uses the defaults.
@@ -249,6 +251,12 @@ impl Application {
             connection: core.connection,
             background: core.background,
             signin_limiter: signin_limiter.clone(),
+            usage: Arc::new(UsageService::new(
+                store.clone(),
+                clock.clone(),
+                last_used.clone(),
+                config.usage.free_monthly_limit,
+            )),
             public_url,
             store: store.clone(),
             clock,
@@ -404,7 +412,7 @@ impl Core {
             supervisor.clone(),
             media,
             config.publishing.clone(),
-            SchedulerWaker::new(scheduler_mailbox.as_ref().map(Mailbox::address)),
+            SchedulerWaker::new(scheduler_mailbox.as_ref().map(|m| m.address().recipient())),
         ));
         let scheduling = Arc::new(SchedulingService::new(
             store.clone(),

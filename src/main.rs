@@ -9,9 +9,9 @@ use social_service::{
     config::Config,
     crypto::{self, TokenCipher},
     logging::{self, DemoteClientErrors},
-    operator,
+    services::operator,
+    services::user_access,
     store::Store,
-    user_access,
 };
 use tracing_subscriber::{EnvFilter, layer::SubscriberExt, util::SubscriberInitExt};
 
@@ -219,30 +219,26 @@ async fn run(cli: Cli, config: Config) -> Result<(), Box<dyn std::error::Error>>
                     };
                     let user = operator::set_user_plan(&store, chrono::Utc::now(), user_id, change)
                         .await?;
-                    println!("{}", social_service::views::user(&user));
+                    println!("{}", user_json(&user));
                 }
                 UserCommand::Operator { user, on, off: _ } => {
                     let user_id = resolve_user(&store, &user).await?;
                     let user =
                         operator::set_operator(&store, chrono::Utc::now(), user_id, on).await?;
-                    println!(
-                        "{} operator={}",
-                        social_service::views::user(&user),
-                        user.is_operator
-                    );
+                    println!("{} operator={}", user_json(&user), user.is_operator);
                 }
                 UserCommand::Disable { email } => {
                     let users =
                         user_access::disable_users(&store, chrono::Utc::now(), &email).await?;
                     for user in users {
-                        println!("disabled {}", social_service::views::user(&user));
+                        println!("disabled {}", user_json(&user));
                     }
                 }
                 UserCommand::Enable { email } => {
                     let users =
                         user_access::enable_users(&store, chrono::Utc::now(), &email).await?;
                     for user in users {
-                        println!("enabled {}", social_service::views::user(&user));
+                        println!("enabled {}", user_json(&user));
                     }
                 }
                 UserCommand::Sessions {
@@ -254,7 +250,7 @@ async fn run(cli: Cli, config: Config) -> Result<(), Box<dyn std::error::Error>>
                 }
                 UserCommand::Show { email } => {
                     for user in store.find_users_by_email(&email).await? {
-                        println!("{}", social_service::views::user(&user));
+                        println!("{}", user_json(&user));
                     }
                 }
             }
@@ -285,4 +281,11 @@ async fn resolve_user(store: &Store, user: &str) -> Result<uuid::Uuid, Box<dyn s
         [] => Err(format!("no user with e-mail {user}").into()),
         _ => Err(format!("several users have e-mail {user}; give the user id").into()),
     }
+}
+
+/// A user as operators and `/auth/me` see it, as JSON.
+fn user_json(user: &entity::user::Model) -> serde_json::Value {
+    let user = social_service::http::dto::resources::User::from(user);
+    // A struct of strings, numbers and booleans always serializes.
+    serde_json::to_value(&user).unwrap_or(serde_json::Value::Null)
 }

@@ -27,8 +27,6 @@ use reqwest::{
 };
 use url::Url;
 
-use serde::Serialize;
-
 use crate::error::{ApiError, ErrorCode};
 
 /// How many redirects a media URL may take.
@@ -36,24 +34,7 @@ const MAX_REDIRECTS: usize = 5;
 /// How long a probe may take in all.
 const PROBE_DEADLINE: Duration = Duration::from_secs(30);
 
-/// A media file that passed the probe (status 200, accepted type, size within the limit).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct MediaRef {
-    /// The URL to hand to the platform (http upgraded to https unless the host is allow-listed).
-    pub url: String,
-    pub kind: MediaKind,
-    /// The content type the probe saw, e.g. `image/jpeg`, `video/mp4`.
-    pub content_type: String,
-    /// `Content-Length` as the probe saw it, when the server sent one.
-    pub size: Option<u64>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MediaKind {
-    Image,
-    Video,
-}
+pub use crate::domain::plan::{MediaKind, MediaRef};
 
 /// Why a media URL was refused, or a download for an upload failed. Every variant displays its
 /// message alone: the probe maps it to the catalogue ([`MediaError::into_api_error`]), an

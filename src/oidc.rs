@@ -29,16 +29,7 @@ pub struct Endpoints {
     pub jwks_uri: Option<String>,
 }
 
-/// Who signed in, from a validated ID token.
-#[derive(Debug, Clone)]
-pub struct Identity {
-    pub issuer: String,
-    pub subject: String,
-    pub email: Option<String>,
-    /// Whether the provider asserted `email_verified: true` for `email`.
-    pub email_verified: bool,
-    pub name: Option<String>,
-}
+pub use crate::domain::identity::Identity;
 
 /// Why a sign-in could not complete.
 #[derive(Debug, thiserror::Error)]

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::{AppState, Application, actors::scheduler::Drain};
+use crate::{AppState, Application, background::scheduler::Drain};
 
 /// Graceful shutdown, first half: the scheduler stops claiming posts, and in-flight scheduled
 /// publishes get up to `scheduler.shutdown_grace_secs` to finish. Posts not yet claimed stay

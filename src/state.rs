@@ -8,17 +8,19 @@ use std::sync::Arc;
 use secrecy::SecretString;
 
 use crate::{
-    actors::{last_used::LastUsedRecorder, scheduler::SchedulingService, supervisor::Supervisor},
+    actors::supervisor::Supervisor,
     background::BackgroundActors,
     clock::SharedClock,
-    collection::CollectionService,
     config::Config,
     crypto::{SessionSigner, TokenCipher},
     metrics,
-    oauth::ConnectionService,
     oidc::OidcClient,
-    publish::service::PublishingService,
+    services::collection::CollectionService,
+    services::connection::ConnectionService,
+    services::publishing::PublishingService,
+    services::scheduling::SchedulingService,
     store::Store,
+    store::last_used::LastUsedRecorder,
 };
 
 /// Everything handlers share. Built once, before the HTTP workers start (one copy per process,
@@ -46,6 +48,8 @@ pub struct AppState {
     pub scheduling: Arc<SchedulingService>,
     /// Performance collection (the manual `/api/cron/*` runs, the daily schedule).
     pub collection: Arc<CollectionService>,
+    /// Metering calls and reading usage.
+    pub usage: Arc<crate::services::usage::UsageService>,
     /// Connecting accounts over OAuth.
     pub connection: Arc<ConnectionService>,
     /// The background actors, once running (operator view, readiness, draining).

@@ -22,8 +22,8 @@ use serde::Serialize;
 
 use crate::{
     config::PublishingConfig,
+    domain::plan::{Platform, PublishPlan, YoutubePost},
     error::{ApiError, RateLimitHeaders},
-    publish::plan::{Platform, PublishPlan, YoutubePost},
 };
 
 /// A limiter with what it needs to describe itself. One per account that had an actor in this

@@ -10,12 +10,5 @@
 //! - [`sweeper`]: deletes expired sign-in and connection states, and dead sessions.
 
 pub mod account;
-pub mod collector;
-pub mod in_runtime;
-pub mod last_used;
 pub mod limiter;
-pub mod reconciler;
-pub mod scheduler;
 pub mod supervisor;
-pub mod sweeper;
-pub mod token_keeper;

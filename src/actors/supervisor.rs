@@ -58,13 +58,13 @@ use super::{
     },
     limiter::AccountLimiter,
 };
+use crate::domain::plan::Platform;
 use crate::{
     config::PlatformsConfig,
     error::{ApiError, ErrorCode},
     insights::AccountSummary,
     platforms::AccountCredentials,
     publish::{
-        plan::Platform,
         reconcile::{CheckReport, CheckSpec},
         run::{JobSpec, PublishDeps},
     },
@@ -220,7 +220,7 @@ impl Supervisor {
     /// The hot paths' ownership check (`/api/performance/*`, publishing's checks): the row comes
     /// from the account rows this process keeps in memory (the store's access cache, which
     /// every write to an account row evicts in the same operation, and other instances' writes
-    /// by notification; see [`crate::access`]), and is read once on a miss. One shared copy
+    /// by notification; see [`crate::store::access`]), and is read once on a miss. One shared copy
     /// per account, nothing per actor. A copy whose tokens do not open for its row shows as
     /// invalid ([`tokens::flag_unreadable`]); it is checked here rather than left to the
     /// actor, which holds the token it opened when it started.

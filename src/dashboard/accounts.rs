@@ -6,19 +6,19 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::{
     Layout, Nav, When,
     i18n::{Msg, T, nearest_days},
     render, see_other,
 };
+use crate::domain::text::parse_uuid;
 use crate::{
     AppState,
+    domain::plan::Platform,
+    domain::token_status::TokenStatus,
     error::{ApiError, ErrorCode},
-    http::{auth::SessionUser, parse_uuid},
-    publish::plan::Platform,
-    views,
+    http::auth::SessionUser,
 };
 
 const ACCOUNTS_PATH: &str = "/dashboard/accounts";
@@ -369,23 +369,19 @@ async fn token(
     let layout = Layout::signed_in(&req, &session, Nav::Accounts);
     let t = layout.t;
     let now = state.clock.now();
-    // The verdicts come from the very function `POST /api/token/info` answers with, so the
-    // page and the API cannot disagree; the moments from the row itself (the JSON's ISO text
-    // is rounded to milliseconds, which can cost a day in "days left").
-    let info = views::token_info(&account, now);
+    // The verdicts are those `POST /api/token/info` answers with, so the page and the API
+    // cannot disagree; the moments come from the row itself (the JSON's ISO text is rounded to
+    // milliseconds, which can cost a day in "days left").
+    let status = TokenStatus::of(&account, now);
     let row = AccountRow::new(t, &account, now);
-    let flag = |field: &str| info.get(field).and_then(Value::as_bool).unwrap_or(false);
     let page = TokenPage {
         title: t.fill(Msg::TokenTitle, &[("name", &account.display_name)]),
         platform: row.platform,
-        valid: flag("is_valid"),
+        valid: status.is_valid,
         expiry: row.expiry,
         data_access: row.data_access,
-        data_access_expired: flag("data_access_expired"),
-        invalid_reason: info
-            .get("invalid_reason")
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        data_access_expired: status.data_access_expired.unwrap_or(false),
+        invalid_reason: status.invalid_reason,
         layout,
     };
     Ok(render(&req, page))

@@ -1,7 +1,7 @@
 //! `GET /dashboard/compose` (the form) and `POST /dashboard/compose` (publish now or schedule).
 //!
 //! The POST builds the very body `POST /v2/posts` takes (spec §4.1) and hands it to
-//! [`PublishingService::handle_post`](crate::publish::service::PublishingService::handle_post),
+//! [`PublishingService::handle_post`](crate::services::publishing::PublishingService::handle_post),
 //! after counting the call with [`meter_call`], as the API key's middleware does: a post from
 //! this page is checked, published, scheduled and metered exactly as one sent with a key.
 //!
@@ -34,14 +34,12 @@ use super::{
     render,
     scheduled::{ZoneOption, remember_zone, zone_of, zone_options},
 };
+use crate::domain::plan::Platform;
 use crate::{
     AppState,
     error::{ApiError, ErrorCode},
-    http::auth::{SessionUser, meter_call},
-    publish::{
-        plan::Platform,
-        service::{PostOutcome, Publisher},
-    },
+    http::auth::SessionUser,
+    services::publishing::{PostOutcome, Publisher},
 };
 
 /// Routes inside the `/dashboard` scope.
@@ -495,7 +493,7 @@ async fn submit(
         .headers()
         .get(header::ACCEPT_LANGUAGE)
         .and_then(|v| v.to_str().ok());
-    let result = match meter_call(&state, &session.user, accept_language).await {
+    let result = match state.usage.meter(&session.user, accept_language).await {
         Ok((plan, _)) => {
             let publisher = Publisher {
                 user: &session.user,

@@ -25,12 +25,8 @@ use super::{
     overview::snippet,
     render, see_other,
 };
-use crate::{
-    AppState,
-    error::ApiError,
-    http::{auth::SessionUser, parse_uuid},
-    store::Page,
-};
+use crate::domain::text::parse_uuid;
+use crate::{AppState, error::ApiError, http::auth::SessionUser, store::Page};
 
 const HISTORY_PATH: &str = "/dashboard/history";
 
@@ -239,7 +235,7 @@ fn timeline_steps(t: T, row: &entity::post_submission::Model, now: DateTime<Utc>
                 .position(|s| {
                     s.when
                         .as_ref()
-                        .is_some_and(|w| w.iso > crate::views::iso(at))
+                        .is_some_and(|w| w.iso > crate::domain::time::iso(at))
                 })
                 .map_or(steps.len(), |i| i + 1),
             None => steps.len(),

@@ -17,15 +17,9 @@ use super::{
     i18n::{Msg, T},
     render, see_other,
 };
-use crate::{
-    AppState,
-    error::ApiError,
-    http::{
-        auth::SessionUser,
-        keys::{CreateKeyError, KeyName, MAX_NAME_CHARS, create_api_key},
-        parse_uuid,
-    },
-};
+use crate::domain::text::parse_uuid;
+use crate::services::keys::{CreateKeyError, KeyName, MAX_NAME_CHARS, create_api_key};
+use crate::{AppState, error::ApiError, http::auth::SessionUser};
 
 const KEYS_PATH: &str = "/dashboard/keys";
 
@@ -135,7 +129,16 @@ async fn create(
     let mut name_value = String::new();
     // The form reports a bad name the same way as too many keys: both are the user's to fix.
     let attempt = match KeyName::parse(&name) {
-        Ok(key_name) => create_api_key(&state, session.user.id, &key_name).await,
+        Ok(key_name) => {
+            create_api_key(
+                &state.store,
+                state.clock.now(),
+                state.config.auth.max_api_keys_per_user,
+                session.user.id,
+                &key_name,
+            )
+            .await
+        }
         Err(error) => Err(error),
     };
     let created = match attempt {

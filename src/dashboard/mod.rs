@@ -409,7 +409,7 @@ impl Layout {
             .unwrap_or_else(|| user.id.to_string());
         let operator = req
             .app_data::<web::Data<AppState>>()
-            .is_some_and(|state| crate::operator::is_operator(&state.config, user));
+            .is_some_and(|state| crate::services::operator::is_operator(&state.config, user));
         Self {
             t: T(locale_of(req)),
             who: Some(who),
@@ -441,13 +441,13 @@ impl When {
         Self {
             relative: t.relative(at, now),
             exact: at.format("%Y-%m-%d %H:%M UTC").to_string(),
-            iso: crate::views::iso(at),
+            iso: crate::domain::time::iso(at),
         }
     }
 }
 
 /// A usage line in words: "n calls, no limit" or "n of m calls, r left".
-pub fn usage_text(t: T, usage: &crate::http::subscription::UsageNow) -> String {
+pub fn usage_text(t: T, usage: &crate::services::usage::UsageNow) -> String {
     if usage.limit < 0 {
         t.fill(Msg::UsageUnlimited, &[("used", &usage.used.to_string())])
     } else {

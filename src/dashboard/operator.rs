@@ -5,10 +5,10 @@
 //! (`POST /dashboard/operator/users/{id}/plan`).
 //!
 //! - The data is that of the JSON views, from the same functions: [`crate::http::ops::view`]
-//!   (`GET /api/admin/actors`), the store's users and [`crate::operator::set_user_plan`]
-//!   (`PUT /admin/users/{id}/plan`), [`usage_of_users`] (`GET /api/subscription/status`'s
+//!   (`GET /api/admin/actors`), the store's users and [`crate::services::operator::set_user_plan`]
+//!   (`PUT /admin/users/{id}/plan`), [`UsageService::of_users`](crate::services::usage::UsageService::of_users) (`GET /api/subscription/status`'s
 //!   reading, for every listed user in one query).
-//! - The role is checked from the session's user on every request ([`crate::operator::is_operator`]:
+//! - The role is checked from the session's user on every request ([`crate::services::operator::is_operator`]:
 //!   `auth.operator_emails` or the CLI's `is_operator`). Anyone else is sent (303) to the
 //!   overview, which says the pages are for operators; no data is read for them.
 
@@ -22,17 +22,17 @@ use super::{
     i18n::{Msg, T},
     plan_name, render, see_other, usage_text,
 };
+use crate::domain::text::parse_uuid;
 use crate::{
     AppState,
+    domain::plan::Platform,
     error::ApiError,
     http::{
         auth::SessionUser,
         ops::{self, ActorsQuery, STATES},
-        parse_uuid,
-        subscription::usage_of_users,
     },
-    operator::{self, PlanChange},
-    publish::plan::Platform,
+    services::operator,
+    services::operator::PlanChange,
 };
 
 const OPERATOR_PATH: &str = "/dashboard/operator";
@@ -299,7 +299,7 @@ async fn page(
         .collect();
     let panels = panels(t, &view, now);
     let listed = state.store.list_users(USERS_SHOWN).await?;
-    let usages = usage_of_users(&state, &listed).await?;
+    let usages = state.usage.of_users(&listed).await?;
     let mut users = Vec::new();
     for (user, usage) in listed.into_iter().zip(usages) {
         let usage = usage_text(t, &usage);

@@ -14,7 +14,7 @@ use super::{
 use crate::{
     AppState,
     error::ApiError,
-    http::{auth::SessionUser, subscription::usage_now},
+    http::auth::SessionUser,
     store::{Page, ScheduledFilter},
 };
 
@@ -70,7 +70,7 @@ pub async fn page(
     let t = layout.t;
     let user = &session.user;
     let now = state.clock.now();
-    let usage_now = usage_now(&state, user).await?;
+    let usage_now = state.usage.now(user).await?;
     let usage = usage_text(t, &usage_now);
     let period = usage_now.period;
     let plan = plan_name(t, user.plan);

@@ -22,16 +22,16 @@ use super::{
     i18n::{Msg, T},
     render, see_other,
 };
+use crate::domain::text::parse_uuid;
 use crate::{
     AppState,
     error::ApiError,
-    http::{
-        auth::SessionUser,
-        cron::{BackfillDates, Yesterday, backfill_account, missing_dates},
-        parse_uuid,
+    http::auth::SessionUser,
+    insights::bodies::{MetricValues, PostsBody},
+    services::{
+        collection::backfill::{BackfillDates, Yesterday},
         performance::recent_posts,
     },
-    insights::bodies::{MetricValues, PostsBody},
 };
 
 const PERFORMANCE_PATH: &str = "/dashboard/performance";
@@ -418,14 +418,19 @@ async fn page(
                     &yesterday.format("%Y-%m-%d").to_string(),
                 )
                 .await?;
-            let posts = recent_posts(&state, user_id, &account.id.to_string(), POSTS_SHOWN)
-                .await
-                .map(|body| post_rows(t, &body, state.clock.now()))
-                .map_err(|error| format!("{}: {}", error.code.as_str(), error.message));
+            let posts = recent_posts(
+                &state.supervisor,
+                user_id,
+                &account.id.to_string(),
+                POSTS_SHOWN,
+            )
+            .await
+            .map(|body| post_rows(t, &body, state.clock.now()))
+            .map_err(|error| format!("{}: {}", error.code.as_str(), error.message));
             (
                 charts(t, &snapshots, &dates),
                 posts,
-                missing_dates(&state, account, days).await?,
+                state.collection.missing_dates(account, days).await?,
             )
         }
         None => (Vec::new(), Ok(Vec::new()), Vec::new()),
@@ -469,13 +474,13 @@ async fn backfill(
         return Ok(see_other(&format!("{PERFORMANCE_PATH}?days={days}")));
     };
     let back = format!("{PERFORMANCE_PATH}?account_id={}&days={days}", account.id);
-    let missing = missing_dates(&state, &account, days).await?;
+    let missing = state.collection.missing_dates(&account, days).await?;
     if missing.is_empty() {
         return Ok(see_other(&back));
     }
     let yesterday = Yesterday(state.collection.schedule().yesterday(state.clock.now()));
     let dates = BackfillDates::try_from((missing, yesterday))?;
-    let results = backfill_account(&state, account, &dates).await?;
+    let results = state.collection.backfill(account, &dates).await;
     let ok = results.iter().filter(|r| r.succeeded()).count();
     Ok(see_other(&format!(
         "{back}&notice=backfilled&ok={ok}&total={}",

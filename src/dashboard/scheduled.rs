@@ -23,13 +23,10 @@ use super::{
     i18n::{Msg, T},
     render, see_other,
 };
+use crate::domain::text::parse_uuid;
 use crate::{
-    AppState,
-    error::ApiError,
-    http::{auth::SessionUser, parse_uuid},
-    publish::plan::Platform,
-    store::CancelOutcome,
-    store::ScheduledFilter,
+    AppState, domain::plan::Platform, error::ApiError, http::auth::SessionUser,
+    store::CancelOutcome, store::ScheduledFilter,
 };
 
 const SCHEDULED_PATH: &str = "/dashboard/scheduled";

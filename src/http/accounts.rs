@@ -12,8 +12,8 @@ use super::{
         responses::{AccountList, AccountListForKey, Done, TokenInfoResponse},
         schema::ErrorBody,
     },
-    parse_uuid,
 };
+use crate::domain::text::parse_uuid;
 use crate::{AppState, error::ApiError, tokens};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {

@@ -11,13 +11,12 @@ use super::{
         responses::{AccountCreated, UserList, UserResponse},
         schema::ErrorBody,
     },
-    parse_uuid,
 };
+use crate::domain::text::parse_uuid;
 use crate::{
-    AppState,
-    error::ApiError,
-    operator::{self, CheckedAccount, ManualAccount, PlanChange, PlanSetting},
-    store::UserSearch,
+    AppState, error::ApiError, services::operator, services::operator::CheckedAccount,
+    services::operator::ManualAccount, services::operator::PlanChange,
+    services::operator::PlanSetting, store::UserSearch,
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {

@@ -30,9 +30,8 @@ use uuid::Uuid;
 use crate::{
     AppState,
     crypto::{self, KeyFormatError},
-    error::{ApiError, QuotaExceeded, RateLimitHeaders},
-    store::Reservation,
-    usage::{self, Plan},
+    error::{ApiError, RateLimitHeaders},
+    usage::Plan,
 };
 
 pub use origin::require_same_origin;
@@ -137,75 +136,13 @@ async fn authenticate_key(req: &ServiceRequest) -> Result<ApiCaller, ApiError> {
         .headers()
         .get(header::ACCEPT_LANGUAGE)
         .and_then(|v| v.to_str().ok());
-    let (plan, allowance) = meter_call(&state, &user, accept_language).await?;
+    let (plan, allowance) = state.usage.meter(&user, accept_language).await?;
     Ok(ApiCaller {
         user,
         key_id,
         plan,
         allowance,
     })
-}
-
-/// Counts one call against `user`'s monthly allowance (spec §8), refusing with the quota body
-/// when it is used up. Shared by the API key's middleware and the dashboard's compose form, so a
-/// post sent from a page costs what the same post sent with a key costs. `accept_language`
-/// picks the language of the quota message.
-pub async fn meter_call(
-    state: &AppState,
-    user: &entity::user::Model,
-    accept_language: Option<&str>,
-) -> Result<(Plan, RateLimitHeaders), ApiError> {
-    let now = state.clock.now();
-    let plan = user.plan;
-    let period = usage::usage_period(user.created_at, now);
-    let limit = plan.monthly_limit(state.config.usage.free_monthly_limit);
-    // A limited plan is admitted by one atomic conditional write; an unlimited one has nothing
-    // to refuse, so its call is counted in memory and written in batches.
-    let reservation = if limit.is_some() {
-        state
-            .store
-            .reserve_call(user.id, &period.key(), limit, now)
-            .await?
-    } else {
-        state.last_used.count_call(user.id, period.key());
-        Reservation {
-            admitted: true,
-            count: 0,
-        }
-    };
-    let reset = period.end.timestamp();
-    if !reservation.admitted {
-        let limit = limit.unwrap_or(-1);
-        let locale = usage::negotiate_locale(accept_language);
-        let resets_on = period.end.format("%Y-%m-%d").to_string();
-        let (error, error_en) = usage::quota_messages(locale, limit, &resets_on);
-        let quota = QuotaExceeded {
-            error,
-            error_en,
-            current_usage: reservation.count,
-            limit,
-            plan: plan.as_str().to_string(),
-        };
-        let headers = RateLimitHeaders {
-            limit,
-            remaining: 0,
-            reset,
-        };
-        return Err(ApiError::quota_exceeded(quota, headers));
-    }
-    let allowance = match limit {
-        Some(limit) => RateLimitHeaders {
-            limit,
-            remaining: (limit - reservation.count).max(0),
-            reset,
-        },
-        None => RateLimitHeaders {
-            limit: -1,
-            remaining: -1,
-            reset,
-        },
-    };
-    Ok((plan, allowance))
 }
 
 /// Middleware: requires a live dashboard session. API keys are refused here. A request that

@@ -22,9 +22,10 @@ use super::{
 };
 use crate::{
     AppState,
+    domain::plan::Platform,
     error::{ApiError, ErrorCode},
-    oauth::{LoginRoute, connection::Callback},
-    publish::plan::Platform,
+    oauth::LoginRoute,
+    services::connection::Callback,
     store::StateOwner,
 };
 

@@ -11,28 +11,27 @@ use std::collections::HashSet;
 use actix_web::{HttpResponse, middleware::from_fn, web};
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 
+use super::auth::{CronCaller, require_operator_or_api_key};
 use super::dto::{
     requests::{BackfillBody, CollectQuery, DaysQuery},
     responses::{
-        BackfillResults, BackfillRun, BackfilledData, BackfilledDate, CollectResults, CollectRun,
-        CollectionStatus, MissingDates, Snapshot,
+        BackfillResults, BackfillRun, BackfilledDate, CollectResults, CollectRun, CollectionStatus,
+        MissingDates, Snapshot,
     },
 };
-use super::{
-    auth::{CronCaller, require_operator_or_api_key},
-    parse_uuid,
-};
+use crate::domain::text::parse_uuid;
 use crate::{
     AppState,
-    collection::{self, CollectionRun, Trigger},
     error::ApiError,
+    services::collection::{
+        self, CollectionRun, Trigger,
+        backfill::{BackfillDates, Yesterday, date_text},
+    },
 };
 
 pub const DEFAULT_STATUS_DAYS: i64 = 7;
 pub const DEFAULT_CHECK_DAYS: i64 = 30;
 pub const MAX_DAYS: i64 = 366;
-/// Dates one backfill call may ask for.
-pub const MAX_BACKFILL_DATES: usize = 90;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -113,7 +112,7 @@ pub async fn check_missing(
     let account_id = account_param(query.account_id.as_deref())?;
     let account = find_account(&state, &caller, account_id).await?;
     let days = LookBack::try_from(query)?.or(DEFAULT_CHECK_DAYS);
-    let missing = missing_dates(&state, &account, days).await?;
+    let missing = state.collection.missing_dates(&account, days).await?;
     Ok(HttpResponse::Ok().json(MissingDates {
         success: true,
         account_id: account.id,
@@ -122,36 +121,6 @@ pub async fn check_missing(
         missing_dates_count: missing.len(),
         missing_dates: missing,
     }))
-}
-
-/// The dates (`YYYY-MM-DD`, oldest first) among the `days` ending yesterday for which the
-/// account has no collected snapshot (`GET /api/cron/check-missing`; the dashboard's
-/// Performance page lists the same).
-pub async fn missing_dates(
-    state: &AppState,
-    account: &entity::account::Model,
-    days: i64,
-) -> Result<Vec<String>, ApiError> {
-    let schedule = state.collection.schedule();
-    let yesterday = schedule.yesterday(state.clock.now());
-    // Dates before the account was connected were never due.
-    let connected_on = account
-        .created_at
-        .with_timezone(&schedule.zone())
-        .date_naive();
-    let from = (yesterday - Duration::days(days - 1)).max(connected_on);
-    let collected: HashSet<String> = state
-        .store
-        .collected_dates(account.id, &date_text(from), &date_text(yesterday))
-        .await?
-        .into_iter()
-        .collect();
-    Ok(from
-        .iter_days()
-        .take_while(|date| *date <= yesterday)
-        .map(date_text)
-        .filter(|date| !collected.contains(date))
-        .collect())
 }
 
 /// Collects the given dates again for one account.
@@ -177,8 +146,9 @@ pub async fn backfill(
         .ok_or_else(|| ApiError::missing_parameter("missing_dates"))?;
     let yesterday = Yesterday(state.collection.schedule().yesterday(state.clock.now()));
     let dates = BackfillDates::try_from((raw_dates, yesterday))?;
-    let dates = backfill_account(&state, account, &dates).await?;
+    let dates = state.collection.backfill(account, &dates).await;
     let succeeded = dates.iter().filter(|date| date.succeeded()).count();
+    let dates: Vec<BackfilledDate> = dates.into_iter().map(BackfilledDate::from).collect();
     Ok(HttpResponse::Ok().json(BackfillRun {
         success: true,
         message: format!("Backfilled {succeeded} of {} dates", dates.len()),
@@ -189,47 +159,6 @@ pub async fn backfill(
             dates,
         },
     }))
-}
-
-/// Collects the account's snapshots of `dates` again (`POST /api/cron/backfill`; the
-/// dashboard's Backfill button does the same): one result per date, in the body's form.
-pub async fn backfill_account(
-    state: &AppState,
-    account: entity::account::Model,
-    dates: &BackfillDates,
-) -> Result<Vec<BackfilledDate>, ApiError> {
-    let dates = dates.as_slice();
-    let accounts = collection::collectable(vec![account]);
-    let mut results = Vec::with_capacity(dates.len());
-    for date in dates {
-        let report = state
-            .collection
-            .collect(CollectionRun {
-                date: *date,
-                accounts: accounts.clone(),
-                recollect: true,
-                trigger: Trigger::Manual,
-            })
-            .await;
-        let outcome = report.accounts.into_iter().next();
-        results.push(BackfilledDate {
-            date: date_text(*date),
-            status: outcome.as_ref().map_or("failed", |o| o.status),
-            data: outcome
-                .as_ref()
-                .and_then(|o| o.data.as_ref())
-                .map(|data| BackfilledData {
-                    page_metrics: data.page_metrics.clone(),
-                    posts_count: data.posts_count,
-                    total_post_impressions: data.total_post_views,
-                }),
-            error: outcome.as_ref().map_or_else(
-                || Some("performance metrics are not available for this platform".to_string()),
-                |o| o.error.clone(),
-            ),
-        });
-    }
-    Ok(results)
 }
 
 /// Collects one day's figures (default yesterday) for every account in scope.
@@ -321,41 +250,6 @@ impl LookBack {
     }
 }
 
-/// The latest day that can be collected (yesterday in the collector's zone): what a requested
-/// date is checked against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Yesterday(pub NaiveDate);
-
-/// Dates to collect again: 1 to [`MAX_BACKFILL_DATES`] asked, each over already, distinct, in
-/// the order asked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BackfillDates(pub(crate) Vec<NaiveDate>);
-
-impl BackfillDates {
-    /// Refused as a whole when the count is out of range or a date is unreadable or not over
-    /// yet; the first bad date (in the order given) is the one reported.
-    pub fn check(raw_dates: &[String], yesterday: Yesterday) -> Result<Self, ApiError> {
-        if raw_dates.is_empty() || raw_dates.len() > MAX_BACKFILL_DATES {
-            return Err(ApiError::invalid_request(format!(
-                "missing_dates must hold 1 to {MAX_BACKFILL_DATES} dates"
-            )));
-        }
-        let mut dates = Vec::with_capacity(raw_dates.len());
-        for raw in raw_dates {
-            let date = parse_date("missing_dates", raw)?;
-            check_not_future(date, yesterday.0)?;
-            if !dates.contains(&date) {
-                dates.push(date);
-            }
-        }
-        Ok(Self(dates))
-    }
-
-    pub fn as_slice(&self) -> &[NaiveDate] {
-        &self.0
-    }
-}
-
 /// What `POST /api/cron/collect-performance` collects: the day, and one account (`None`:
 /// every account in scope).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -379,27 +273,6 @@ pub(crate) fn look_back(raw: Option<&str>) -> Result<LookBack, ApiError> {
     }
 }
 
-pub(crate) fn parse_date(name: &str, raw: &str) -> Result<NaiveDate, ApiError> {
-    NaiveDate::parse_from_str(raw.trim(), "%Y-%m-%d").map_err(|_| {
-        ApiError::invalid_request(format!("{name} must hold dates YYYY-MM-DD, got {raw:?}"))
-    })
-}
-
-pub(crate) fn check_not_future(date: NaiveDate, yesterday: NaiveDate) -> Result<(), ApiError> {
-    if date > yesterday {
-        return Err(ApiError::invalid_request(format!(
-            "{} is not over yet; the latest date that can be collected is {}",
-            date_text(date),
-            date_text(yesterday)
-        )));
-    }
-    Ok(())
-}
-
-fn date_text(date: NaiveDate) -> String {
-    date.format("%Y-%m-%d").to_string()
-}
-
 /// RFC 9110 HTTP-date, e.g. `Sun, 22 Nov 2026 18:00:05 GMT` (spec §2.7 `collected_at`).
 pub fn http_date(at: DateTime<Utc>) -> String {
     at.format("%a, %d %b %Y %H:%M:%S GMT").to_string()
@@ -410,10 +283,11 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::services::collection::backfill::Backfilled;
     use crate::{
-        collection::AccountOutcome,
+        domain::plan::Platform,
         insights::{DailyMetrics, MetricFailure},
-        publish::plan::Platform,
+        services::collection::AccountOutcome,
     };
     use serde_json::{Value, json};
 
@@ -459,17 +333,12 @@ mod tests {
                 "error": null,
             })
         );
-        let date = BackfilledDate {
-            date: "2026-11-20".into(),
-            status: "partial",
-            data: Some(BackfilledData {
-                page_metrics: data.page_metrics,
-                posts_count: 2,
-                total_post_impressions: None,
-            }),
-            error: None,
+        let partial = Backfilled {
+            date: NaiveDate::from_ymd_opt(2026, 11, 20).unwrap(),
+            outcome: Some(outcome),
         };
-        assert!(date.succeeded());
+        assert!(partial.succeeded());
+        let date = BackfilledDate::from(partial);
         assert_eq!(
             serde_json::to_value(&date).unwrap(),
             json!({
@@ -489,7 +358,11 @@ mod tests {
             data: None,
             error: Some("gone".into()),
         };
-        assert!(!failed.succeeded());
+        let unavailable = Backfilled {
+            date: NaiveDate::from_ymd_opt(2026, 11, 21).unwrap(),
+            outcome: None,
+        };
+        assert!(!unavailable.succeeded());
         assert_eq!(
             serde_json::to_value(&failed).unwrap(),
             json!({"date": "2026-11-21", "status": "failed", "data": null, "error": "gone"})

@@ -2,13 +2,12 @@
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
 
-use super::{
-    auth::{SessionUser, require_session},
-    parse_uuid,
-};
+use super::auth::{SessionUser, require_session};
+use crate::domain::text::parse_uuid;
 use crate::{
-    AppState, crypto,
+    AppState,
     error::{ApiError, ErrorCode},
+    services::keys::{KeyName, create_api_key},
 };
 
 use super::dto::{
@@ -17,9 +16,6 @@ use super::dto::{
     responses::{KeyCreated, KeyDeleted, KeyList},
     schema::ErrorBody,
 };
-
-/// Longest key name accepted (characters).
-pub const MAX_NAME_CHARS: usize = 100;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -68,87 +64,20 @@ pub async fn create_key(
     body: web::Json<CreateKeyRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let name = KeyName::try_from(body.into_inner())?;
-    let (full, stored) = create_api_key(&state, session.user.id, &name).await?;
+    let (full, stored) = create_api_key(
+        &state.store,
+        state.clock.now(),
+        state.config.auth.max_api_keys_per_user,
+        session.user.id,
+        &name,
+    )
+    .await?;
     Ok(HttpResponse::Ok().json(KeyCreated {
         success: true,
         message: "API key created. Copy it now: it will not be shown again.".to_string(),
         api_key: full,
         key: ApiKey::from(&stored),
     }))
-}
-
-/// Why a key could not be created: each is the user's to fix, except `Internal`.
-#[derive(Debug)]
-pub enum CreateKeyError {
-    NameHasNul(ApiError),
-    NameEmpty,
-    NameTooLong,
-    TooManyKeys { max: u64 },
-    Internal(ApiError),
-}
-
-impl From<CreateKeyError> for ApiError {
-    fn from(error: CreateKeyError) -> Self {
-        match error {
-            CreateKeyError::NameHasNul(error) | CreateKeyError::Internal(error) => error,
-            CreateKeyError::NameEmpty => ApiError::invalid_request("name must not be empty"),
-            CreateKeyError::NameTooLong => ApiError::invalid_request(format!(
-                "name must be at most {MAX_NAME_CHARS} characters"
-            )),
-            CreateKeyError::TooManyKeys { max } => ApiError::new(
-                ErrorCode::InvalidRequest,
-                format!("A user may hold at most {max} active API keys; delete one first"),
-            ),
-        }
-    }
-}
-
-/// A key's name as stored: trimmed, 1 to [`MAX_NAME_CHARS`] characters, no NUL.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyName(String);
-
-impl KeyName {
-    /// Checks in the order the API has always answered: NUL, then empty, then too long.
-    pub fn parse(raw: &str) -> Result<Self, CreateKeyError> {
-        let name = raw.trim();
-        super::reject_nul("name", name).map_err(CreateKeyError::NameHasNul)?;
-        if name.is_empty() {
-            return Err(CreateKeyError::NameEmpty);
-        }
-        if name.chars().count() > MAX_NAME_CHARS {
-            return Err(CreateKeyError::NameTooLong);
-        }
-        Ok(Self(name.to_string()))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-/// Creates a key named `name` for `user_id` and returns its full value (to show once) with the
-/// stored row. Shared by `POST /api/keys` and the dashboard's key form.
-pub async fn create_api_key(
-    state: &AppState,
-    user_id: uuid::Uuid,
-    name: &KeyName,
-) -> Result<(String, entity::api_key::Model), CreateKeyError> {
-    let max_keys = state.config.auth.max_api_keys_per_user;
-    let active = state
-        .store
-        .count_active_keys(user_id)
-        .await
-        .map_err(|e| CreateKeyError::Internal(e.into()))?;
-    if active >= max_keys {
-        return Err(CreateKeyError::TooManyKeys { max: max_keys });
-    }
-    let key = crypto::generate_api_key();
-    let stored = state
-        .store
-        .insert_api_key(user_id, name.as_str(), &key, state.clock.now())
-        .await
-        .map_err(|e| CreateKeyError::Internal(e.into()))?;
-    Ok((key.full, stored))
 }
 
 /// Deactivates one of the caller's keys.

@@ -15,13 +15,11 @@ use super::{
 };
 use crate::{
     AppState,
-    actors::{
-        account::ActorHealth,
-        collector::{CollectorStatus, GetCollectorStatus},
-        reconciler::{self, ReconcilerStatus},
-        scheduler::{GetStatus, SchedulerStatus},
-        token_keeper::{GetTokenKeeperStatus, TokenKeeperStatus},
-    },
+    actors::account::ActorHealth,
+    background::collector::{CollectorStatus, GetCollectorStatus},
+    background::reconciler::{self, ReconcilerStatus},
+    background::scheduler::{GetStatus, SchedulerStatus},
+    background::token_keeper::{GetTokenKeeperStatus, TokenKeeperStatus},
     error::ApiError,
 };
 

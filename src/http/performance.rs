@@ -7,21 +7,13 @@
 use actix_web::{HttpResponse, middleware::from_fn, web};
 use chrono::{Duration, NaiveDate};
 
-use super::{
-    auth::{ApiCaller, require_api_key},
-    parse_uuid,
-};
+use super::auth::{ApiCaller, require_api_key};
 use crate::{
     AppState,
-    actors::account::{InsightsOutput, InsightsWork},
-    error::{ApiError, ErrorCode},
-    insights::{
-        self, AccountSummary, InsightsQuery, PostId,
-        bodies::{InsightsBody, PostsBody},
-        catalogue,
-    },
+    error::ApiError,
+    insights::{AccountSummary, InsightsQuery, PostId, catalogue},
     platforms::PlatformError,
-    publish::plan::Platform,
+    services::performance::{self, AccountRef},
 };
 
 /// Days in the default `since..until` window of the account endpoint.
@@ -45,6 +37,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 
 pub use super::dto::requests::PerformanceQuery;
 
+/// The account a performance request names.
+fn target(query: &PerformanceQuery) -> AccountRef<'_> {
+    AccountRef {
+        account_id: query.account_id.as_deref(),
+        platform: query.platform.as_deref(),
+    }
+}
+
 /// The metrics the account's platform offers.
 #[utoipa::path(get, path = "/api/performance/metrics", tag = "performance", security(("api_key" = [])),
     params(PerformanceQuery),
@@ -57,11 +57,11 @@ pub async fn metrics(
     caller: ApiCaller,
     query: web::Query<PerformanceQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let (_, summary) = find_account(&state, caller.user.id, &query)
+    let (_, summary) = performance::find_account(&state.supervisor, caller.user.id, target(&query))
         .await
         .map_err(ApiError::in_performance_form)?;
     let body = catalogue::metrics_body(&summary)
-        .ok_or_else(|| not_available(&summary).in_performance_form())?;
+        .ok_or_else(|| performance::not_available(&summary).in_performance_form())?;
     Ok(HttpResponse::Ok().json(body))
 }
 
@@ -128,13 +128,6 @@ pub async fn post(
     .await
 }
 
-fn not_available(summary: &AccountSummary) -> ApiError {
-    ApiError::invalid_request(format!(
-        "Performance metrics are not available for {} accounts",
-        summary.platform.as_str()
-    ))
-}
-
 /// Finds the account, builds the query, and reads it through the account's actor.
 async fn run(
     state: &AppState,
@@ -142,108 +135,10 @@ async fn run(
     params: &PerformanceQuery,
     build: impl FnOnce(&AccountSummary) -> Result<InsightsQuery, ApiError>,
 ) -> Result<HttpResponse, ApiError> {
-    match read(state, caller.user.id, params, build).await {
+    match performance::read(&state.supervisor, caller.user.id, target(params), build).await {
         Ok(body) => Ok(HttpResponse::Ok().json(body)),
         Err(error) => Err(error.in_performance_form()),
     }
-}
-
-/// The recent posts of `user_id`'s account `account_id` with their metrics: the body of
-/// `GET /api/performance/posts` (the dashboard's Performance page shows the same).
-pub async fn recent_posts(
-    state: &AppState,
-    user_id: uuid::Uuid,
-    account_id: &str,
-    limit: u32,
-) -> Result<PostsBody, ApiError> {
-    let params = PerformanceQuery {
-        account_id: Some(account_id.to_string()),
-        platform: None,
-        period: None,
-        since: None,
-        until: None,
-        limit: None,
-    };
-    match read(state, user_id, &params, |_| {
-        Ok(InsightsQuery::Posts { limit })
-    })
-    .await?
-    {
-        InsightsBody::Posts(posts) => Ok(posts),
-        _ => Err(ApiError::internal(
-            "the account actor answered a posts query with another body",
-        )),
-    }
-}
-
-/// Finds `user_id`'s account, builds the query, and reads it through the account's actor.
-async fn read(
-    state: &AppState,
-    user_id: uuid::Uuid,
-    params: &PerformanceQuery,
-    build: impl FnOnce(&AccountSummary) -> Result<InsightsQuery, ApiError>,
-) -> Result<InsightsBody, ApiError> {
-    let (account, summary) = find_account(state, user_id, params).await?;
-    if !insights::supported(summary.platform) {
-        return Err(not_available(&summary));
-    }
-    let query = build(&summary)?;
-    let names_a_post = matches!(query, InsightsQuery::Post { .. });
-    let output = state
-        .supervisor
-        .read_insights(&account, &summary, InsightsWork::Query(query))
-        .await
-        .map_err(|error| match error.code {
-            // Only a post read names an object besides the account: the platform not
-            // knowing the account's own page/user/channel means the account is gone there.
-            ErrorCode::NotFound if !names_a_post => ApiError::account_not_found(),
-            _ => error,
-        })?;
-    match output {
-        InsightsOutput::Body(body) => Ok(body),
-        InsightsOutput::Daily(_) => Err(ApiError::internal(
-            "the account actor answered a query with daily metrics",
-        )),
-    }
-}
-
-/// The user's connected account named by `account_id`, checked against `platform`.
-async fn find_account(
-    state: &AppState,
-    user_id: uuid::Uuid,
-    params: &PerformanceQuery,
-) -> Result<(std::sync::Arc<entity::account::Model>, AccountSummary), ApiError> {
-    let raw = params
-        .account_id
-        .as_deref()
-        .map(str::trim)
-        .filter(|id| !id.is_empty())
-        .ok_or_else(|| ApiError::missing_parameter("account_id"))?;
-    let account_id = parse_uuid(raw).ok_or_else(ApiError::account_not_found)?;
-    // From the supervisor's rows: a warm call makes no round trip (issue 16).
-    let account = state
-        .supervisor
-        .find_owned_account(user_id, account_id)
-        .await?
-        .filter(|account| !account.disabled)
-        .ok_or_else(ApiError::account_not_found)?;
-    let summary = AccountSummary::of(&account);
-    if let Some(asked) = params.platform.as_deref().filter(|p| !p.is_empty()) {
-        let asked = Platform::parse(asked).ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::InvalidPlatform,
-                format!("Invalid platform {asked:?}"),
-            )
-        })?;
-        if asked != summary.platform {
-            return Err(ApiError::invalid_request(format!(
-                "platform {} does not match the account, which is a {} account",
-                asked.as_str(),
-                summary.platform.as_str()
-            )));
-        }
-    }
-    Ok((account, summary))
 }
 
 /// `period`, `since` and `until` with their defaults: `day`, and the 30 days ending yesterday.
@@ -311,6 +206,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::error::ErrorCode;
 
     fn params(period: Option<&str>, since: Option<&str>, until: Option<&str>) -> PerformanceQuery {
         PerformanceQuery {

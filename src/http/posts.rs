@@ -1,11 +1,11 @@
 //! `POST /v2/posts` (API key; spec §4.1): publish now or schedule. The work is in
-//! [`crate::publish::service`].
+//! [`crate::services::publishing`].
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
 use serde_json::Value;
 
 use super::auth::{ApiCaller, require_api_key};
-use crate::{AppState, error::ApiError, publish::service::Publisher};
+use crate::{AppState, error::ApiError, services::publishing::Publisher};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(

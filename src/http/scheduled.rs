@@ -10,8 +10,8 @@ use super::{
         responses::{ScheduledPostCancelled, ScheduledPosts},
         schema::ErrorBody,
     },
-    parse_uuid,
 };
+use crate::domain::text::parse_uuid;
 use crate::{
     AppState,
     error::{ApiError, ErrorCode},
@@ -46,7 +46,7 @@ pub async fn list(
     query: web::Query<ScheduledListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let filter = ScheduledFilter::try_from(query.into_inner())?;
-    // Rendered once per change (see `crate::access`): the metering above still ran.
+    // Rendered once per change (see `crate::store::access`): the metering above still ran.
     let body = state
         .store
         .scheduled_listing_body(caller.user.id, filter, |rows| {

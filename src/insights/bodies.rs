@@ -14,7 +14,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::MetricFailure;
-use crate::publish::plan::Platform;
+use crate::domain::plan::Platform;
 
 /// What a performance query answers, by endpoint.
 #[derive(Debug, Clone, Serialize)]

@@ -6,7 +6,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{AccountSummary, facebook, instagram, threads, tiktok, youtube};
-use crate::publish::plan::Platform;
+use crate::domain::plan::Platform;
 
 fn description(metric: &str) -> &'static str {
     match metric {

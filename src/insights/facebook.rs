@@ -16,12 +16,12 @@ use super::{
     day_window, each_metric, failed_as_none, failed_as_null, meta_day, meta_value, values_on,
 };
 use crate::{
+    domain::plan::Platform,
     platforms::{
         PlatformError,
         ids::{ApiPath, FacebookPostId},
         meta::Graph,
     },
-    publish::plan::Platform,
 };
 
 /// Page metrics (spec §2.8; `page_media_view` replaces `page_impressions`).

@@ -17,12 +17,12 @@ use super::{
     failed_as_none, failed_as_null, meta_value, unix_day, values_on,
 };
 use crate::{
+    domain::plan::Platform,
     platforms::{
         PlatformError,
         ids::{ApiPath, GraphId, InvalidId},
         meta::Graph,
     },
-    publish::plan::Platform,
 };
 
 /// Account metrics (spec §2.8).

@@ -22,17 +22,16 @@ pub mod youtube;
 use std::collections::BTreeMap;
 
 use chrono::NaiveDate;
-use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
 use crate::{
     config::PlatformsConfig,
+    domain::plan::Platform,
     platforms::{
         AccountCredentials, PlatformError,
         ids::{FacebookPostId, GraphId, InvalidId, TiktokVideoId, YoutubeVideoId},
     },
-    publish::plan::Platform,
 };
 
 /// What an insights adapter needs for one account.
@@ -119,29 +118,7 @@ impl PostId {
     }
 }
 
-/// A metric the platform would not give, and why. Listed in responses as `failed_metrics`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-pub struct MetricFailure {
-    pub metric: String,
-    pub error: String,
-}
-
-/// One account's numbers for one date (a daily snapshot's content).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct DailyMetrics {
-    /// Metric name → value (a JSON number) for that date (spec §2.8 account-level identifiers);
-    /// `null` for a metric the platform would not give (never 0).
-    #[schema(value_type = BTreeMap<String, Option<f64>>)]
-    pub page_metrics: BTreeMap<String, Value>,
-    /// Posts the account published on that date.
-    pub posts_count: u64,
-    /// Sum of the views of those posts (`post_media_view`, reels/video views…); `None` when a
-    /// post's views failed (the metric is in `failed_metrics`): a partial sum or a 0 would read
-    /// as measured.
-    #[schema(required = true)]
-    pub total_post_views: Option<u64>,
-    pub failed_metrics: Vec<MetricFailure>,
-}
+pub use crate::domain::daily::{DailyMetrics, MetricFailure};
 
 /// Fetches `metrics` in one request (`fetch` gets them comma-joined); when the platform refuses
 /// that request (Meta and Google refuse a whole request for one invalid or retired metric), asks

@@ -18,12 +18,12 @@ use super::{
     day_window, each_metric, failed_as_none, failed_as_null, has_failed, meta_value, unix_day,
 };
 use crate::{
+    domain::plan::Platform,
     platforms::{
         PlatformError,
         ids::{ApiPath, GraphId, InvalidId},
         meta::Graph,
     },
-    publish::plan::Platform,
 };
 
 /// Account metrics (spec §2.8).

@@ -17,12 +17,12 @@ use super::{
     has_failed,
 };
 use crate::{
+    domain::plan::Platform,
     platforms::{
         PlatformError, SendTraced,
         ids::ApiPath,
         tiktok::{classify, scopes_for_user_fields, unexpected},
     },
-    publish::plan::Platform,
 };
 
 /// Account metrics.

@@ -19,12 +19,12 @@ use super::{
     each_metric, failed_as_null, has_failed,
 };
 use crate::{
+    domain::plan::Platform,
     platforms::{
         PlatformError, SendTraced,
         ids::{ApiPath, InvalidId, YoutubeVideoId},
         youtube::{SCOPE_ANALYTICS, SCOPE_READONLY, classify, needs_scope},
     },
-    publish::plan::Platform,
 };
 
 /// Channel metrics (spec §2.8).

@@ -7,8 +7,8 @@ use serde_json::Value;
 use super::{Identity, OAuthContext};
 use crate::{
     config::PlatformsConfig,
+    domain::plan::Platform,
     platforms::{PlatformError, SendTraced},
-    publish::plan::Platform,
 };
 
 /// A platform call answering JSON; errors classified by HTTP status and body.

@@ -10,7 +10,7 @@ use super::{
     instagram_login::instagram_login,
     is_instagram_login, meta, require_granted,
 };
-use crate::publish::plan::Platform;
+use crate::domain::plan::Platform;
 
 /// What the callback brought, with the app it is redeemed through.
 pub(super) struct CodeGrant<'a> {

@@ -7,8 +7,8 @@ use super::{
 };
 use crate::{
     config::PlatformsConfig,
+    domain::plan::Platform,
     platforms::ids::{GraphId, InvalidId},
-    publish::plan::Platform,
 };
 
 /// `{instagram_login_graph_url}/{endpoint}`: the token endpoints have no version segment.

@@ -11,8 +11,8 @@ use super::{
     complete::CodeGrant,
 };
 use crate::{
+    domain::plan::Platform,
     platforms::ids::{ApiPath, GraphId, InvalidId},
-    publish::plan::Platform,
 };
 
 /// Facebook Login for `platform` (facebook or instagram): one identity per page granted, or per

@@ -19,19 +19,17 @@ pub use entity::account::LoginRoute;
 
 mod call;
 mod complete;
-pub mod connection;
 mod instagram_login;
 mod meta;
 mod refresh;
 
 pub use complete::complete;
-pub use connection::ConnectionService;
 pub use refresh::{refresh, refresh_due};
 
 use crate::{
     config::{OAuthConfig, PlatformsConfig},
+    domain::plan::Platform,
     platforms::PlatformError,
-    publish::plan::Platform,
 };
 
 /// Facebook's data-access window: data access must be re-authorized every 90 days (spec §5.8).

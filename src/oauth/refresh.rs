@@ -8,7 +8,7 @@ use super::{
     instagram_login::instagram_login_url,
     is_instagram_login,
 };
-use crate::{config::OAuthConfig, platforms::PlatformError, publish::plan::Platform};
+use crate::{config::OAuthConfig, domain::plan::Platform, platforms::PlatformError};
 
 /// Refreshes an account's token: threads exchanges its long-lived token for a new one; tiktok,
 /// youtube and x use the refresh token. facebook (page tokens do not expire) and instagram

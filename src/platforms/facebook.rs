@@ -16,7 +16,7 @@ use super::{
     meta::{Graph, graph_id_of, id_of},
     poll_pause, processing_deadline,
 };
-use crate::publish::plan::FacebookPost;
+use crate::domain::plan::FacebookPost;
 
 pub async fn publish(
     ctx: &PlatformContext<'_>,

@@ -20,7 +20,7 @@ use super::{
         read_container, wait_container,
     },
 };
-use crate::publish::plan::{InstagramPost, MediaKind, MediaRef};
+use crate::domain::plan::{InstagramPost, MediaKind, MediaRef};
 
 pub async fn publish(
     ctx: &PlatformContext<'_>,

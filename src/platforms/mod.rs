@@ -24,9 +24,9 @@ use secrecy::SecretString;
 
 use crate::{
     config::PlatformsConfig,
+    domain::plan::PublishPlan,
     error::{ApiError, ErrorCode},
     media::{MediaError, MediaFetcher},
-    publish::plan::PublishPlan,
 };
 
 /// What an adapter needs to make calls for one account.

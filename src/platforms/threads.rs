@@ -22,7 +22,7 @@ use super::{
         read_container, wait_container,
     },
 };
-use crate::publish::plan::{MediaKind, MediaRef, ThreadsPost};
+use crate::domain::plan::{MediaKind, MediaRef, ThreadsPost};
 
 pub async fn publish(
     ctx: &PlatformContext<'_>,

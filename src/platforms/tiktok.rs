@@ -21,8 +21,8 @@ use super::{
     poll_pause, processing_deadline,
 };
 use crate::{
+    domain::plan::{MediaRef, TiktokContent, TiktokPost},
     media::ChunkReader,
-    publish::plan::{MediaRef, TiktokContent, TiktokPost},
 };
 
 /// Chunk bounds of the media transfer guide. The guide says "5 MB" and "64 MB" without saying

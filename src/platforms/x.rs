@@ -17,7 +17,7 @@ use super::{
     ids::{ApiPath, InvalidId, XId},
     processing_deadline,
 };
-use crate::publish::plan::{MediaRef, XMedia, XPost};
+use crate::domain::plan::{MediaRef, XMedia, XPost};
 
 /// Largest append we send: X documents chunks of at most 5 MB (v1.1), and one chunk is held in
 /// memory at a time.

@@ -18,7 +18,7 @@ use super::{
     ids::{ApiPath, InvalidId, YoutubeVideoId},
     poll_pause, processing_deadline,
 };
-use crate::publish::plan::{MediaKind, MediaRef, YoutubePost};
+use crate::domain::plan::{MediaKind, MediaRef, YoutubePost};
 
 /// thumbnails.set `maxSize` in the discovery document.
 const MAX_THUMBNAIL_BYTES: u64 = 2_097_152;

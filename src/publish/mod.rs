@@ -3,9 +3,7 @@
 //! ([`run`], [`steps`]), and carrying on publishes the platform was still processing at our
 //! deadline ([`reconcile`]).
 
-pub mod plan;
 pub mod reconcile;
 pub mod run;
-pub mod service;
 pub mod steps;
 pub mod validate;

@@ -11,14 +11,14 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use super::{
-    plan::{FacebookPost, InstagramPost, Platform, PostType, PublishPlan, ThreadsPost, XPost},
-    reconcile::{Reconcile, ReservedCounter},
-};
+use super::reconcile::{Reconcile, ReservedCounter};
 use crate::{
     clock::SharedClock,
     config::{PlatformsConfig, PublishingConfig},
     crypto::TokenCipher,
+    domain::plan::{
+        FacebookPost, InstagramPost, Platform, PostType, PublishPlan, ThreadsPost, XPost,
+    },
     error::{ApiError, ErrorCode, PUBLISH_UNCONFIRMED_MESSAGE},
     media::MediaFetcher,
     platforms::{self, AccountCredentials, Pending, PlatformContext, PlatformError, Published},
@@ -153,13 +153,13 @@ impl ResultFields {
     }
 }
 
-/// `published_at` in the API's one time format ([`crate::views::iso`]), read back from it too.
+/// `published_at` in the API's one time format ([`crate::domain::time::iso`]), read back from it too.
 pub(crate) mod iso_millis {
     use chrono::{DateTime, Utc};
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(at: &DateTime<Utc>, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&crate::views::iso(*at))
+        serializer.serialize_str(&crate::domain::time::iso(*at))
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(
@@ -517,7 +517,7 @@ mod tests {
     use chrono::TimeZone;
 
     use super::*;
-    use crate::publish::plan::ThreadsPost;
+    use crate::domain::plan::ThreadsPost;
 
     /// The receipt serializes to the `data` the service wrote by hand before it was a type:
     /// the same keys, values and types, the type-specific ones left out when they do not apply.

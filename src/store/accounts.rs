@@ -11,8 +11,8 @@ use uuid::Uuid;
 
 use super::Store;
 use crate::{
-    access::Invalidation,
     crypto::TokenCipher,
+    store::access::Invalidation,
     tokens::{self, PlainTokens, SealedTokens},
 };
 

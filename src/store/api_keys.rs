@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use super::Store;
 use crate::{
-    access::{CachedKey, Invalidation},
     crypto::{self, NewApiKey},
+    store::access::{CachedKey, Invalidation},
 };
 
 /// A key that authenticated, and its owner as the cache holds it.

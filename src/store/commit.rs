@@ -34,7 +34,7 @@ use super::{
     NewSubmission, Store,
     sqlite_writer::{Applied, SqliteWriter},
 };
-use crate::access::Invalidation;
+use crate::store::access::Invalidation;
 
 /// The longest the drainer waits for a WAL checkpoint (see [`Store::checkpoint`]). One took
 /// about a millisecond on one machine and a median 29 ms on a slower virtual disk (issue 16's

@@ -9,7 +9,7 @@ use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter, sea_query::Expr};
 use uuid::Uuid;
 
 use super::Store;
-use crate::access::Invalidation;
+use crate::store::access::Invalidation;
 
 impl Store {
     /// Disables (`true`) or enables every user with e-mail `email`, in one transaction that

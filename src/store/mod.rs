@@ -1,11 +1,14 @@
 //! The persistence layer: every query the service runs lives under this module, as methods on
 //! [`Store`]. Handlers and actors call these; nothing else builds SQL.
 
+pub mod access;
 mod accounts;
 mod api_keys;
 mod commit;
 mod disabled;
 mod form_tokens;
+pub mod in_runtime;
+pub mod last_used;
 mod login_states;
 mod migration_lock;
 mod oauth_states;
@@ -34,7 +37,7 @@ use sea_orm::{
     DbErr, Statement, TransactionTrait,
 };
 
-use crate::access::{self, AccessCache, Invalidation};
+use access::{AccessCache, Invalidation};
 
 pub use accounts::{NewAccount, NewTokens};
 pub use api_keys::Authenticated;
@@ -72,7 +75,7 @@ pub struct Store {
     writer: Option<Arc<sqlite_writer::SqliteWriter>>,
     stats: Arc<DbStats>,
     /// What authentication and ownership checks read without a query, and the rendered
-    /// scheduled-post listings (see [`crate::access`]). Every write to a row it holds evicts the
+    /// scheduled-post listings (see [`crate::store::access`]). Every write to a row it holds evicts the
     /// entry here, right after its commit, and (on PostgreSQL) notifies the other instances in
     /// the write's transaction (for a lone statement, right after it).
     access: Arc<AccessCache>,
@@ -300,7 +303,7 @@ impl Store {
         self
     }
 
-    /// The access cache (see [`crate::access`]).
+    /// The access cache (see [`crate::store::access`]).
     pub fn access(&self) -> &Arc<AccessCache> {
         &self.access
     }

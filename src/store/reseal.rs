@@ -15,8 +15,8 @@ use uuid::Uuid;
 
 use super::Store;
 use crate::{
-    access::Invalidation,
     crypto::{Binding, CipherError, TokenCipher},
+    store::access::Invalidation,
     tokens::{self, PlainTokens},
 };
 

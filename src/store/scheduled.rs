@@ -15,7 +15,7 @@ use sea_orm::sea_query::ExprTrait as _;
 use uuid::Uuid;
 
 use super::Store;
-use crate::access::Invalidation;
+use crate::store::access::Invalidation;
 
 /// Which of a user's scheduled posts to list: `None` is "any"; at most `limit` rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -240,7 +240,7 @@ impl Store {
     }
 
     /// The body of `GET /api/scheduled-posts`: `render` of [`Self::scheduled_listing`], kept
-    /// in the access cache (see [`crate::access`]) until a scheduled-post write, or the TTL,
+    /// in the access cache (see [`crate::store::access`]) until a scheduled-post write, or the TTL,
     /// drops it. The listing version is read before the rows, so a listing that raced a write
     /// is answered but not kept.
     pub async fn scheduled_listing_body<E: From<DbErr>>(

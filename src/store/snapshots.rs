@@ -13,7 +13,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::Store;
-use crate::insights::DailyMetrics;
+use crate::domain::daily::DailyMetrics;
 
 /// Statuses of a finished snapshot (the `collecting` claim is not one).
 pub const FINISHED: [&str; 3] = ["success", "partial", "failed"];

@@ -9,7 +9,7 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::Store;
-use crate::{access::Invalidation, oidc::Identity, usage::Plan};
+use crate::{domain::identity::Identity, store::access::Invalidation, usage::Plan};
 
 /// An operator's user search: the e-mail address to look for (free of NUL, which no stored
 /// address holds and some databases refuse in a query).

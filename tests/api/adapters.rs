@@ -6,12 +6,10 @@ use secrecy::SecretString;
 use service_sim::{SimConfig, Simulator, state::SimAccount};
 use social_service::{
     config::PlatformsConfig,
+    domain::plan::{MediaRef, PublishPlan},
     media::{Accept, MediaFetcher},
     platforms::{AccountCredentials, PlatformContext, PlatformError, Published},
-    publish::{
-        plan::{MediaRef, PublishPlan},
-        steps::StepRecorder,
-    },
+    publish::steps::StepRecorder,
 };
 
 pub struct Harness {

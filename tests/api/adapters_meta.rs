@@ -6,8 +6,8 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use service_sim::state::{FaultKind, FaultSpec, Processing, PublishedItem, SimAccount};
 use social_service::{
+    domain::plan::{FacebookPost, InstagramPost, MediaKind, MediaRef, PublishPlan, ThreadsPost},
     platforms::{Pending, PlatformError},
-    publish::plan::{FacebookPost, InstagramPost, MediaKind, MediaRef, PublishPlan, ThreadsPost},
 };
 
 use crate::adapters::Harness;

@@ -16,7 +16,7 @@ fn grant_only(app: &TestApp, publisher: &Publisher, scopes: &[&str]) {
         scopes.iter().map(|s| s.to_string()).collect(),
     );
     // TikTok writes scope lists with commas, Google and X with spaces.
-    let separator = if publisher.account.platform == social_service::publish::plan::Platform::Tiktok
+    let separator = if publisher.account.platform == social_service::domain::plan::Platform::Tiktok
     {
         ","
     } else {

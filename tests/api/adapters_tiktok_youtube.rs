@@ -5,8 +5,8 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use service_sim::state::{FaultKind, FaultSpec, Processing, SimAccount};
 use social_service::{
+    domain::plan::{MediaKind, MediaRef, PublishPlan, TiktokContent, TiktokPost, YoutubePost},
     platforms::{Pending, PlatformError},
-    publish::plan::{MediaKind, MediaRef, PublishPlan, TiktokContent, TiktokPost, YoutubePost},
 };
 
 use crate::adapters::Harness;

@@ -4,8 +4,8 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use service_sim::state::{FaultKind, FaultSpec, Processing, SimAccount};
 use social_service::{
+    domain::plan::{PublishPlan, XMedia, XPost},
     platforms::{Pending, PlatformError},
-    publish::plan::{PublishPlan, XMedia, XPost},
 };
 
 use crate::adapters::Harness;

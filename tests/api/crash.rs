@@ -12,7 +12,8 @@ use serde_json::json;
 use service_sim::{SimConfig, Simulator, state::FaultSpec};
 use social_service::{
     crypto::TokenCipher,
-    operator::{self, ManualAccount},
+    services::operator,
+    services::operator::ManualAccount,
     store::{NewScheduledPost, Store},
 };
 
@@ -125,7 +126,7 @@ impl Rig {
                 NewScheduledPost {
                     user_id: self.user.id,
                     account_id: account.id,
-                    platform: social_service::publish::plan::Platform::Threads,
+                    platform: social_service::domain::plan::Platform::Threads,
                     page_name: account.display_name.clone(),
                     request: json!({"post": {
                         "accountId": account.id,

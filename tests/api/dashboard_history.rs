@@ -193,7 +193,7 @@ async fn history_is_paginated() {
         let submission = NewSubmission {
             user_id: dashboard.user_id,
             account_id: account.id,
-            platform: social_service::publish::plan::Platform::Facebook,
+            platform: social_service::domain::plan::Platform::Facebook,
             post_type: Some(entity::post_submission::PostType::Text),
             post_id: Some(format!("page_{i}")),
             status: entity::post_submission::SubmissionStatus::Published,

@@ -6,7 +6,7 @@
 
 use reqwest::header;
 use serde_json::{Value, json};
-use social_service::operator;
+use social_service::services::operator;
 
 use crate::helpers::{Dashboard, TestApp, status_and_json};
 use crate::pages::{BROWSER_ACCEPT, get, post_form};

@@ -12,7 +12,8 @@ use social_service::{
     clock::ManualClock,
     config::{Config, OAuthConfig, PlatformsConfig},
     crypto::TokenCipher,
-    operator::{self, ManualAccount},
+    services::operator,
+    services::operator::ManualAccount,
 };
 use uuid::Uuid;
 

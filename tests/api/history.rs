@@ -13,7 +13,7 @@ async fn record(app: &TestApp, user_id: Uuid, account_id: Uuid, n: usize) {
         let submission = NewSubmission {
             user_id,
             account_id,
-            platform: social_service::publish::plan::Platform::Facebook,
+            platform: social_service::domain::plan::Platform::Facebook,
             post_type: Some(if i % 2 == 0 {
                 entity::post_submission::PostType::Text
             } else {

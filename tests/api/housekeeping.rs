@@ -4,7 +4,7 @@
 use chrono::Duration;
 use entity::{login_state, oauth_state, session};
 use sea_orm::{EntityTrait, PaginatorTrait};
-use social_service::{actors::sweeper::sweep_once, crypto, store::StateOwner};
+use social_service::{background::sweeper::sweep_once, crypto, store::StateOwner};
 
 use crate::helpers::TestApp;
 

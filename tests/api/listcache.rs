@@ -13,7 +13,7 @@ use entity::post_submission::SubmissionStatus;
 use reqwest::Response;
 use serde_json::{Value, json};
 use social_service::{
-    access::AccessCache,
+    store::access::AccessCache,
     store::{AttemptClaim, AttemptEnd, EndedAttempt, NewSubmission, PublishWrite, SubmissionRow},
 };
 use uuid::Uuid;

@@ -308,7 +308,8 @@ async fn logs_of_a_publish_and_a_connection_carry_no_secret() {
     use service_sim::{SimConfig, Simulator};
     use social_service::{
         crypto::{self, TokenCipher},
-        operator::{self, ManualAccount},
+        services::operator,
+        services::operator::ManualAccount,
         store::Store,
     };
     let (client_id, client_secret) = ("log-test-client", "log-test-client-secret-0123");

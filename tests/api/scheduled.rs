@@ -90,7 +90,10 @@ async fn scheduling_answers_the_scheduled_form_and_keeps_the_post() {
     let expected = chrono::DateTime::parse_from_rfc3339(&when)
         .unwrap()
         .with_timezone(&chrono::Utc);
-    assert_eq!(body["scheduledAt"], social_service::views::iso(expected));
+    assert_eq!(
+        body["scheduledAt"],
+        social_service::domain::time::iso(expected)
+    );
     assert!(body["message"].as_str().is_some());
     let id = body["scheduledPostId"].as_str().unwrap();
 
@@ -500,7 +503,7 @@ async fn a_dead_claimants_posts_are_settled_from_their_steps() {
         .background
         .scheduler()
         .unwrap()
-        .send(social_service::actors::scheduler::Drain)
+        .send(social_service::background::scheduler::Drain)
         .await
         .unwrap();
     app.clock.advance(chrono::Duration::seconds(62));
@@ -526,7 +529,7 @@ async fn a_dead_claimants_posts_are_settled_from_their_steps() {
                 social_service::store::NewSubmission {
                     user_id: row.user_id,
                     account_id: row.account_id,
-                    platform: social_service::publish::plan::Platform::Threads,
+                    platform: social_service::domain::plan::Platform::Threads,
                     post_type: Some(entity::post_submission::PostType::Text),
                     post_id: None,
                     status: entity::post_submission::SubmissionStatus::Publishing,
@@ -552,9 +555,10 @@ async fn a_dead_claimants_posts_are_settled_from_their_steps() {
     }
     // The lease passes; settlement runs (as the next start would).
     app.clock.advance(chrono::Duration::seconds(5));
-    let settled = social_service::actors::scheduler::settle_expired_claims(&app.state.scheduling)
-        .await
-        .unwrap();
+    let settled =
+        social_service::services::scheduling::settle_expired_claims(&app.state.scheduling)
+            .await
+            .unwrap();
     assert_eq!(settled, 2);
     let posts = list(&app, &publisher.key, "").await;
     let find = |id: &str| {
@@ -582,7 +586,7 @@ async fn a_dead_claimants_posts_are_settled_from_their_steps() {
     );
     // Settling again does nothing.
     assert_eq!(
-        social_service::actors::scheduler::settle_expired_claims(&app.state.scheduling)
+        social_service::services::scheduling::settle_expired_claims(&app.state.scheduling)
             .await
             .unwrap(),
         0
@@ -657,7 +661,7 @@ async fn the_final_call_is_fenced_by_the_claim() {
         .background
         .scheduler()
         .unwrap()
-        .send(social_service::actors::scheduler::Drain)
+        .send(social_service::background::scheduler::Drain)
         .await
         .unwrap();
     let id = schedule_ok(&app, &publisher, json!({"text": "fenced"}), 61).await;
@@ -689,7 +693,7 @@ async fn the_final_call_is_fenced_by_the_claim() {
             new: social_service::store::NewSubmission {
                 user_id: post.user_id,
                 account_id: post.account_id,
-                platform: social_service::publish::plan::Platform::Threads,
+                platform: social_service::domain::plan::Platform::Threads,
                 post_type: Some(entity::post_submission::PostType::Text),
                 post_id: None,
                 status: entity::post_submission::SubmissionStatus::Publishing,
@@ -755,7 +759,7 @@ async fn an_immediate_publish_cut_off_by_a_crash_is_settled_in_the_history() {
                 social_service::store::NewSubmission {
                     user_id: publisher.user_id,
                     account_id: publisher.account.id,
-                    platform: social_service::publish::plan::Platform::Threads,
+                    platform: social_service::domain::plan::Platform::Threads,
                     post_type: Some(entity::post_submission::PostType::Text),
                     post_id: None,
                     status: entity::post_submission::SubmissionStatus::Publishing,
@@ -782,7 +786,7 @@ async fn an_immediate_publish_cut_off_by_a_crash_is_settled_in_the_history() {
         ids.push(id);
     }
     app.clock.advance(chrono::Duration::seconds(1_801));
-    social_service::actors::scheduler::settle_expired_claims(&app.state.scheduling)
+    social_service::services::scheduling::settle_expired_claims(&app.state.scheduling)
         .await
         .unwrap();
     let interrupted = store.find_submission(ids[0]).await.unwrap().unwrap();
@@ -808,7 +812,7 @@ async fn a_due_post_publishes_on_the_timer_set_for_it() {
             social_service::store::NewScheduledPost {
                 user_id: publisher.user_id,
                 account_id: publisher.account.id,
-                platform: social_service::publish::plan::Platform::Threads,
+                platform: social_service::domain::plan::Platform::Threads,
                 page_name: publisher.account.display_name.clone(),
                 request: publisher.body(json!({"text": "on time"})),
                 content: json!({"text": "on time", "media_urls": []}),
@@ -1027,7 +1031,7 @@ async fn many_due_posts_are_all_claimed_without_waiting_for_publishes_and_a_drai
         .background
         .scheduler()
         .unwrap()
-        .send(social_service::actors::scheduler::Drain)
+        .send(social_service::background::scheduler::Drain)
         .await
         .unwrap();
     assert!(held >= 2, "the publishing ones are still held: {held}");
@@ -1119,7 +1123,7 @@ async fn ends_written_together_skip_a_post_whose_claim_was_lost() {
         .background
         .scheduler()
         .unwrap()
-        .send(social_service::actors::scheduler::Drain)
+        .send(social_service::background::scheduler::Drain)
         .await
         .unwrap();
     let mut ids = Vec::new();

@@ -299,9 +299,10 @@ async fn a_scheduled_post_still_processing_stays_publishing_then_is_published_on
     let scheduled_uuid = scheduled_id.parse().unwrap();
     // Its claim's lease passes: settlement neither retries nor fails a post being checked.
     app.clock.advance(chrono::Duration::seconds(10));
-    let settled = social_service::actors::scheduler::settle_expired_claims(&app.state.scheduling)
-        .await
-        .unwrap();
+    let settled =
+        social_service::services::scheduling::settle_expired_claims(&app.state.scheduling)
+            .await
+            .unwrap();
     assert_eq!(settled, 0, "a post being checked is not settled");
     let post = store
         .find_scheduled_post(scheduled_uuid)

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::{Client, Response};
 use serde_json::Value;
-use social_service::user_access;
+use social_service::services::user_access;
 
 use crate::{
     authcache::{on_postgres, wait_listening},

@@ -9,14 +9,15 @@ use secrecy::SecretString;
 use serde_json::json;
 use service_sim::state::{FaultKind, FaultSpec};
 use social_service::{
-    actors::scheduler::{Drain, settle_expired_claims},
+    background::scheduler::Drain,
+    domain::plan::{Platform, PublishPlan, ThreadsPost},
     media::MediaFetcher,
     platforms::{AccountCredentials, StepKind},
     publish::{
-        plan::{Platform, PublishPlan, ThreadsPost},
         run::{JobResult, JobSpec, PublishDeps, run_job_probed},
         steps::{ClaimFence, FinalProbe, StepRecorder},
     },
+    services::scheduling::settle_expired_claims,
     store::{DbCounts, NewSubmission, PublishWrite, SubmissionRow},
 };
 use uuid::Uuid;

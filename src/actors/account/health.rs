@@ -14,7 +14,7 @@ use uuid::Uuid;
 use super::{AccountActor, AccountToken};
 use crate::{
     actors::limiter::{AccountLimiter, LimiterState},
-    publish::plan::Platform,
+    domain::plan::Platform,
 };
 
 /// The operator view's copy of an actor's health. It lives in the actor's entry of the

@@ -26,14 +26,13 @@ use chrono::{DateTime, Utc};
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use super::{in_runtime::in_runtime, limiter::AccountLimiter, supervisor::Roster};
+use super::{limiter::AccountLimiter, supervisor::Roster};
 use crate::{
+    domain::plan::Platform,
     error::{ApiError, ErrorCode},
     platforms::{AccountCredentials, PlatformError},
-    publish::{
-        plan::Platform,
-        run::{JobSpec, PublishDeps, PublishReceipt},
-    },
+    publish::run::{JobSpec, PublishDeps, PublishReceipt},
+    store::in_runtime::in_runtime,
 };
 
 /// How often the supervisor asks its actors whether they have been idle long enough to stop.

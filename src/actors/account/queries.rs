@@ -8,13 +8,11 @@ use tokio::sync::oneshot;
 
 use super::{AccountActor, in_runtime, reply_after};
 use crate::{
+    domain::plan::Platform,
     error::ApiError,
     insights::{self, AccountSummary, DailyMetrics, InsightsContext, InsightsQuery},
     platforms::PlatformError,
-    publish::{
-        plan::Platform,
-        reconcile::{CheckOutcome, CheckReport, CheckSpec, run_check},
-    },
+    publish::reconcile::{CheckOutcome, CheckReport, CheckSpec, run_check},
 };
 
 /// What an insights read asks for.

@@ -9,11 +9,8 @@ use uuid::Uuid;
 
 use super::{AccountActor, in_runtime};
 use crate::{
-    crypto::CipherError,
-    error::ErrorCode,
-    oauth,
-    publish::{plan::Platform, run::PublishDeps},
-    tokens,
+    crypto::CipherError, domain::plan::Platform, error::ErrorCode, oauth,
+    publish::run::PublishDeps, tokens,
 };
 
 impl AccountActor {

@@ -16,9 +16,4 @@ pub mod resources;
 pub mod responses;
 pub mod schema;
 
-use chrono::{DateTime, SecondsFormat, Utc};
-
-/// ISO 8601 / RFC 3339 in UTC with milliseconds, e.g. `2026-11-22T08:00:00.000Z`.
-pub fn iso(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
+pub use crate::domain::time::iso;

@@ -11,14 +11,13 @@ use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
+use crate::domain::text::parse_uuid;
+use crate::services::collection::backfill::{self, BackfillDates, Yesterday};
+use crate::services::keys::{KeyName, MAX_NAME_CHARS};
 use crate::{
+    domain::plan::Platform,
     error::{ApiError, ErrorCode},
-    http::{
-        cron::{self, BackfillDates, CollectTarget, LookBack, Yesterday},
-        keys::{KeyName, MAX_NAME_CHARS},
-        parse_uuid,
-    },
-    publish::plan::Platform,
+    http::cron::{self, CollectTarget, LookBack},
     store::{Page, ScheduledFilter, UserSearch},
 };
 
@@ -163,7 +162,7 @@ impl TryFrom<UsersQuery> for UserSearch {
         let email = query
             .email
             .ok_or_else(|| ApiError::missing_parameter("email"))?;
-        crate::http::reject_nul("email", &email)?;
+        crate::domain::text::reject_nul("email", &email)?;
         Ok(UserSearch { email })
     }
 }
@@ -217,7 +216,7 @@ pub struct BackfillBody {
 }
 
 // The document's bounds must follow the rule they describe.
-const _: () = assert!(cron::MAX_BACKFILL_DATES == 90);
+const _: () = assert!(backfill::MAX_BACKFILL_DATES == 90);
 
 /// `missing_dates` against the latest collectable day. The body's `account_id` is read and
 /// looked up first, by the handler (the lookup sits between the two checks).
@@ -246,8 +245,8 @@ impl TryFrom<(CollectQuery, Yesterday)> for CollectTarget {
     fn try_from((query, yesterday): (CollectQuery, Yesterday)) -> Result<Self, ApiError> {
         let date = match query.date.as_deref().filter(|d| !d.is_empty()) {
             Some(raw) => {
-                let date = cron::parse_date("date", raw)?;
-                cron::check_not_future(date, yesterday.0)?;
+                let date = backfill::parse_date("date", raw)?;
+                backfill::check_not_future(date, yesterday.0)?;
                 date
             }
             None => yesterday.0,

@@ -9,7 +9,10 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::iso;
-use crate::store::{HistoryListing, ScheduledListing};
+use crate::{
+    domain::token_status::{TokenStatus, token_expiry},
+    store::{HistoryListing, ScheduledListing},
+};
 
 /// An API key (§2.1). Never includes the key itself.
 #[derive(Debug, Serialize, ToSchema)]
@@ -163,15 +166,6 @@ impl From<&account::Model> for Account {
     }
 }
 
-/// When the account's token expires; `None` for facebook, whose page tokens do not (§2.2).
-fn token_expiry(account: &account::Model) -> Option<DateTime<Utc>> {
-    if account.platform == Platform::Facebook {
-        None
-    } else {
-        account.token_expires_at
-    }
-}
-
 /// `data` of `POST /api/token/info` (§4.9).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct TokenInfo {
@@ -201,23 +195,19 @@ pub struct TokenInfo {
 
 impl TokenInfo {
     pub fn new(account: &account::Model, now: DateTime<Utc>) -> Self {
-        let expires_at = token_expiry(account);
-        let expired = expires_at.is_some_and(|at| at <= now);
-        // facebook page tokens do not expire, but data access must be renewed every 90 days
-        // (spec §5.8): say when, and whether the user must reconnect for it.
-        let data_access = account
-            .data_access_expires_at
-            .filter(|_| account.platform == Platform::Facebook);
+        let status = TokenStatus::of(account, now);
         Self {
-            is_valid: account.is_valid && !expired,
-            expires_at: expires_at.map(iso),
-            days_until_expiry: expires_at.map(|at| (at - now).num_days()),
+            is_valid: status.is_valid,
+            expires_at: status.expires_at.map(iso),
+            days_until_expiry: status.expires_at.map(|at| (at - now).num_days()),
             platform: account.platform,
             account_name: account.display_name.clone(),
-            data_access_expires_at: data_access.map(iso),
-            days_until_data_access_expiry: data_access.map(|at| (at - now).num_days()),
-            data_access_expired: data_access.map(|at| at <= now),
-            invalid_reason: account.last_error.clone().filter(|_| !account.is_valid),
+            data_access_expires_at: status.data_access_expires_at.map(iso),
+            days_until_data_access_expiry: status
+                .data_access_expires_at
+                .map(|at| (at - now).num_days()),
+            data_access_expired: status.data_access_expired,
+            invalid_reason: status.invalid_reason,
         }
     }
 }

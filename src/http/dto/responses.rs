@@ -8,13 +8,14 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 // The publish outcome is defined beside its use case, which needs nothing from HTTP.
-pub use crate::publish::service::{PostOutcome, PostPublished, PostScheduled};
+pub use crate::services::publishing::{PostOutcome, PostPublished, PostScheduled};
 // The performance bodies are built by the insights adapters, beside their platform calls.
-use crate::collection::AccountOutcome;
 pub use crate::insights::{
     bodies::{AccountBody, PostBody, PostsBody},
     catalogue::MetricsBody,
 };
+use crate::services::collection::AccountOutcome;
+use crate::services::collection::backfill::{Backfilled, date_text};
 use entity::platform::Platform;
 
 use super::{
@@ -357,10 +358,24 @@ pub struct BackfilledDate {
     pub error: Option<String>,
 }
 
-impl BackfilledDate {
-    /// Whether the date was collected (in full or in part).
-    pub fn succeeded(&self) -> bool {
-        matches!(self.status, "success" | "partial")
+impl From<Backfilled> for BackfilledDate {
+    fn from(Backfilled { date, outcome }: Backfilled) -> Self {
+        Self {
+            date: date_text(date),
+            status: outcome.as_ref().map_or("failed", |o| o.status),
+            data: outcome
+                .as_ref()
+                .and_then(|o| o.data.as_ref())
+                .map(|data| BackfilledData {
+                    page_metrics: data.page_metrics.clone(),
+                    posts_count: data.posts_count,
+                    total_post_impressions: data.total_post_views,
+                }),
+            error: outcome.as_ref().map_or_else(
+                || Some("performance metrics are not available for this platform".to_string()),
+                |o| o.error.clone(),
+            ),
+        }
     }
 }
 

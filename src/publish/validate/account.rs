@@ -4,8 +4,8 @@ use chrono::{DateTime, Utc};
 
 use super::PostRequest;
 use crate::{
+    domain::plan::Platform,
     error::{ApiError, ErrorCode},
-    publish::plan::Platform,
 };
 
 /// What step 2 needs to know about the account.

@@ -3,11 +3,11 @@
 
 use super::{PostRequest, Text, rules::media_required, split_title, truncate_tweet};
 use crate::{
-    error::{ApiError, ErrorCode},
-    publish::plan::{
+    domain::plan::{
         FacebookPost, InstagramPost, MediaKind, MediaRef, Platform, PublishPlan, ThreadsPost,
         TiktokContent, TiktokPost, XMedia, XPost, YoutubePost,
     },
+    error::{ApiError, ErrorCode},
 };
 
 fn mixed(message: &str) -> ApiError {

@@ -6,7 +6,7 @@
 //! 3. [`media_slots`]: counts and text rules that need no network, and what each media position
 //!    accepts — the caller then probes each URL;
 //! 4. [`build_plan`]: the request plus the probed media → a typed
-//!    [`PublishPlan`](super::plan::PublishPlan).
+//!    [`PublishPlan`](crate::domain::plan::PublishPlan).
 //!
 //! Nothing here touches the network or the database, so every row of the platform rules table
 //! is covered by table-driven unit tests (`tests.rs`).

@@ -7,8 +7,8 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::{
+    domain::plan::Platform,
     error::{ApiError, ErrorCode},
-    publish::plan::Platform,
 };
 
 /// `post.content.text`: absent, one string, or an array (a thread).

@@ -5,9 +5,9 @@ use unicode_segmentation::UnicodeSegmentation;
 
 use super::{PostRequest, Text};
 use crate::{
+    domain::plan::Platform,
     error::{ApiError, ErrorCode},
     media::Accept,
-    publish::plan::Platform,
 };
 
 /// Characters per tweet (spec §8); longer tweets are truncated.

@@ -5,8 +5,8 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::{
+    domain::plan::{InstagramPost, MediaKind, MediaRef, Platform, PublishPlan, TiktokPost},
     error::{ApiError, ErrorCode},
-    publish::plan::{InstagramPost, MediaKind, MediaRef, Platform, PublishPlan, TiktokPost},
 };
 
 fn body(platform: &str, text: Value, media: Value) -> Value {

@@ -7,8 +7,8 @@ use uuid::Uuid;
 
 use crate::{
     crypto::TokenCipher,
+    domain::plan::Platform,
     error::{ApiError, ErrorCode},
-    publish::plan::Platform,
     store::{NewAccount, Store},
     tokens::PlainTokens,
     usage::Plan,
@@ -216,7 +216,7 @@ impl TryFrom<ManualAccount> for CheckedAccount {
             ("refresh_token", manual.refresh_token.as_ref()),
         ] {
             if let Some(value) = value {
-                crate::http::reject_nul(name, value)?;
+                crate::domain::text::reject_nul(name, value)?;
             }
         }
         // Every platform call sends the token and names the account by its id: an empty one

@@ -7,6 +7,7 @@
 //! stores a date twice or fetches it twice at the same time. A failing account is recorded as
 //! `failed` and the run goes on.
 
+pub mod backfill;
 pub mod schedule;
 
 use std::{sync::Arc, time::Duration};
@@ -23,10 +24,10 @@ use crate::{
     },
     clock::SharedClock,
     config::CollectorConfig,
+    domain::plan::Platform,
     error::{ApiError, ErrorCode},
     insights::{self, AccountSummary, DailyMetrics},
     metrics::Metrics,
-    publish::plan::Platform,
     store::{SnapshotClaim, Store},
 };
 use schedule::DailySchedule;

@@ -9,6 +9,12 @@
 //! [`PendingBackground::start`] is called: at once, or later when the build deferred them
 //! ([`crate::BuildOptions::defer_background`]).
 
+pub mod collector;
+pub mod reconciler;
+pub mod scheduler;
+pub mod sweeper;
+pub mod token_keeper;
+
 use std::sync::{
     Arc,
     atomic::{AtomicBool, Ordering},
@@ -16,7 +22,7 @@ use std::sync::{
 
 use actix::{Actor, Addr, AsyncContext, Context};
 
-use crate::actors::{
+use self::{
     collector::CollectorActor, reconciler::ReconcilerActor, scheduler::SchedulerActor,
     sweeper::Sweeper, token_keeper::TokenKeeper,
 };

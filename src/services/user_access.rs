@@ -13,7 +13,7 @@
 //! Every instance refuses on its very next request: sessions are read from the database on
 //! every request, and the cached key owners are evicted by the write itself (PostgreSQL
 //! notifies the other instances in the transaction; on a SQLite file the command leaves a
-//! mark the running instance checks, see [`crate::access::ChangeMarker`]).
+//! mark the running instance checks, see [`crate::store::access::ChangeMarker`]).
 
 use chrono::{DateTime, Utc};
 

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use dashmap::DashMap;
 use uuid::Uuid;
 
-use crate::store::Store;
+use super::Store;
 
 /// Last-use times waiting to be written; shared between request handlers and the writer.
 #[derive(Clone, Default, Debug)]
@@ -131,7 +131,7 @@ impl Actor for LastUsedWriter {
             let recorder = act.recorder.clone();
             let store = act.store.clone();
             ctx.spawn(
-                super::in_runtime::in_runtime(async move { recorder.flush(&store).await })
+                crate::store::in_runtime::in_runtime(async move { recorder.flush(&store).await })
                     .into_actor(act)
                     .map(|_, act, _| act.flushing = false),
             );

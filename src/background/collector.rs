@@ -19,8 +19,8 @@ use actix::prelude::*;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
 
-use super::in_runtime::in_runtime;
-use crate::collection::{CollectionReport, CollectionRun, CollectionService, Trigger};
+use crate::services::collection::{CollectionReport, CollectionRun, CollectionService, Trigger};
+use crate::store::in_runtime::in_runtime;
 
 /// A finished run, as the operator view shows it.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 
-use super::in_runtime::in_runtime;
+use crate::store::in_runtime::in_runtime;
 use crate::{
     clock::SharedClock,
     store::{Store, SweepBounds, SweepCounts},

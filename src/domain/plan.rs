@@ -2,15 +2,32 @@
 //! and what the platform adapters (`crate::platforms`) execute. Every value here has passed the
 //! spec's rules (§4.1, §8), so adapters never re-check counts, lengths or media types.
 
-// The media types are the media module's (it must not depend on `publish`); plans name them
-// here as they always did.
-pub use crate::media::{MediaKind, MediaRef};
+use serde::Serialize;
 
 /// `post_type` of spec §2.3: stored on the history row, so defined with the entity.
 pub use entity::post_submission::PostType;
 
 /// The six platforms: stored in every table that names one, so defined with the entities.
 pub use entity::platform::Platform;
+
+/// A media file that passed the probe (status 200, accepted type, size within the limit).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MediaRef {
+    /// The URL to hand to the platform (http upgraded to https unless the host is allow-listed).
+    pub url: String,
+    pub kind: MediaKind,
+    /// The content type the probe saw, e.g. `image/jpeg`, `video/mp4`.
+    pub content_type: String,
+    /// `Content-Length` as the probe saw it, when the server sent one.
+    pub size: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MediaKind {
+    Image,
+    Video,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FacebookPost {

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use actix::prelude::*;
 use serde::Serialize;
 
-use super::in_runtime::in_runtime;
-use crate::oauth::ConnectionService;
+use crate::services::connection::ConnectionService;
+use crate::store::in_runtime::in_runtime;
 
 /// What the operator view shows of the token keeper.
 #[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]

@@ -6,27 +6,27 @@
 
 use std::{sync::Arc, time::Duration};
 
+use actix::{Message, Recipient};
 use chrono::{DateTime, FixedOffset, Utc};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use super::{
-    plan::{MediaRef, Platform, PublishPlan},
-    run::{JobSpec, PublishReceipt, iso_millis},
-    steps::ClaimFence,
-    validate::{self, AccountFacts, PostRequest},
-};
 use crate::{
-    actors::{account::JobOutcome, scheduler::SchedulerWaker, supervisor::Supervisor},
+    actors::{account::JobOutcome, supervisor::Supervisor},
     clock::SharedClock,
     config::PublishingConfig,
+    domain::plan::{MediaRef, Platform, PublishPlan},
     error::{ApiError, ErrorCode},
     media::MediaFetcher,
+    publish::{
+        run::{JobSpec, PublishReceipt, iso_millis},
+        steps::ClaimFence,
+        validate::{self, AccountFacts, PostRequest},
+    },
     store::{CancelOutcome, NewScheduledPost, Store},
     usage::{self, Plan},
-    views,
 };
 
 /// How long a timed-out `POST /v2/posts` waits for its job to write the history row it names.
@@ -185,13 +185,13 @@ impl PublishingService {
         if scheduled_at < now + chrono::Duration::seconds(MIN_SCHEDULE_LEAD_SECS) {
             return Err(ApiError::invalid_request(format!(
                 "scheduledAt must be at least 1 minute in the future: {} is {} (now is {})",
-                views::iso(scheduled_at),
+                crate::domain::time::iso(scheduled_at),
                 if lead < 0 {
                     format!("{} s in the past", -lead)
                 } else {
                     format!("only {lead} s ahead")
                 },
-                views::iso(now)
+                crate::domain::time::iso(now)
             )));
         }
         // Checked now exactly as an immediate publish would be, so a post that could never publish is
@@ -222,7 +222,7 @@ impl PublishingService {
             scheduled_at,
             message: format!(
                 "Post scheduled for {} on {}",
-                views::iso(scheduled_at),
+                crate::domain::time::iso(scheduled_at),
                 platform.as_str()
             ),
         })
@@ -421,7 +421,7 @@ impl PublishingService {
             return Err(
                 ApiError::rate_limited(retry_after, None).with_details(format!(
                     "The monthly allowance of {limit} x posts is used up; it renews on {}",
-                    views::iso(period.end)
+                    crate::domain::time::iso(period.end)
                 )),
             );
         }
@@ -439,6 +439,35 @@ impl PublishingService {
             config.request_timeout_secs
         };
         Duration::from_secs(secs)
+    }
+}
+
+/// Look now: a post was scheduled (or something changed).
+pub struct Wake;
+
+impl Message for Wake {
+    type Result = ();
+}
+
+/// Wakes the scheduler (a post was scheduled) without knowing the actor: the publishing use
+/// cases hold one. Its address is known before the actor runs (the builder makes the context
+/// first), so nothing needs filling in later; without a scheduler (`scheduler.enabled =
+/// false`) waking does nothing.
+#[derive(Clone, Default)]
+pub struct SchedulerWaker(Option<Recipient<Wake>>);
+
+impl SchedulerWaker {
+    pub fn new(scheduler: Option<Recipient<Wake>>) -> Self {
+        Self(scheduler)
+    }
+
+    /// Tells the scheduler to look at the table now.
+    pub fn wake(&self) {
+        if let Some(scheduler) = &self.0 {
+            // A full mailbox means it is about to look anyway (or has not started yet, and
+            // looks when it does).
+            let _ = scheduler.try_send(Wake);
+        }
     }
 }
 
@@ -508,7 +537,7 @@ mod tests {
         let receipt = PublishReceipt {
             post_submission_id: id,
             post_id: "p1".into(),
-            post_type: crate::publish::plan::PostType::Text,
+            post_type: crate::domain::plan::PostType::Text,
             platform: Platform::X,
             page_name: "Page".into(),
             published_at: at,

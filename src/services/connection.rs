@@ -10,7 +10,7 @@ use std::{sync::Arc, time::Duration};
 
 use uuid::Uuid;
 
-use super::{LoginRoute, OAuthContext, OAuthError};
+use crate::oauth::{self, LoginRoute, OAuthContext, OAuthError};
 use entity::oauth_state::ConnectionKind;
 
 use crate::{
@@ -18,8 +18,8 @@ use crate::{
     clock::SharedClock,
     config::{OAuthConfig, PlatformsConfig},
     crypto::{self, Binding, Pkce, TokenCipher},
+    domain::plan::Platform,
     error::{ApiError, ErrorCode},
-    publish::plan::Platform,
     store::{NewAccount, StateOwner, Store},
     tokens::PlainTokens,
 };
@@ -93,7 +93,7 @@ impl ConnectionService {
         let now = self.clock.now();
         let pkce = Pkce::generate();
         let state_value = crypto::random_token(24);
-        let url = super::authorize_url(
+        let url = oauth::authorize_url(
             &self.oauth,
             platform,
             route,
@@ -196,7 +196,7 @@ impl ConnectionService {
             oauth: &self.oauth,
             now,
         };
-        let identities = super::complete(
+        let identities = oauth::complete(
             &ctx,
             platform,
             route,
@@ -276,7 +276,7 @@ impl ConnectionService {
             .filter(|a| a.login_route == LoginRoute::InstagramLogin)
             .filter(|a| {
                 // Not before it is 24 h old, which the actor would only put off anyway.
-                super::refresh_due(
+                oauth::refresh_due(
                     config,
                     Platform::Instagram,
                     a.login_route,
@@ -312,7 +312,7 @@ impl ConnectionService {
 /// What the stored state names as the connection's kind: the platform, or for instagram
 /// through Instagram Login, the route (so its callback finishes that flow).
 fn state_kind(platform: Platform, route: LoginRoute) -> ConnectionKind {
-    if super::is_instagram_login(platform, route) {
+    if oauth::is_instagram_login(platform, route) {
         ConnectionKind::InstagramLogin
     } else {
         ConnectionKind::from(platform)

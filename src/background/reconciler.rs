@@ -17,8 +17,8 @@ use std::sync::Arc;
 use actix::prelude::*;
 use serde::Serialize;
 
-use super::in_runtime::in_runtime;
-use crate::publish::reconcile::{CheckOutcome, ReconcileService};
+use crate::store::in_runtime::in_runtime;
+use crate::{publish::reconcile::CheckOutcome, services::reconciling::ReconcileService};
 
 /// What the reconciler has done (its health).
 #[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]

@@ -1,0 +1,10 @@
+//! The service's ground vocabulary, shared by every floor above: the typed publish plan, a
+//! day's account numbers, the API's time format, and the checks every request's text and ids
+//! pass. Nothing here does I/O.
+
+pub mod daily;
+pub mod identity;
+pub mod plan;
+pub mod text;
+pub mod time;
+pub mod token_status;

@@ -1,0 +1,22 @@
+//! The use cases: what the front ends (the JSON API, the dashboard, the CLI) and the background
+//! actors ask of the service. Each service holds only what it uses (the store, the supervisor's
+//! handle, the media fetcher, the clock, its settings), never the HTTP state.
+//!
+//! - [`publishing`]: a post now or at a time (`POST /v2/posts`, the compose form);
+//! - [`scheduling`]: what the scheduler decides for a due post, and settling expired claims;
+//! - [`reconciling`]: publishes the platform was still processing at our deadline;
+//! - [`collection`]: the daily snapshots, backfills and the dates still missing;
+//! - [`connection`]: connecting accounts over OAuth;
+//! - [`operator`] and [`user_access`]: operator actions (CLI and `/admin`);
+//! - [`keys`], [`usage`] and [`performance`]: API keys, metering and recent posts.
+
+pub mod collection;
+pub mod connection;
+pub mod keys;
+pub mod operator;
+pub mod performance;
+pub mod publishing;
+pub mod reconciling;
+pub mod scheduling;
+pub mod usage;
+pub mod user_access;
