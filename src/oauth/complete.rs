@@ -5,21 +5,12 @@
 use reqwest::Method;
 
 use super::{
-    GOOGLE_SCOPES, Identity, LoginRoute, OAuthContext, OAuthError, X_SCOPES, app,
+    CodeGrant, GOOGLE_SCOPES, Identity, LoginRoute, OAuthContext, OAuthError, X_SCOPES, app,
     call::{Profile, call, expiry, text},
     instagram_login::instagram_login,
     is_instagram_login, meta, require_granted,
 };
 use crate::domain::plan::Platform;
-
-/// What the callback brought, with the app it is redeemed through.
-pub(super) struct CodeGrant<'a> {
-    pub(super) client: &'a str,
-    pub(super) secret: &'a str,
-    pub(super) code: &'a str,
-    pub(super) code_verifier: &'a str,
-    pub(super) redirect_uri: &'a str,
-}
 
 /// Exchanges the callback's code and reads who connected.
 pub async fn complete(

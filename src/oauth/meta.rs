@@ -6,9 +6,8 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
 use super::{
-    DATA_ACCESS_DAYS, Identity, OAuthContext, OAuthError,
+    CodeGrant, DATA_ACCESS_DAYS, Identity, OAuthContext, OAuthError,
     call::{call, expiry, graph_base, text},
-    complete::CodeGrant,
 };
 use crate::{
     domain::plan::Platform,

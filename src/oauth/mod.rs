@@ -67,6 +67,15 @@ pub struct OAuthContext<'a> {
     pub now: DateTime<Utc>,
 }
 
+/// What the callback brought, with the app it is redeemed through.
+struct CodeGrant<'a> {
+    client: &'a str,
+    secret: &'a str,
+    code: &'a str,
+    code_verifier: &'a str,
+    redirect_uri: &'a str,
+}
+
 /// Why a connection failed.
 #[derive(Debug, thiserror::Error)]
 pub enum OAuthError {
