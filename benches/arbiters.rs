@@ -19,6 +19,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::{
     sync::{
         Arc,
@@ -28,24 +30,11 @@ use std::{
 };
 
 use chrono::Utc;
-use secrecy::SecretString;
 use serde_json::json;
-use service_sim::{SimConfig, Simulator};
-use social_service::{
-    Application, BuildOptions,
-    config::{Config, PlatformsConfig},
-    crypto::{self, TokenCipher},
-    services::operator,
-    services::operator::ManualAccount,
-    usage::Plan,
-};
+use service_sim::Simulator;
+use social_service::services::operator;
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use common::{BenchDatabase, env_usize};
 
 struct Case {
     arbiters: usize,
@@ -81,15 +70,9 @@ async fn run_case(
     video_bytes: u64,
     max_seconds: u64,
 ) -> Case {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = Config::default();
-    config.database.url = format!("sqlite://{}/bench.db?mode=rwc", dir.path().display());
-    config.server.bind = "127.0.0.1:0".into();
+    let database = BenchDatabase::sqlite();
+    let mut config = common::config(sim, &database);
     config.server.workers = 2;
-    config.secrets.session_key = Some(SecretString::from("b".repeat(40)));
-    config.secrets.token_encryption_key = Some(SecretString::from(TokenCipher::generate_key()));
-    config.secrets.operator_token = Some(SecretString::from("bench-operator-token-123"));
-    config.platforms = PlatformsConfig::simulator(&sim.base_url);
     config.platforms.poll_interval_ms = 20;
     config.publishing.actor_arbiters = Some(arbiters);
     // The uploads are published through the API; this bench measures the arbiters, so their
@@ -100,50 +83,22 @@ async fn run_case(
     config.scheduler.enabled = false;
     config.collector.enabled = false;
 
-    let app = Application::build(config, BuildOptions::default())
-        .await
-        .unwrap();
+    let app = common::build(config, &database).await;
     let base = format!("http://127.0.0.1:{}", app.port());
     let state = app.state();
     let server = app.handle();
     actix_rt::spawn(app.run_until_stopped());
 
     let now = Utc::now();
-    let user = state
-        .store
-        .upsert_oidc_user("bench", "bench", Some("b@example.com"), None, now)
-        .await
-        .unwrap();
-    state
-        .store
-        .set_plan(user.id, Plan::Pro, Some("monthly".into()), None, now)
-        .await
-        .unwrap();
-    let key = crypto::generate_api_key();
-    state
-        .store
-        .insert_api_key(user.id, "bench", &key, now)
-        .await
-        .unwrap();
+    let user = common::bench_user(&state.store, now).await;
+    let key = common::pro_key(&state.store, user.id, now).await;
     let add = |platform: &'static str, name: String| {
         let s = sim.state().create_account(platform, &name, None);
         operator::add_account(
             &state.store,
             &state.cipher,
             now,
-            ManualAccount {
-                user_id: user.id,
-                platform: platform.into(),
-                external_id: s.external_id,
-                name: s.name,
-                username: None,
-                account_type: None,
-                profile_picture_url: None,
-                access_token: s.access_token,
-                refresh_token: None,
-                token_expires_at: None,
-                data_access_expires_at: None,
-            },
+            common::manual_account(user.id, &s),
         )
     };
     let mut uploading = Vec::new();
@@ -255,11 +210,7 @@ async fn main() {
     let many = env_usize("BENCH_ARBITERS", cores);
     let rounds = env_usize("BENCH_ROUNDS", 5).max(1);
 
-    let sim = Simulator::start(SimConfig {
-        processing_delay: Duration::ZERO,
-        ..SimConfig::default()
-    })
-    .unwrap();
+    let sim = common::start_simulator();
     println!(
         "health round trip of {probes} idle account actors while {uploaders} accounts each publish a \
          {video_mb} MB youtube video (simulator); {cores} cores\n"

@@ -15,28 +15,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use secrecy::SecretString;
-use service_sim::{SimConfig, Simulator, state::FaultSpec};
+use service_sim::state::FaultSpec;
 use social_service::{
-    Application, BuildOptions,
-    config::{Config, PlatformsConfig},
-    crypto::TokenCipher,
-    services::collection,
-    services::collection::CollectionRun,
-    services::collection::Trigger,
-    services::operator,
-    services::operator::ManualAccount,
+    services::collection::{self, CollectionRun, Trigger},
+    services::operator::{self, ManualAccount},
 };
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use common::{BenchDatabase, env_usize};
 
 #[actix_web::main]
 async fn main() {
@@ -48,64 +38,21 @@ async fn main() {
         .split(',')
         .filter_map(|s| s.trim().parse().ok())
         .collect();
-    let sim = Simulator::start(SimConfig {
-        processing_delay: Duration::ZERO,
-        ..SimConfig::default()
-    })
-    .unwrap();
+    let sim = common::start_simulator();
 
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = Config::default();
-    let (database, schema) = match std::env::var("BENCH_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => {
-            let schema = format!("bench_{}", uuid::Uuid::new_v4().simple());
-            let admin = sea_orm::Database::connect(&url).await.unwrap();
-            use sea_orm::ConnectionTrait;
-            admin
-                .execute_unprepared(&format!("CREATE SCHEMA {schema}"))
-                .await
-                .unwrap();
-            (url, Some(schema))
-        }
-        _ => (
-            format!("sqlite://{}/bench.db?mode=rwc", dir.path().display()),
-            None,
-        ),
-    };
-    let backend = if schema.is_some() {
-        "postgres"
-    } else {
-        "sqlite"
-    };
-    config.database.url = database;
+    let database = BenchDatabase::from_env().await;
+    let backend = database.backend();
+    let mut config = common::config(&sim, &database);
     config.database.max_connections = env_usize("BENCH_DB_POOL", 20) as u32;
-    config.server.bind = "127.0.0.1:0".into();
-    config.secrets.session_key = Some(SecretString::from("b".repeat(40)));
-    config.secrets.token_encryption_key = Some(SecretString::from(TokenCipher::generate_key()));
-    config.secrets.operator_token = Some(SecretString::from("bench-operator-token"));
-    config.platforms = PlatformsConfig::simulator(&sim.base_url);
     config.scheduler.enabled = false;
     config.collector.enabled = false; // driven directly below
     // Actors stay up for the whole run (the benchmark is about the collection, not restarts).
     config.publishing.actor_idle_secs = 3_600;
 
-    let app = Application::build(
-        config,
-        BuildOptions {
-            clock: None,
-            pg_schema: schema,
-            ..BuildOptions::default()
-        },
-    )
-    .await
-    .unwrap();
+    let app = common::build(config, &database).await;
     let state = app.state();
     let now = Utc::now();
-    let user = state
-        .store
-        .upsert_oidc_user("bench", "bench", Some("bench@example.com"), None, now)
-        .await
-        .unwrap();
+    let user = common::bench_user(&state.store, now).await;
     let platforms = ["facebook", "instagram", "threads", "youtube", "tiktok"];
     let mut accounts = Vec::with_capacity(accounts_n);
     for i in 0..accounts_n {
@@ -126,17 +73,9 @@ async fn main() {
             &state.cipher,
             now,
             ManualAccount {
-                user_id: user.id,
-                platform: platform.into(),
-                external_id: sim_account.external_id.clone(),
-                name: sim_account.name.clone(),
                 username: Some(sim_account.username.clone()),
                 account_type: (platform == "instagram").then(|| "BUSINESS".into()),
-                profile_picture_url: None,
-                access_token: sim_account.access_token.clone(),
-                refresh_token: None,
-                token_expires_at: None,
-                data_access_expires_at: None,
+                ..common::manual_account(user.id, &sim_account)
             },
         )
         .await

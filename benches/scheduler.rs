@@ -25,32 +25,19 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::{
     sync::Arc,
     time::{Duration, Instant},
 };
 
 use chrono::{DateTime, Utc};
-use sea_orm::{
-    ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, Set,
-    sea_query::OnConflict,
-};
-use secrecy::SecretString;
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, Set, sea_query::OnConflict};
 use serde_json::json;
-use service_sim::{SimConfig, Simulator};
-use social_service::{
-    Application, BuildOptions,
-    config::{Config, PlatformsConfig},
-    crypto::TokenCipher,
-    domain::plan::Platform,
-};
+use social_service::domain::plan::Platform;
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use common::{BenchDatabase, env_usize};
 
 fn env_override(name: &str, value: &mut usize) {
     if let Some(v) = std::env::var(name).ok().and_then(|v| v.parse().ok()) {
@@ -119,37 +106,11 @@ async fn run_point(posts: usize, accounts_n: usize, timeout: Duration, verbose: 
         _ => Platform::Threads,
     };
     let platform_name = platform.as_str();
-    let sim = Simulator::start(SimConfig {
-        processing_delay: Duration::ZERO,
-        ..SimConfig::default()
-    })
-    .unwrap();
+    let sim = common::start_simulator();
 
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = Config::default();
-    let (database, schema) = match std::env::var("BENCH_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => {
-            let schema = format!("bench_{}", uuid::Uuid::new_v4().simple());
-            let admin = sea_orm::Database::connect(&url).await.unwrap();
-            admin
-                .execute_unprepared(&format!("CREATE SCHEMA {schema}"))
-                .await
-                .unwrap();
-            let _ = admin.close().await;
-            (url, Some(schema))
-        }
-        _ => (
-            format!("sqlite://{}/bench.db?mode=rwc", dir.path().display()),
-            None,
-        ),
-    };
-    config.database.url = database.clone();
+    let database = BenchDatabase::from_env().await;
+    let mut config = common::config(&sim, &database);
     config.database.max_connections = env_usize("BENCH_DB_POOL", 10) as u32;
-    config.server.bind = "127.0.0.1:0".into();
-    config.secrets.session_key = Some(SecretString::from("b".repeat(40)));
-    config.secrets.token_encryption_key = Some(SecretString::from(TokenCipher::generate_key()));
-    config.secrets.operator_token = Some(SecretString::from("bench-operator-token"));
-    config.platforms = PlatformsConfig::simulator(&sim.base_url);
     config.platforms.poll_interval_ms = 10;
     config.publishing.threads_calls_per_hour = 10_000_000;
     config.publishing.facebook_calls_per_hour = 10_000_000;
@@ -158,31 +119,14 @@ async fn run_point(posts: usize, accounts_n: usize, timeout: Duration, verbose: 
     env_override("BENCH_CLAIM_BATCH", &mut config.scheduler.claim_batch);
     env_override("BENCH_MAX_CLAIMED", &mut config.scheduler.max_claimed);
     env_override("BENCH_SETTLE_BATCH", &mut config.scheduler.settle_batch);
-    let backend = if schema.is_some() {
-        "postgres"
-    } else {
-        "sqlite"
-    };
+    let backend = database.backend();
 
     let setup = Instant::now();
-    let app = Application::build(
-        config.clone(),
-        BuildOptions {
-            clock: None,
-            pg_schema: schema.clone(),
-            ..BuildOptions::default()
-        },
-    )
-    .await
-    .unwrap();
+    let app = common::build(config.clone(), &database).await;
     let state = app.state();
     let db = state.store.connection();
     let now = Utc::now();
-    let user = state
-        .store
-        .upsert_oidc_user("bench", "bench", Some("bench@example.com"), None, now)
-        .await
-        .unwrap();
+    let user = common::bench_user(&state.store, now).await;
 
     // Accounts, in bulk: one simulator account and one service account each.
     let mut accounts: Vec<(uuid::Uuid, String)> = Vec::with_capacity(accounts_n);
@@ -191,37 +135,17 @@ async fn run_point(posts: usize, accounts_n: usize, timeout: Duration, verbose: 
         let sim_account = sim
             .state()
             .create_account(platform_name, &format!("bench{i}"), None);
-        let id = uuid::Uuid::new_v4();
-        accounts.push((id, sim_account.name.clone()));
-        rows.push(entity::account::ActiveModel {
-            id: Set(id),
-            user_id: Set(user.id),
-            platform: Set(platform),
-            external_id: Set(sim_account.external_id),
-            display_name: Set(sim_account.name),
-            username: Set(None),
-            account_type: Set(None),
-            profile_picture_url: Set(None),
-            access_token_enc: Set(state
-                .cipher
-                .encrypt(
-                    &social_service::crypto::Binding::account_access_token(id),
-                    &sim_account.access_token,
-                )
-                .unwrap()),
-            refresh_token_enc: Set(None),
-            token_expires_at: Set(None),
-            data_access_expires_at: Set(None),
-            is_valid: Set(true),
-            disabled: Set(false),
-            disabled_at: Set(None),
-            last_error: Set(None),
-            refresh_lease_until: Set(None),
-            login_route: Set(Default::default()),
-            token_issued_at: Set(None),
-            created_at: Set(now),
-            updated_at: Set(now),
-        });
+        let (id, row) = common::account_row(
+            &state.cipher,
+            user.id,
+            platform,
+            sim_account.external_id,
+            sim_account.name.clone(),
+            &sim_account.access_token,
+            now,
+        );
+        accounts.push((id, sim_account.name));
+        rows.push(row);
     }
     while !rows.is_empty() {
         let chunk: Vec<_> = rows.drain(..rows.len().min(INSERT_CHUNK)).collect();
@@ -357,13 +281,7 @@ async fn run_point(posts: usize, accounts_n: usize, timeout: Duration, verbose: 
         dispatch,
         publish,
     };
-    if let Some(schema) = schema {
-        let admin = sea_orm::Database::connect(&database).await.unwrap();
-        let _ = admin
-            .execute_unprepared(&format!("DROP SCHEMA {schema} CASCADE"))
-            .await;
-        let _ = admin.close().await;
-    }
+    database.drop_schema().await;
     let _ = Arc::strong_count(&state.supervisor);
     point
 }

@@ -29,6 +29,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::{
     collections::{HashMap, HashSet},
     sync::{
@@ -40,27 +42,15 @@ use std::{
 
 use actix_web::{App, HttpResponse, HttpServer, web};
 use chrono::Utc;
-use sea_orm::{ActiveValue::Set, EntityTrait};
-use secrecy::SecretString;
+use sea_orm::EntityTrait;
 use serde_json::json;
-use service_sim::{SimConfig, Simulator};
 use social_service::{
-    Application, BuildOptions,
-    config::{Config, PlatformsConfig},
-    crypto::{self, TokenCipher},
     services::operator,
-    services::operator::ManualAccount,
     store::{DbCounts, NewScheduledPost, Store},
-    usage::Plan,
 };
 use uuid::Uuid;
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use common::{BenchDatabase, env_usize};
 
 fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -410,68 +400,33 @@ async fn main() {
     let rss_start = rss_bytes();
     claim_new_threads("load generator");
 
-    let sim = Simulator::start(SimConfig {
-        processing_delay: Duration::ZERO,
-        ..SimConfig::default()
-    })
-    .unwrap();
+    let sim = common::start_simulator();
     // Each part's threads are named after it has started them.
     let settle = || tokio::time::sleep(Duration::from_millis(100));
     settle().await;
     claim_new_threads("simulator");
-    let dir = tempfile::tempdir().unwrap();
-    let (database, schema) = match std::env::var("BENCH_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => {
-            let schema = format!("bench_{}", Uuid::new_v4().simple());
-            let admin = sea_orm::Database::connect(&url).await.unwrap();
-            use sea_orm::ConnectionTrait;
-            admin
-                .execute_unprepared(&format!("CREATE SCHEMA {schema}"))
-                .await
-                .unwrap();
-            (url, Some(schema))
-        }
-        _ => (
-            format!("sqlite://{}/bench.db?mode=rwc", dir.path().display()),
-            None,
-        ),
-    };
-    let mut config = Config::default();
-    config.database.url = database.clone();
+    let database = BenchDatabase::from_env().await;
+    let mut config = common::config(&sim, &database);
     // `normal` measures what a publish costs without its sync to disk on SQLite.
     if let Ok(mode) = std::env::var("BENCH_SQLITE_SYNCHRONOUS") {
         config.database.sqlite_synchronous = serde_json::from_value(serde_json::json!(mode))
             .expect("BENCH_SQLITE_SYNCHRONOUS is full or normal");
     }
-    config.server.bind = "127.0.0.1:0".into();
     config.server.workers = 2;
-    config.secrets.session_key = Some(SecretString::from("b".repeat(40)));
-    config.secrets.token_encryption_key = Some(SecretString::from(TokenCipher::generate_key()));
-    config.secrets.operator_token = Some(SecretString::from("bench-operator-token-123"));
-    config.platforms = PlatformsConfig::simulator(&sim.base_url);
     config.platforms.poll_interval_ms = 5;
     config.publishing.threads_calls_per_hour = 1_000_000_000;
     config.publishing.queue_capacity = 1_000;
     config.usage.last_used_flush_ms = 1_000;
     // Its catch-up pass would collect the 100,000 bulk accounts below at start.
     config.collector.enabled = false;
-    let backend = if schema.is_some() {
+    let backend = if database.schema.is_some() {
         "PostgreSQL"
     } else {
         "SQLite"
     };
     println!("benchmarks on {backend}; {connections} connections, {seconds} s per load run\n");
 
-    let app = Application::build(
-        config.clone(),
-        BuildOptions {
-            clock: None,
-            pg_schema: schema.clone(),
-            ..BuildOptions::default()
-        },
-    )
-    .await
-    .unwrap();
+    let app = common::build(config.clone(), &database).await;
     let base = format!("http://127.0.0.1:{}", app.port());
     let state = app.state();
     actix_rt::spawn(app.run_until_stopped());
@@ -508,22 +463,8 @@ async fn main() {
 
     // A Pro user with a key, 50 scheduled posts, and threads accounts on the simulator.
     let now = Utc::now();
-    let user = state
-        .store
-        .upsert_oidc_user("bench", "bench", Some("b@example.com"), None, now)
-        .await
-        .unwrap();
-    state
-        .store
-        .set_plan(user.id, Plan::Pro, Some("monthly".into()), None, now)
-        .await
-        .unwrap();
-    let key = crypto::generate_api_key();
-    state
-        .store
-        .insert_api_key(user.id, "bench", &key, now)
-        .await
-        .unwrap();
+    let user = common::bench_user(&state.store, now).await;
+    let key = common::pro_key(&state.store, user.id, now).await;
     let mut publish_accounts = Vec::new();
     // Threads allows 250 posts a day per profile: enough profiles for 50,000 publishes a second
     // over the whole run, and at least 512. (A fixed 512 allowed 128,000 posts: a default 5 s
@@ -538,19 +479,7 @@ async fn main() {
             &state.store,
             &state.cipher,
             now,
-            ManualAccount {
-                user_id: user.id,
-                platform: "threads".into(),
-                external_id: s.external_id,
-                name: s.name,
-                username: None,
-                account_type: None,
-                profile_picture_url: None,
-                access_token: s.access_token,
-                refresh_token: None,
-                token_expires_at: None,
-                data_access_expires_at: None,
-            },
+            common::manual_account(user.id, &s),
         )
         .await
         .unwrap();
@@ -702,14 +631,14 @@ async fn main() {
         );
         // The WAL must stay bounded under a steady stream of publishes (see the group
         // commit's checkpoints): its size as the run ends.
-        if schema.is_none()
-            && let Ok(wal) = std::fs::metadata(dir.path().join("bench.db-wal"))
+        if database.schema.is_none()
+            && let Ok(wal) = std::fs::metadata(database.dir.path().join("bench.db-wal"))
         {
             println!("    SQLite WAL: {:.1} MB", wal.len() as f64 / 1e6);
         }
     }
     if !wanted("memory") {
-        drop_schema(&database, schema).await;
+        database.drop_schema().await;
         return;
     }
 
@@ -720,37 +649,17 @@ async fn main() {
         let rows: Vec<entity::account::ActiveModel> = chunk
             .iter()
             .map(|i| {
-                let id = Uuid::new_v4();
+                let (id, row) = common::account_row(
+                    &state.cipher,
+                    user.id,
+                    social_service::domain::plan::Platform::Threads,
+                    format!("bulk{i}"),
+                    format!("bulk {i}"),
+                    "bench-token",
+                    now,
+                );
                 ids.push(id);
-                entity::account::ActiveModel {
-                    id: Set(id),
-                    user_id: Set(user.id),
-                    platform: Set(social_service::domain::plan::Platform::Threads),
-                    external_id: Set(format!("bulk{i}")),
-                    display_name: Set(format!("bulk {i}")),
-                    username: Set(None),
-                    account_type: Set(None),
-                    profile_picture_url: Set(None),
-                    access_token_enc: Set(state
-                        .cipher
-                        .encrypt(
-                            &social_service::crypto::Binding::account_access_token(id),
-                            "bench-token",
-                        )
-                        .unwrap()),
-                    refresh_token_enc: Set(None),
-                    token_expires_at: Set(None),
-                    data_access_expires_at: Set(None),
-                    is_valid: Set(true),
-                    disabled: Set(false),
-                    disabled_at: Set(None),
-                    last_error: Set(None),
-                    refresh_lease_until: Set(None),
-                    login_route: Set(Default::default()),
-                    token_issued_at: Set(None),
-                    created_at: Set(now),
-                    updated_at: Set(now),
-                }
+                row
             })
             .collect();
         entity::account::Entity::insert_many(rows)
@@ -765,16 +674,7 @@ async fn main() {
     let rss_accounts = rss_bytes();
 
     let started = Instant::now();
-    let again = Application::build(
-        config.clone(),
-        BuildOptions {
-            clock: None,
-            pg_schema: schema.clone(),
-            ..BuildOptions::default()
-        },
-    )
-    .await
-    .unwrap();
+    let again = common::build(config.clone(), &database).await;
     let ready_url = format!("http://127.0.0.1:{}/readyz", again.port());
     actix_rt::spawn(again.run_until_stopped());
     let client = reqwest::Client::new();
@@ -820,7 +720,7 @@ async fn main() {
         let t = Instant::now();
         let r = client
             .get(&view_url)
-            .bearer_auth("bench-operator-token-123")
+            .bearer_auth(common::OPERATOR_TOKEN)
             .send()
             .await
             .unwrap();
@@ -862,16 +762,5 @@ async fn main() {
         "start to ready with {accounts_n} accounts in the database: {:.0} ms",
         start_to_ready.as_secs_f64() * 1000.0
     );
-    drop_schema(&database, schema).await;
-}
-
-/// Drops the run's PostgreSQL schema (nothing to do on SQLite: the file is in a temp dir).
-async fn drop_schema(database: &str, schema: Option<String>) {
-    if let Some(schema) = schema {
-        let admin = sea_orm::Database::connect(database).await.unwrap();
-        use sea_orm::ConnectionTrait;
-        let _ = admin
-            .execute_unprepared(&format!("DROP SCHEMA {schema} CASCADE"))
-            .await;
-    }
+    database.drop_schema().await;
 }

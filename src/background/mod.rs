@@ -14,6 +14,7 @@ pub mod reconciler;
 pub mod scheduler;
 pub mod sweeper;
 pub mod token_keeper;
+pub mod view;
 
 use std::sync::{
     Arc,

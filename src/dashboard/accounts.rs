@@ -14,14 +14,11 @@ use super::{
 };
 use crate::domain::text::parse_uuid;
 use crate::{
-    AppState,
-    domain::plan::Platform,
-    domain::token_status::TokenStatus,
-    error::{ApiError, ErrorCode},
-    http::auth::SessionUser,
+    AppState, domain::plan::Platform, domain::token_status::TokenStatus, error::ApiError,
+    web::auth::SessionUser,
 };
 
-const ACCOUNTS_PATH: &str = "/dashboard/accounts";
+use crate::web::connect_landing::{ACCOUNTS_PATH, ConnectProblem};
 
 /// Routes inside the `/dashboard` scope.
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -163,71 +160,6 @@ fn apply_notice(layout: &mut Layout, query: &NoticeQuery) {
         .as_deref()
         .and_then(ConnectProblem::parse)
         .map(|problem| t.s(problem.message()).to_string());
-}
-
-/// Why a browser's connection failed, as the accounts page says it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ConnectProblem {
-    State,
-    Refused,
-    Unavailable,
-    Other,
-}
-
-impl ConnectProblem {
-    fn of(error: &ApiError) -> Self {
-        match error.code {
-            ErrorCode::InvalidOAuthState => Self::State,
-            ErrorCode::ConnectionFailed => Self::Refused,
-            ErrorCode::ServiceUnavailable => Self::Unavailable,
-            _ => Self::Other,
-        }
-    }
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::State => "oauth_state",
-            Self::Refused => "connection_failed",
-            Self::Unavailable => "unavailable",
-            Self::Other => "other",
-        }
-    }
-
-    fn parse(raw: &str) -> Option<Self> {
-        [Self::State, Self::Refused, Self::Unavailable, Self::Other]
-            .into_iter()
-            .find(|problem| problem.as_str() == raw)
-    }
-
-    fn message(self) -> Msg {
-        match self {
-            Self::State => Msg::ErrorConnectState,
-            Self::Refused => Msg::ErrorConnectRefused,
-            Self::Unavailable => Msg::ErrorConnectUnavailable,
-            Self::Other => Msg::ErrorConnectOther,
-        }
-    }
-}
-
-/// Where a browser's OAuth callback lands: the accounts page, saying what was connected or why
-/// it was not (the JSON clients get is unchanged, see `http::connect`).
-pub fn connect_landing(
-    outcome: Result<(Platform, Vec<entity::account::Model>), ApiError>,
-) -> HttpResponse {
-    match outcome {
-        Ok((platform, accounts)) => see_other(&format!(
-            "{ACCOUNTS_PATH}?notice=connected&platform={}&count={}",
-            platform.as_str(),
-            accounts.len()
-        )),
-        Err(error) => {
-            tracing::info!(code = error.code.as_str(), message = %error.message, details = ?error.details, "a browser's connection failed");
-            see_other(&format!(
-                "{ACCOUNTS_PATH}?error={}",
-                ConnectProblem::of(&error).as_str()
-            ))
-        }
-    }
 }
 
 #[derive(Template)]

@@ -38,8 +38,8 @@ use crate::domain::plan::Platform;
 use crate::{
     AppState,
     error::{ApiError, ErrorCode},
-    http::auth::SessionUser,
     services::publishing::{PostOutcome, Publisher},
+    web::auth::SessionUser,
 };
 
 /// Routes inside the `/dashboard` scope.

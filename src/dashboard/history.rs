@@ -26,7 +26,7 @@ use super::{
     render, see_other,
 };
 use crate::domain::text::parse_uuid;
-use crate::{AppState, error::ApiError, http::auth::SessionUser, store::Page};
+use crate::{AppState, error::ApiError, store::Page, web::auth::SessionUser};
 
 const HISTORY_PATH: &str = "/dashboard/history";
 

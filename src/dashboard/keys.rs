@@ -19,7 +19,7 @@ use super::{
 };
 use crate::domain::text::parse_uuid;
 use crate::services::keys::{CreateKeyError, KeyName, MAX_NAME_CHARS, create_api_key};
-use crate::{AppState, error::ApiError, http::auth::SessionUser};
+use crate::{AppState, error::ApiError, web::auth::SessionUser};
 
 const KEYS_PATH: &str = "/dashboard/keys";
 

@@ -4,7 +4,7 @@
 //! table of users and plans with a plan change form per user
 //! (`POST /dashboard/operator/users/{id}/plan`).
 //!
-//! - The data is that of the JSON views, from the same functions: [`crate::http::ops::view`]
+//! - The data is that of the JSON views, from the same functions: [`crate::background::view::view`]
 //!   (`GET /api/admin/actors`), the store's users and [`crate::services::operator::set_user_plan`]
 //!   (`PUT /admin/users/{id}/plan`), [`UsageService::of_users`](crate::services::usage::UsageService::of_users) (`GET /api/subscription/status`'s
 //!   reading, for every listed user in one query).
@@ -25,14 +25,12 @@ use super::{
 use crate::domain::text::parse_uuid;
 use crate::{
     AppState,
+    background::view::{self as actors_view, ActorsQuery, STATES},
     domain::plan::Platform,
     error::ApiError,
-    http::{
-        auth::SessionUser,
-        ops::{self, ActorsQuery, STATES},
-    },
     services::operator,
     services::operator::PlanChange,
+    web::auth::SessionUser,
 };
 
 const OPERATOR_PATH: &str = "/dashboard/operator";
@@ -161,7 +159,7 @@ fn or_none(t: T, value: Option<String>) -> String {
     value.unwrap_or_else(|| t.s(Msg::OpNone).to_string())
 }
 
-fn panels(t: T, view: &ops::ActorsView, now: chrono::DateTime<chrono::Utc>) -> Vec<Panel> {
+fn panels(t: T, view: &actors_view::ActorsView, now: chrono::DateTime<chrono::Utc>) -> Vec<Panel> {
     let scheduler = view.scheduler.as_ref().map(|s| {
         vec![
             row(t.s(Msg::OpRunning), yes_no(t, s.running)),
@@ -261,8 +259,9 @@ async fn page(
     let wanted_state = query
         .state
         .and_then(|s| STATES.iter().copied().find(|known| *known == s));
-    let view = ops::view(
-        &state,
+    let view = actors_view::view(
+        &state.supervisor,
+        &state.background,
         &ActorsQuery {
             platform: platform.map(str::to_string),
             state: wanted_state.map(str::to_string),

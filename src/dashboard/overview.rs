@@ -14,8 +14,8 @@ use super::{
 use crate::{
     AppState,
     error::ApiError,
-    http::auth::SessionUser,
     store::{Page, ScheduledFilter},
+    web::auth::SessionUser,
 };
 
 /// How many scheduled posts and results the overview shows.

@@ -26,12 +26,12 @@ use crate::domain::text::parse_uuid;
 use crate::{
     AppState,
     error::ApiError,
-    http::auth::SessionUser,
     insights::bodies::{MetricValues, PostsBody},
     services::{
         collection::backfill::{BackfillDates, Yesterday},
         performance::recent_posts,
     },
+    web::auth::SessionUser,
 };
 
 const PERFORMANCE_PATH: &str = "/dashboard/performance";

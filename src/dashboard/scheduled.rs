@@ -25,8 +25,8 @@ use super::{
 };
 use crate::domain::text::parse_uuid;
 use crate::{
-    AppState, domain::plan::Platform, error::ApiError, http::auth::SessionUser,
-    store::CancelOutcome, store::ScheduledFilter,
+    AppState, domain::plan::Platform, error::ApiError, store::CancelOutcome,
+    store::ScheduledFilter, web::auth::SessionUser,
 };
 
 const SCHEDULED_PATH: &str = "/dashboard/scheduled";

@@ -4,16 +4,14 @@
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
 
-use super::{
-    auth::{ApiCaller, SessionUser, require_api_key, require_session},
-    dto::{
-        requests::TokenInfoRequest,
-        resources::{Account, TokenInfo},
-        responses::{AccountList, AccountListForKey, Done, TokenInfoResponse},
-        schema::ErrorBody,
-    },
+use super::dto::{
+    requests::TokenInfoRequest,
+    resources::{Account, TokenInfo},
+    responses::{AccountList, AccountListForKey, Done, TokenInfoResponse},
+    schema::ErrorBody,
 };
 use crate::domain::text::parse_uuid;
+use crate::web::auth::{ApiCaller, SessionUser, require_api_key, require_session};
 use crate::{AppState, error::ApiError, tokens};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {

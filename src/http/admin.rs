@@ -3,16 +3,14 @@
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
 
-use super::{
-    auth::{Operator, require_operator},
-    dto::{
-        requests::UsersQuery,
-        resources::{Account, User},
-        responses::{AccountCreated, UserList, UserResponse},
-        schema::ErrorBody,
-    },
+use super::dto::{
+    requests::UsersQuery,
+    resources::{Account, User},
+    responses::{AccountCreated, UserList, UserResponse},
+    schema::ErrorBody,
 };
 use crate::domain::text::parse_uuid;
+use crate::web::auth::{Operator, require_operator};
 use crate::{
     AppState, error::ApiError, services::operator, services::operator::CheckedAccount,
     services::operator::ManualAccount, services::operator::PlanChange,

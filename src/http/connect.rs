@@ -16,10 +16,8 @@
 use actix_web::{HttpRequest, HttpResponse, http::header, middleware::from_fn, web};
 use serde::Deserialize;
 
-use super::{
-    auth::{SessionUser, require_session},
-    dto::{resources::Account, responses::AccountsConnected, schema::ErrorBody},
-};
+use super::dto::{resources::Account, responses::AccountsConnected, schema::ErrorBody};
+use crate::web::auth::{SessionUser, require_session};
 use crate::{
     AppState,
     domain::plan::Platform,
@@ -33,14 +31,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/api/connect/{platform}")
             .wrap(from_fn(require_session))
-            .wrap(from_fn(crate::dashboard::html_errors))
+            .wrap(from_fn(crate::web::html_errors))
             .route(web::get().to(start)),
     )
     .service(
         web::resource("/api/connect/{platform}/callback")
             .wrap(from_fn(require_session))
             // A browser coming back from the platform gets a page, even for an error.
-            .wrap(from_fn(crate::dashboard::html_errors))
+            .wrap(from_fn(crate::web::html_errors))
             .route(web::get().to(callback)),
     );
 }
@@ -147,8 +145,8 @@ pub async fn callback(
     query: web::Query<CallbackQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let outcome = complete_connection(&state, &session, &path, query.into_inner()).await;
-    if crate::dashboard::wants_html(req.headers()) {
-        return Ok(crate::dashboard::accounts::connect_landing(outcome));
+    if crate::web::wants_html(req.headers()) {
+        return Ok(crate::web::connect_landing::connect_landing(outcome));
     }
     let (platform, accounts) = outcome?;
     let connected: Vec<_> = accounts.iter().map(Account::from).collect();

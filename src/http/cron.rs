@@ -11,7 +11,6 @@ use std::collections::HashSet;
 use actix_web::{HttpResponse, middleware::from_fn, web};
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 
-use super::auth::{CronCaller, require_operator_or_api_key};
 use super::dto::{
     requests::{BackfillBody, CollectQuery, DaysQuery},
     responses::{
@@ -20,6 +19,7 @@ use super::dto::{
     },
 };
 use crate::domain::text::parse_uuid;
+use crate::web::auth::{CronCaller, require_operator_or_api_key};
 use crate::{
     AppState,
     error::ApiError,

@@ -8,7 +8,7 @@ use utoipa::openapi::{
     path::{Operation, ParameterIn},
 };
 
-use crate::dashboard::{
+use crate::web::{
     Layout, Nav,
     i18n::{Msg, T},
     locale_of, render,

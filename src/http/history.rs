@@ -2,12 +2,10 @@
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
 
-use super::{
-    auth::{SessionUser, require_session},
-    dto::{
-        requests::HistoryQuery, resources::Submission, responses::PublishedPosts, schema::ErrorBody,
-    },
+use super::dto::{
+    requests::HistoryQuery, resources::Submission, responses::PublishedPosts, schema::ErrorBody,
 };
+use crate::web::auth::{SessionUser, require_session};
 use crate::{AppState, error::ApiError, store::Page};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {

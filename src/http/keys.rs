@@ -2,8 +2,8 @@
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
 
-use super::auth::{SessionUser, require_session};
 use crate::domain::text::parse_uuid;
+use crate::web::auth::{SessionUser, require_session};
 use crate::{
     AppState,
     error::{ApiError, ErrorCode},

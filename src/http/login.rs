@@ -18,14 +18,12 @@ use serde::Deserialize;
 
 use url::{Position, Url};
 
-use super::{
-    auth::{SESSION_COOKIE, SessionUser, require_same_origin, require_session},
-    dto::{
-        resources::User,
-        responses::{Done, UserResponse},
-        schema::ErrorBody,
-    },
+use super::dto::{
+    resources::User,
+    responses::{Done, UserResponse},
+    schema::ErrorBody,
 };
+use crate::web::auth::{SESSION_COOKIE, SessionUser, require_same_origin, require_session};
 use crate::{
     AppState,
     crypto::{self, Pkce},
@@ -56,14 +54,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     // A browser on its way through sign-in gets a page, even for an error.
     cfg.service(
         web::resource("/auth/login")
-            .wrap(from_fn(super::signin_limit::limit_signin))
-            .wrap(from_fn(crate::dashboard::html_errors))
+            .wrap(from_fn(crate::web::signin_limit::limit_signin))
+            .wrap(from_fn(crate::web::html_errors))
             .route(web::get().to(login)),
     )
     .service(
         web::resource("/auth/callback")
-            .wrap(from_fn(super::signin_limit::limit_signin))
-            .wrap(from_fn(crate::dashboard::html_errors))
+            .wrap(from_fn(crate::web::signin_limit::limit_signin))
+            .wrap(from_fn(crate::web::html_errors))
             .route(web::get().to(callback)),
     )
     .service(
@@ -358,10 +356,10 @@ async fn logout(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResp
         .secure(state.cookie_secure)
         .finish();
     removal.make_removal();
-    if crate::dashboard::wants_html(req.headers()) {
+    if crate::web::wants_html(req.headers()) {
         return Ok(HttpResponse::SeeOther()
             .cookie(removal)
-            .insert_header((header::LOCATION, crate::dashboard::SIGN_IN_PATH))
+            .insert_header((header::LOCATION, crate::web::SIGN_IN_PATH))
             .finish());
     }
     Ok(HttpResponse::Ok()

@@ -6,25 +6,19 @@
 
 pub mod accounts;
 pub mod admin;
-pub mod auth;
-pub mod body_deadline;
 pub mod connect;
 pub mod cron;
 pub mod docs;
 pub mod dto;
 pub mod history;
-pub mod idle_watch;
 pub mod keys;
 pub mod login;
-pub mod middleware;
 pub mod openapi;
 pub mod ops;
 pub mod performance;
 pub mod posts;
 pub mod scheduled;
-pub mod signin_limit;
 pub mod subscription;
-pub mod trace;
 
 use actix_web::{
     HttpRequest, HttpResponse,
@@ -32,7 +26,6 @@ use actix_web::{
     web,
 };
 
-pub use self::middleware::{catalogue_error_for_status, json_error_handlers};
 use crate::error::{ApiError, ErrorCode};
 
 /// Registers every route.
@@ -41,8 +34,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .app_data(query_config())
         .app_data(path_config())
         .service(web::resource("/health").route(web::get().to(health)));
-    // The dashboard's pages (HTML), beside the JSON API.
-    crate::dashboard::configure(cfg);
     login::configure(cfg);
     keys::configure(cfg);
     accounts::configure(cfg);
@@ -99,8 +90,8 @@ fn json_error(err: JsonPayloadError) -> ApiError {
         JsonPayloadError::OverflowKnownLength { .. } | JsonPayloadError::Overflow { .. } => {
             ApiError::new(ErrorCode::PayloadTooLarge, "Request body is too large")
         }
-        JsonPayloadError::Payload(err) if body_deadline::is_deadline_error(&err) => {
-            body_deadline::body_timeout_error()
+        JsonPayloadError::Payload(err) if crate::web::body_deadline::is_deadline_error(&err) => {
+            crate::web::body_deadline::body_timeout_error()
         }
         JsonPayloadError::ContentType => {
             ApiError::invalid_request("Content-Type must be application/json")

@@ -21,10 +21,11 @@ use utoipa::{
 };
 
 use super::{
-    accounts, admin, auth::SESSION_COOKIE, connect, cron, dto, history, keys, login, ops,
-    performance, posts, scheduled, subscription,
+    accounts, admin, connect, cron, dto, history, keys, login, ops, performance, posts, scheduled,
+    subscription,
 };
 use crate::crypto::API_KEY_PREFIX;
+use crate::web::auth::SESSION_COOKIE;
 
 /// The document's description, in Markdown.
 const DESCRIPTION: &str = "The social publishing service: publish and schedule posts on \
@@ -282,9 +283,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/openapi.json").route(web::get().to(openapi_json)))
         .service(
             web::resource("/docs/api")
-                .wrap(actix_web::middleware::from_fn(
-                    crate::dashboard::page_headers,
-                ))
+                .wrap(actix_web::middleware::from_fn(crate::web::page_headers))
                 .route(web::get().to(super::docs::page)),
         );
 }

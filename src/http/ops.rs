@@ -4,22 +4,15 @@
 //! in like every dashboard user (its token sign-in form and cookie went away with it).
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
-use serde::{Deserialize, Serialize};
 
-use super::{
-    auth::{Operator, require_operator},
-    dto::{
-        responses::{Liveness, Readiness, ReadinessChecks},
-        schema::ErrorBody,
-    },
+use super::dto::{
+    responses::{Liveness, Readiness, ReadinessChecks},
+    schema::ErrorBody,
 };
+use crate::web::auth::{Operator, require_operator};
 use crate::{
     AppState,
-    actors::account::ActorHealth,
-    background::collector::{CollectorStatus, GetCollectorStatus},
-    background::reconciler::{self, ReconcilerStatus},
-    background::scheduler::{GetStatus, SchedulerStatus},
-    background::token_keeper::{GetTokenKeeperStatus, TokenKeeperStatus},
+    background::view::{ActorsQuery, ActorsView, view},
     error::ApiError,
 };
 
@@ -113,89 +106,6 @@ pub async fn metrics(state: web::Data<AppState>, _operator: Operator) -> HttpRes
         .body(metrics.render())
 }
 
-#[derive(Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-pub(crate) struct ActorsQuery {
-    /// Only this platform's actors.
-    pub platform: Option<String>,
-    /// Only actors in this state: `idle`, `publishing`, `backing_off` or `token_invalid`.
-    pub state: Option<String>,
-}
-
-// Serialized in one pass (no intermediate JSON tree: it may hold 10,000 actors).
-/// `GET /api/admin/actors`: the account actors and the background actors' status; a
-/// background actor that is not enabled is `null`.
-#[derive(Serialize, utoipa::ToSchema)]
-pub(crate) struct ActorsView {
-    success: bool,
-    pub count: usize,
-    pub actors: Vec<ActorHealth>,
-    #[schema(required = true)]
-    pub scheduler: Option<SchedulerStatus>,
-    #[schema(required = true)]
-    pub collector: Option<CollectorStatus>,
-    #[schema(required = true)]
-    pub reconciler: Option<ReconcilerStatus>,
-    #[schema(required = true)]
-    pub token_keeper: Option<TokenKeeperStatus>,
-}
-
-/// The actor view's states, in the order filters offer them.
-pub(crate) const STATES: [&str; 4] = ["idle", "publishing", "backing_off", "token_invalid"];
-
-/// The data of `GET /api/admin/actors` (also the dashboard's operator page).
-pub(crate) async fn view(state: &AppState, query: &ActorsQuery) -> Result<ActorsView, ApiError> {
-    let wanted_state = query.state.as_deref().filter(|s| !s.is_empty());
-    if let Some(s) = wanted_state
-        && !STATES.contains(&s)
-    {
-        return Err(ApiError::invalid_request(format!(
-            "state must be one of {}",
-            STATES.join(", ")
-        )));
-    }
-    let platform = query.platform.as_deref().filter(|p| !p.is_empty());
-    let mut actors: Vec<ActorHealth> = state
-        .supervisor
-        .all_health()
-        .into_iter()
-        .filter(|a| platform.is_none_or(|p| a.platform.as_str() == p))
-        .filter(|a| wanted_state.is_none_or(|s| a.state.as_str() == s))
-        .collect();
-    actors.sort_unstable_by(|a, b| {
-        (a.platform.as_str(), &a.name, a.account_id).cmp(&(
-            b.platform.as_str(),
-            &b.name,
-            b.account_id,
-        ))
-    });
-    let scheduler = match state.background.scheduler() {
-        Some(addr) => addr.send(GetStatus).await.ok(),
-        None => None,
-    };
-    let reconciler = match state.background.reconciler() {
-        Some(addr) => addr.send(reconciler::GetStatus).await.ok(),
-        None => None,
-    };
-    let collector = match state.background.collector() {
-        Some(addr) => addr.send(GetCollectorStatus).await.ok(),
-        None => None,
-    };
-    let token_keeper = match state.background.token_keeper() {
-        Some(addr) => addr.send(GetTokenKeeperStatus).await.ok(),
-        None => None,
-    };
-    Ok(ActorsView {
-        success: true,
-        count: actors.len(),
-        actors,
-        scheduler,
-        collector,
-        reconciler,
-        token_keeper,
-    })
-}
-
 /// Every account actor's health, and the scheduler's, collector's, reconciler's and token
 /// keeper's status (each `null` when not running).
 #[utoipa::path(get, path = "/api/admin/actors", tag = "ops", security(("operator_token" = [])),
@@ -210,7 +120,7 @@ pub(crate) async fn actors(
     _operator: Operator,
     query: web::Query<ActorsQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(view(&state, &query).await?))
+    Ok(HttpResponse::Ok().json(view(&state.supervisor, &state.background, &query).await?))
 }
 
 /// `GET /admin/actors`: the old token-in-query page went away (issue 14); operators sign in

@@ -7,7 +7,7 @@
 use actix_web::{HttpResponse, middleware::from_fn, web};
 use chrono::{Duration, NaiveDate};
 
-use super::auth::{ApiCaller, require_api_key};
+use crate::web::auth::{ApiCaller, require_api_key};
 use crate::{
     AppState,
     error::ApiError,

@@ -4,7 +4,7 @@
 use actix_web::{HttpResponse, middleware::from_fn, web};
 use serde_json::Value;
 
-use super::auth::{ApiCaller, require_api_key};
+use crate::web::auth::{ApiCaller, require_api_key};
 use crate::{AppState, error::ApiError, services::publishing::Publisher};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {

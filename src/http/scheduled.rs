@@ -2,16 +2,14 @@
 
 use actix_web::{HttpResponse, http::header::ContentType, middleware::from_fn, web};
 
-use super::{
-    auth::{ApiCaller, require_api_key},
-    dto::{
-        requests::ScheduledListQuery,
-        resources::ScheduledPost,
-        responses::{ScheduledPostCancelled, ScheduledPosts},
-        schema::ErrorBody,
-    },
+use super::dto::{
+    requests::ScheduledListQuery,
+    resources::ScheduledPost,
+    responses::{ScheduledPostCancelled, ScheduledPosts},
+    schema::ErrorBody,
 };
 use crate::domain::text::parse_uuid;
+use crate::web::auth::{ApiCaller, require_api_key};
 use crate::{
     AppState,
     error::{ApiError, ErrorCode},

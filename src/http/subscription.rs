@@ -2,14 +2,12 @@
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
 
-use super::{
-    auth::{SessionUser, require_session},
-    dto::{
-        iso,
-        responses::{ApiUsage, Subscription, SubscriptionStatus},
-        schema::ErrorBody,
-    },
+use super::dto::{
+    iso,
+    responses::{ApiUsage, Subscription, SubscriptionStatus},
+    schema::ErrorBody,
 };
+use crate::web::auth::{SessionUser, require_session};
 use crate::{AppState, error::ApiError, services::usage::UsageNow};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {

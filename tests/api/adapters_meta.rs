@@ -11,6 +11,7 @@ use social_service::{
 };
 
 use crate::adapters::Harness;
+use crate::helpers::{fault, set_fault};
 
 /// Whether an error is of the expected class.
 type ErrorCheck = fn(&PlatformError) -> bool;
@@ -29,19 +30,6 @@ fn step_ids(steps: &Value, name: &str) -> Vec<String> {
         .filter(|s| s["name"] == name)
         .map(|s| s["id"].as_str().unwrap().to_string())
         .collect()
-}
-
-fn fault(h: &Harness, account: &SimAccount, spec: FaultSpec) {
-    h.sim
-        .state()
-        .set_faults(&account.platform, &account.external_id, spec);
-}
-
-fn error_fault(kind: FaultKind) -> FaultSpec {
-    FaultSpec {
-        error: Some(kind),
-        ..FaultSpec::default()
-    }
 }
 
 fn processing(mode: Processing) -> FaultSpec {
@@ -201,7 +189,7 @@ async fn facebook_video_processing_failure_and_still_processing() {
         description: "v".into(),
     });
 
-    fault(&h, &page, processing(Processing::Fail));
+    set_fault(&h.sim, &page, processing(Processing::Fail));
     let (result, _) = h.publish(&page, &plan).await;
     assert!(
         matches!(result, Err(PlatformError::ProcessingFailed(_))),
@@ -209,7 +197,7 @@ async fn facebook_video_processing_failure_and_still_processing() {
     );
 
     // Still processing at our deadline: the video exists and may yet go out.
-    fault(&h, &page, processing(Processing::Never));
+    set_fault(&h.sim, &page, processing(Processing::Never));
     let (result, steps) = h.publish(&page, &plan).await;
     let video_id = steps["steps"][0]["id"].as_str().unwrap().to_string();
     match result {
@@ -248,7 +236,7 @@ async fn facebook_faults_are_classified() {
         }),
     ];
     for (kind, expected) in cases {
-        fault(&h, &page, error_fault(kind));
+        set_fault(&h.sim, &page, fault(kind));
         let (result, _) = h.publish(&page, &plan).await;
         let err = result.unwrap_err();
         assert!(expected(&err), "{kind:?} gave {err:?}");
@@ -373,29 +361,29 @@ async fn instagram_faults_are_classified() {
         image: h.media("sample.jpg").await,
         caption: "x".into(),
     });
-    fault(&h, &ig, error_fault(FaultKind::TokenRevoked));
+    set_fault(&h.sim, &ig, fault(FaultKind::TokenRevoked));
     assert!(matches!(
         h.publish(&ig, &plan).await.0,
         Err(PlatformError::TokenInvalid(_))
     ));
-    fault(&h, &ig, error_fault(FaultKind::TokenExpired));
+    set_fault(&h.sim, &ig, fault(FaultKind::TokenExpired));
     assert!(matches!(
         h.publish(&ig, &plan).await.0,
         Err(PlatformError::TokenExpired(_))
     ));
-    fault(&h, &ig, error_fault(FaultKind::ServerError));
+    set_fault(&h.sim, &ig, fault(FaultKind::ServerError));
     assert!(matches!(
         h.publish(&ig, &plan).await.0,
         Err(PlatformError::Transient(_))
     ));
-    fault(&h, &ig, error_fault(FaultKind::Permission));
+    set_fault(&h.sim, &ig, fault(FaultKind::Permission));
     assert!(matches!(
         h.publish(&ig, &plan).await.0,
         Err(PlatformError::Permission(_))
     ));
     // Rate limited at the final call only: the container was made, the publish refused.
-    fault(
-        &h,
+    set_fault(
+        &h.sim,
         &ig,
         FaultSpec {
             error: Some(FaultKind::RateLimit),
@@ -423,7 +411,7 @@ async fn instagram_processing_failures() {
         cover_url: None,
         caption: "r".into(),
     });
-    fault(&h, &ig, processing(Processing::Fail));
+    set_fault(&h.sim, &ig, processing(Processing::Fail));
     let (result, steps) = h.publish(&ig, &reel).await;
     assert!(
         matches!(result, Err(PlatformError::ProcessingFailed(_))),
@@ -432,7 +420,7 @@ async fn instagram_processing_failures() {
     assert_eq!(steps["final_started"], false);
 
     // Not finished at our deadline: nothing is published yet, and the container may still be.
-    fault(&h, &ig, processing(Processing::Never));
+    set_fault(&h.sim, &ig, processing(Processing::Never));
     let (result, steps) = h.publish(&ig, &reel).await;
     let container_id = steps["steps"][0]["id"].as_str().unwrap().to_string();
     match result {
@@ -453,7 +441,7 @@ async fn instagram_processing_failures() {
     }
 
     // A child that fails processing fails the carousel.
-    fault(&h, &ig, processing(Processing::Fail));
+    set_fault(&h.sim, &ig, processing(Processing::Fail));
     let carousel = PublishPlan::Instagram(InstagramPost::Carousel {
         items: vec![h.media("sample.jpg").await, h.media("sample.jpg").await],
         caption: "c".into(),
@@ -668,23 +656,23 @@ async fn threads_faults_are_classified() {
     let th = h.account("threads", "Threader");
     let text = PublishPlan::Threads(ThreadsPost::Text { text: "t".into() });
 
-    fault(&h, &th, error_fault(FaultKind::RateLimit));
+    set_fault(&h.sim, &th, fault(FaultKind::RateLimit));
     match h.publish(&th, &text).await.0 {
         Err(PlatformError::RateLimited { retry_after, .. }) => assert!(retry_after > 0),
         other => panic!("{other:?}"),
     }
-    fault(&h, &th, error_fault(FaultKind::TokenExpired));
+    set_fault(&h.sim, &th, fault(FaultKind::TokenExpired));
     assert!(matches!(
         h.publish(&th, &text).await.0,
         Err(PlatformError::TokenExpired(_))
     ));
-    fault(&h, &th, error_fault(FaultKind::Permission));
+    set_fault(&h.sim, &th, fault(FaultKind::Permission));
     assert!(matches!(
         h.publish(&th, &text).await.0,
         Err(PlatformError::Permission(_))
     ));
 
-    fault(&h, &th, processing(Processing::Never));
+    set_fault(&h.sim, &th, processing(Processing::Never));
     let video = PublishPlan::Threads(ThreadsPost::Video {
         video: h.media("sample.mp4").await,
         text: None,
@@ -705,7 +693,7 @@ async fn threads_faults_are_classified() {
     // A text post has nothing to process: created and published in one call, it goes out.
     assert!(h.publish(&th, &text).await.0.is_ok());
     assert_eq!(published(&h, &th).len(), 1);
-    fault(&h, &th, processing(Processing::Fail));
+    set_fault(&h.sim, &th, processing(Processing::Fail));
     let carousel = PublishPlan::Threads(ThreadsPost::Carousel {
         items: vec![h.media("sample.jpg").await, h.media("sample.mp4").await],
         text: None,
@@ -734,8 +722,8 @@ async fn threads_publish_call_is_never_retried() {
     let h = Harness::start().await;
     let th = h.account("threads", "Threader");
     // The first publish call fails once with a 500.
-    fault(
-        &h,
+    set_fault(
+        &h.sim,
         &th,
         FaultSpec {
             error: Some(FaultKind::ServerError),
@@ -761,8 +749,8 @@ async fn threads_publish_call_is_never_retried() {
 
     // A text post's one call is its final call: never retried either.
     let other = h.account("threads", "Texter");
-    fault(
-        &h,
+    set_fault(
+        &h.sim,
         &other,
         FaultSpec {
             error: Some(FaultKind::ServerError),
@@ -920,7 +908,7 @@ async fn sim_graph_errors_follow_meta() {
             .starts_with("Unsupported post request")
     );
     // Rate limit: code 32 with the BUC header at 100%.
-    fault(&h, &page, error_fault(FaultKind::RateLimit));
+    set_fault(&h.sim, &page, fault(FaultKind::RateLimit));
     let response = w
         .http
         .get(w.graph(&page.external_id))
@@ -945,7 +933,7 @@ async fn sim_graph_errors_follow_meta() {
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], 32);
     // Expired token: 190/463.
-    fault(&h, &ig, error_fault(FaultKind::TokenExpired));
+    set_fault(&h.sim, &ig, fault(FaultKind::TokenExpired));
     let (_, body) = w
         .send(
             w.http
@@ -961,7 +949,7 @@ async fn sim_graph_errors_follow_meta() {
         (Some(190), Some(463))
     );
     // Server error: 500, transient.
-    fault(&h, &ig, error_fault(FaultKind::ServerError));
+    set_fault(&h.sim, &ig, fault(FaultKind::ServerError));
     let (status, body) = w
         .send(
             w.http
@@ -985,7 +973,7 @@ async fn sim_instagram_container_rules() {
     let image = format!("{}/media/sample.jpg", h.sim.base_url);
 
     // A reel that never finishes processing cannot be published: 9007/2207027.
-    fault(&h, &ig, processing(Processing::Never));
+    set_fault(&h.sim, &ig, processing(Processing::Never));
     let (_, reel) = w
         .send(
             w.http

@@ -10,6 +10,7 @@ use social_service::{
 };
 
 use crate::adapters::Harness;
+use crate::helpers::fault;
 
 fn tiktok_video(video: MediaRef, draft: bool) -> PublishPlan {
     PublishPlan::Tiktok(TiktokPost {
@@ -59,13 +60,6 @@ fn step_ids(steps: &Value, name: &str) -> Vec<String> {
 
 /// Whether an error is the one a fault should produce.
 type ErrorCheck = fn(&PlatformError) -> bool;
-
-fn fault(kind: FaultKind) -> FaultSpec {
-    FaultSpec {
-        error: Some(kind),
-        ..FaultSpec::default()
-    }
-}
 
 fn processing(mode: Processing) -> FaultSpec {
     FaultSpec {

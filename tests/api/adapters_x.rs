@@ -2,23 +2,20 @@
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use service_sim::state::{FaultKind, FaultSpec, Processing, SimAccount};
+use service_sim::state::{FaultKind, FaultSpec, Processing};
 use social_service::{
     domain::plan::{PublishPlan, XMedia, XPost},
     platforms::{Pending, PlatformError},
 };
 
 use crate::adapters::Harness;
+use crate::helpers::set_fault;
 
 fn plan(tweets: &[&str], media: XMedia) -> PublishPlan {
     PublishPlan::X(XPost {
         tweets: tweets.iter().map(|t| t.to_string()).collect(),
         media,
     })
-}
-
-fn fault(h: &Harness, account: &SimAccount, spec: FaultSpec) {
-    h.sim.state().set_faults("x", &account.external_id, spec);
 }
 
 fn error_on_tweets(kind: FaultKind) -> FaultSpec {
@@ -156,7 +153,7 @@ async fn thread_replies_chain_with_media_on_first() {
 async fn expired_token() {
     let h = Harness::start().await;
     let account = h.account("x", "Handle");
-    fault(&h, &account, error_on_tweets(FaultKind::TokenExpired));
+    set_fault(&h.sim, &account, error_on_tweets(FaultKind::TokenExpired));
     let (result, steps) = h.publish(&account, &plan(&["hi"], XMedia::None)).await;
     let err = result.unwrap_err();
     assert!(matches!(err, PlatformError::TokenExpired(_)), "{err:?}");
@@ -170,8 +167,8 @@ async fn expired_token() {
 async fn revoked_token() {
     let h = Harness::start().await;
     let account = h.account("x", "Handle");
-    fault(
-        &h,
+    set_fault(
+        &h.sim,
         &account,
         FaultSpec {
             error: Some(FaultKind::TokenRevoked),
@@ -193,7 +190,7 @@ async fn revoked_token() {
 async fn rate_limit_gives_retry_after_from_reset_header() {
     let h = Harness::start().await;
     let account = h.account("x", "Handle");
-    fault(&h, &account, error_on_tweets(FaultKind::RateLimit));
+    set_fault(&h.sim, &account, error_on_tweets(FaultKind::RateLimit));
     let (result, _) = h.publish(&account, &plan(&["hi"], XMedia::None)).await;
     match result.unwrap_err() {
         PlatformError::RateLimited { retry_after, .. } => {
@@ -208,8 +205,8 @@ async fn rate_limit_gives_retry_after_from_reset_header() {
 async fn permission_missing() {
     let h = Harness::start().await;
     let account = h.account("x", "Handle");
-    fault(
-        &h,
+    set_fault(
+        &h.sim,
         &account,
         FaultSpec {
             error: Some(FaultKind::Permission),
@@ -230,7 +227,7 @@ async fn permission_missing() {
 async fn server_error_is_transient() {
     let h = Harness::start().await;
     let account = h.account("x", "Handle");
-    fault(&h, &account, error_on_tweets(FaultKind::ServerError));
+    set_fault(&h.sim, &account, error_on_tweets(FaultKind::ServerError));
     let (result, _) = h.publish(&account, &plan(&["hi"], XMedia::None)).await;
     let err = result.unwrap_err();
     assert!(matches!(err, PlatformError::Transient(_)), "{err:?}");
@@ -262,8 +259,8 @@ async fn video_still_processing_at_the_deadline_is_pending() {
     let mut h = Harness::start().await;
     h.config.processing_timeout_secs = 1;
     let account = h.account("x", "Handle");
-    fault(
-        &h,
+    set_fault(
+        &h.sim,
         &account,
         FaultSpec {
             processing: Processing::Never,
@@ -295,8 +292,8 @@ async fn video_still_processing_at_the_deadline_is_pending() {
 async fn video_processing_failure() {
     let h = Harness::start().await;
     let account = h.account("x", "Handle");
-    fault(
-        &h,
+    set_fault(
+        &h.sim,
         &account,
         FaultSpec {
             processing: Processing::Fail,
@@ -454,7 +451,7 @@ async fn sim_rejects_unknown_media_long_text_and_missing_token() {
 async fn sim_rate_limit_fault_has_headers() {
     let h = Harness::start().await;
     let account = h.account("x", "Handle");
-    fault(&h, &account, error_on_tweets(FaultKind::RateLimit));
+    set_fault(&h.sim, &account, error_on_tweets(FaultKind::RateLimit));
     let response = h
         .http
         .post(x_url(&h, "/2/tweets"))

@@ -1,15 +1,15 @@
 //! The daily collection: the `/api/cron/*` endpoints and the collector actor, against the
 //! simulator over HTTP, on a fixed clock.
 
-use std::time::Duration;
-
 use chrono::{DateTime, NaiveDate, Utc};
 use chrono_tz::Asia::Taipei;
 use serde_json::{Value, json};
 use service_sim::state::{FaultKind, FaultSpec};
 use social_service::store::SnapshotClaim;
 
-use crate::helpers::{Background, Connected, OPERATOR_TOKEN, TestApp, status_and_json};
+use crate::helpers::{
+    Background, Connected, OPERATOR_TOKEN, TestApp, eventually, fault, status_and_json,
+};
 use crate::openapi::assert_documented;
 
 async fn operator_get(app: &TestApp, path: &str) -> (u16, Value) {
@@ -42,13 +42,6 @@ fn taipei_yesterday(app: &TestApp) -> NaiveDate {
 
 fn day(date: NaiveDate) -> String {
     date.format("%Y-%m-%d").to_string()
-}
-
-fn fault(error: FaultKind) -> FaultSpec {
-    FaultSpec {
-        error: Some(error),
-        ..FaultSpec::default()
-    }
 }
 
 /// Connects `n` accounts, cycling through the platforms that have insights.
@@ -335,17 +328,6 @@ async fn cron_endpoints_take_the_operator_token_or_the_owners_key() {
         (status, body["error"].as_str()),
         (400, Some("MissingParameter"))
     );
-}
-
-/// Waits until `check` holds, polling.
-async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    for _ in 0..200 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 #[actix_rt::test]

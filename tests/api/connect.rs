@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 use social_service::tokens;
 
-use crate::helpers::{Background, Dashboard, TestApp, status_and_json};
+use crate::helpers::{Background, Dashboard, TestApp, eventually, status_and_json};
 
 /// Runs the whole browser flow: connect → platform authorize → callback.
 async fn connect(
@@ -326,17 +326,6 @@ async fn token_info(app: &TestApp, dashboard: &Dashboard, id: &str) -> Value {
     body["data"].clone()
 }
 
-/// Waits until `check` holds (the token keeper sweeps every second here).
-async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    for _ in 0..100 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
-
 fn fast_sweeps(config: &mut social_service::config::Config) {
     config.oauth.refresh_sweep_secs = 1;
     config.auth.session_ttl_hours = 24 * 120;
@@ -353,9 +342,20 @@ async fn threads_tokens_are_refreshed_five_days_before_they_expire() {
         .to_string();
     let (row, old_token, _) = stored(&app, &id).await;
     let expires = row.token_expires_at.unwrap();
+    let (key, _) = app.create_key(&dashboard, "k").await;
+    app.set_plan(dashboard.user_id, "pro").await;
+    let post = |text: &str| json!({"post": {"accountId": id, "content": {"text": text, "platform": "threads"}, "target": {"targetType": "threads"}}});
     // Six days before expiry: two sweeps, no refresh.
+    let refreshes = app.refresh_outcomes("threads");
     app.clock.set(expires - chrono::Duration::days(6));
     app.wait_two_passes(Background::TokenKeeper).await;
+    app.publish_after_any_refresh(&key, &post("before the window"))
+        .await;
+    assert_eq!(
+        app.refresh_outcomes("threads"),
+        refreshes,
+        "no refresh tried before its window"
+    );
     assert_eq!(
         stored(&app, &id).await.1,
         old_token,
@@ -379,10 +379,7 @@ async fn threads_tokens_are_refreshed_five_days_before_they_expire() {
     assert_eq!(info["is_valid"], true);
     assert_eq!(info["days_until_expiry"], 60, "{info}");
     // And the account publishes with it.
-    let (key, _) = app.create_key(&dashboard, "k").await;
-    app.set_plan(dashboard.user_id, "pro").await;
-    let post = json!({"post": {"accountId": id, "content": {"text": "after refresh", "platform": "threads"}, "target": {"targetType": "threads"}}});
-    let (status, result) = app.post(&key, &post).await;
+    let (status, result) = app.post(&key, &post("after refresh")).await;
     assert_eq!(status, 200, "{result}");
 }
 

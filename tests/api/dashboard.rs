@@ -640,10 +640,7 @@ async fn a_browser_gets_errors_as_pages_and_scripts_keep_the_json() {
                 .starts_with("text/html"),
             "{headers:?}"
         );
-        assert_eq!(
-            headers["content-security-policy"],
-            social_service::dashboard::CSP
-        );
+        assert_eq!(headers["content-security-policy"], social_service::web::CSP);
         let body = page.text().await.unwrap();
         assert!(
             body.contains(&format!("<code class=\"error-code\">{code}</code>")),

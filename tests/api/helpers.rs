@@ -6,7 +6,10 @@ use chrono::{DateTime, Utc};
 use reqwest::{Client, Response, redirect::Policy};
 use secrecy::SecretString;
 use serde_json::{Value, json};
-use service_sim::{SimConfig, Simulator, state::SimAccount};
+use service_sim::{
+    SimConfig, Simulator,
+    state::{FaultKind, FaultSpec, SimAccount},
+};
 use social_service::{
     AppState, Application, BuildOptions,
     clock::ManualClock,
@@ -681,6 +684,30 @@ impl TestApp {
         }
     }
 
+    /// The token refreshes the account actors of `platform` have ended, whatever their outcome
+    /// (refreshed, revoked, failed): each actor counts its refresh as it ends.
+    pub fn refresh_outcomes(&self, platform: &str) -> u64 {
+        ["refreshed", "revoked", "failed"]
+            .iter()
+            .map(|outcome| {
+                self.state.metrics.counter(
+                    "token_refreshes_total",
+                    &[("platform", platform), ("outcome", outcome)],
+                )
+            })
+            .sum()
+    }
+
+    /// Publishes `body` with `key`, asserting it was published. The account's actor answers a
+    /// publish only after deciding whether its token is due (it checks on every publish) and
+    /// after any refresh in progress has ended, been stored and been counted: so once this
+    /// returns, a refresh the token keeper asked for (a sweep ends once the actor has taken the
+    /// request, not the refresh) shows in the stored token and in [`Self::refresh_outcomes`].
+    pub async fn publish_after_any_refresh(&self, key: &str, body: &Value) {
+        let (status, result) = self.post(key, body).await;
+        assert_eq!(status, 200, "{result}");
+    }
+
     /// Waits until the account's actor shows `what` on the health board (which the actor
     /// keeps current without being asked): e.g. a publish in flight, a queued one.
     #[allow(dead_code)]
@@ -745,6 +772,32 @@ pub async fn status_and_json(response: Response) -> (u16, Value) {
     let status = response.status().as_u16();
     let body = response.json().await.unwrap_or(Value::Null);
     (status, body)
+}
+
+/// Waits until `check` holds, polling every 50 ms; fails the test after 10 s (the background
+/// actors the tests wait on run every second or faster there).
+pub async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    for _ in 0..200 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// A fault that answers an account's calls with the error `kind`.
+pub fn fault(kind: FaultKind) -> FaultSpec {
+    FaultSpec {
+        error: Some(kind),
+        ..FaultSpec::default()
+    }
+}
+
+/// Makes the simulator apply `spec` to `account`'s calls (replacing any fault set before).
+pub fn set_fault(sim: &Simulator, account: &SimAccount, spec: FaultSpec) {
+    sim.state()
+        .set_faults(&account.platform, &account.external_id, spec);
 }
 
 /// The exact catalogue body of an error.

@@ -7,7 +7,7 @@ use chrono::Duration;
 use serde_json::{Value, json};
 use service_sim::instagram_login;
 
-use crate::helpers::{Background, Dashboard, OPERATOR_TOKEN, TestApp, status_and_json};
+use crate::helpers::{Background, Dashboard, OPERATOR_TOKEN, TestApp, eventually, status_and_json};
 
 /// The whole browser flow (connect → Instagram's authorize page → callback) for `person`.
 async fn connect_via(app: &TestApp, dashboard: &Dashboard, via: &str, person: &str) -> Value {
@@ -42,16 +42,6 @@ async fn stored(app: &TestApp, id: &str) -> (entity::account::Model, String) {
 fn set_clocks(app: &TestApp, at: chrono::DateTime<chrono::Utc>) {
     app.clock.set(at);
     instagram_login::set_clock(app.sim.state(), at);
-}
-
-async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    for _ in 0..100 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 fn post(id: &str, content: Value) -> Value {
@@ -250,10 +240,19 @@ async fn the_token_is_refreshed_once_it_is_24_hours_old_and_not_before() {
     let (row, old_token) = stored(&app, &id).await;
     let issued = row.token_issued_at.unwrap();
     let old_expiry = row.token_expires_at.unwrap();
+    let jpg = app.media_url("sample.jpg");
+    let photo = |text: &str| post(&id, json!({"text": text, "mediaUrls": [jpg]}));
     // 23 h on: two sweeps, no refresh (Meta would refuse it, and the simulator says so).
+    let refreshes = app.refresh_outcomes("instagram");
     set_clocks(&app, issued + Duration::hours(23));
     app.wait_two_passes(Background::TokenKeeper).await;
+    app.publish_after_any_refresh(&key, &photo("at 23 h")).await;
     // Not even tried: the simulator would have recorded a refresh before 24 h as a violation.
+    assert_eq!(
+        app.refresh_outcomes("instagram"),
+        refreshes,
+        "no refresh tried at 23 h"
+    );
     crate::helpers::assert_no_violations(&app.sim);
     assert_eq!(
         stored(&app, &id).await.1,
@@ -276,16 +275,12 @@ async fn the_token_is_refreshed_once_it_is_24_hours_old_and_not_before() {
     );
     assert!(row.is_valid);
     // The refreshed token keeps its scopes: the account still publishes.
-    let jpg = app.media_url("sample.jpg");
-    let (status, body) = app
-        .post(
-            &key,
-            &post(&id, json!({"text": "after refresh", "mediaUrls": [jpg]})),
-        )
-        .await;
+    let (status, body) = app.post(&key, &photo("after refresh")).await;
     assert_eq!(status, 200, "{body}");
     // And not again before the new token is 24 h old: two more sweeps.
     app.wait_two_passes(Background::TokenKeeper).await;
+    app.publish_after_any_refresh(&key, &photo("not refreshed again"))
+        .await;
     assert_eq!(stored(&app, &id).await.1, new_token);
 }
 
@@ -296,11 +291,20 @@ async fn by_default_the_token_is_refreshed_five_days_before_it_expires() {
         config.auth.session_ttl_hours = 24 * 120;
     })
     .await;
-    let (_, _, id, _) = instagram_login_publisher(&app, "Sven").await;
+    let (_, key, id, _) = instagram_login_publisher(&app, "Sven").await;
     let (row, old_token) = stored(&app, &id).await;
     let expires = row.token_expires_at.unwrap();
+    let refreshes = app.refresh_outcomes("instagram");
     set_clocks(&app, expires - Duration::days(6));
     app.wait_two_passes(Background::TokenKeeper).await;
+    let jpg = app.media_url("sample.jpg");
+    let photo = post(&id, json!({"text": "six days before", "mediaUrls": [jpg]}));
+    app.publish_after_any_refresh(&key, &photo).await;
+    assert_eq!(
+        app.refresh_outcomes("instagram"),
+        refreshes,
+        "not tried yet"
+    );
     assert_eq!(stored(&app, &id).await.1, old_token, "not yet");
     set_clocks(&app, expires - Duration::days(5) + Duration::minutes(1));
     eventually("the refresh five days before expiry", async || {

@@ -181,7 +181,7 @@ fn registered_paths() -> BTreeSet<String> {
         }
     }
     // Registered through a constant.
-    paths.insert(social_service::dashboard::SIGN_IN_PATH.to_string());
+    paths.insert(social_service::web::SIGN_IN_PATH.to_string());
     paths
 }
 

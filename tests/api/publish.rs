@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use service_sim::state::{FaultKind, FaultSpec, Processing};
 
-use crate::helpers::{Publisher, TestApp, error_body, status_and_json};
+use crate::helpers::{Publisher, TestApp, error_body, fault, status_and_json};
 
 /// Publishes and returns the response `data`, asserting success.
 async fn publish_ok(app: &TestApp, publisher: &Publisher, content: Value) -> Value {
@@ -13,13 +13,6 @@ async fn publish_ok(app: &TestApp, publisher: &Publisher, content: Value) -> Val
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["success"], true);
     body["data"].clone()
-}
-
-fn fault(error: FaultKind) -> FaultSpec {
-    FaultSpec {
-        error: Some(error),
-        ..FaultSpec::default()
-    }
 }
 
 #[actix_web::test]

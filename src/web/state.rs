@@ -55,7 +55,7 @@ pub struct AppState {
     /// The background actors, once running (operator view, readiness, draining).
     pub background: BackgroundActors,
     /// The per-address limit on anonymous sign-in requests.
-    pub signin_limiter: Arc<crate::http::signin_limit::SigninLimiter>,
+    pub signin_limiter: Arc<crate::web::signin_limit::SigninLimiter>,
 }
 
 impl AppState {

@@ -1,46 +1,17 @@
-//! The middleware stack every request goes through, outermost first: the idle-connection
-//! watch, request tracing (request id, span, metrics), the body deadline, and the safety net
-//! that turns actix's own error responses into catalogue JSON. [`app`] assembles the routes
-//! under it; `Application::build` gives it to each HTTP worker.
+//! The safety net of the middleware stack: actix's own error responses become catalogue JSON.
+//! The stack itself (idle watch, request tracing, body deadline, this) is assembled by
+//! [`crate::startup::app`].
 
 use actix_web::{
-    App, HttpResponse,
+    HttpResponse,
     body::{BoxBody, EitherBody, MessageBody},
-    dev::{ServiceFactory, ServiceRequest, ServiceResponse},
+    dev::ServiceResponse,
     http::{StatusCode, header},
-    middleware::{ErrorHandlerResponse, ErrorHandlers, from_fn},
-    web,
+    middleware::{ErrorHandlerResponse, ErrorHandlers},
 };
 
-use super::{body_deadline, idle_watch, trace};
-use crate::{
-    AppState,
-    error::{ApiError, ErrorCode},
-};
-
-/// One worker's application: the shared state (cloned, never rebuilt per worker), every route,
-/// the catalogue's answer for unknown routes, and the middleware stack.
-pub fn app(
-    state: web::Data<AppState>,
-) -> App<
-    impl ServiceFactory<
-        ServiceRequest,
-        Config = (),
-        Response = ServiceResponse<impl MessageBody>,
-        Error = actix_web::Error,
-        InitError = (),
-    >,
-> {
-    App::new()
-        .app_data(state)
-        .configure(super::configure)
-        .default_service(web::to(super::not_found))
-        .wrap(json_error_handlers())
-        // Inside `trace_request`, so a 408 carries the request id and is counted.
-        .wrap(from_fn(body_deadline::body_deadline))
-        .wrap(from_fn(trace::trace_request))
-        .wrap(from_fn(idle_watch::watch_requests))
-}
+use super::body_deadline;
+use crate::error::{ApiError, ErrorCode};
 
 /// Safety net for responses actix builds itself (wrong method, malformed headers, …): any error
 /// response that is not already JSON is replaced by a catalogue body for its status.

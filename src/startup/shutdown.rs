@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use crate::{AppState, Application, background::scheduler::Drain};
+use super::Application;
+use crate::{AppState, background::scheduler::Drain};
 
 /// Graceful shutdown, first half: the scheduler stops claiming posts, and in-flight scheduled
 /// publishes get up to `scheduler.shutdown_grace_secs` to finish. Posts not yet claimed stay
