@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::{
-    Application, BuildOptions, StartupError,
+    AppState, Application, BuildOptions, StartupError,
     config::{Config, PlatformsConfig},
     crypto::{self, TokenCipher},
     domain::plan::Platform,
@@ -65,8 +65,54 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
         .filter(|p| !p.as_os_str().is_empty())
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
-    let secrets_path = data_dir.join("demo-secrets.json");
-    let (secrets, generated) = load_or_generate_secrets(&secrets_path)?;
+    let secrets = fill_secrets(&mut config, &data_dir.join("demo-secrets.json"))?;
+    let simulator = Simulator::start(SimConfig {
+        bind: "127.0.0.1:0".into(),
+        idp_clients: vec![(DEMO_CLIENT_ID.into(), secrets.idp_client_secret.clone())],
+        idp_issuer: Some(DEMO_ISSUER.into()),
+        ..SimConfig::default()
+    })?;
+    point_at_simulator(&mut config, &simulator, &secrets.idp_client_secret);
+
+    let operator_token = secret_text(&config.secrets.operator_token);
+    // The actors that call platforms wait until the simulator knows the demo's accounts.
+    let app = Application::build(
+        config,
+        BuildOptions {
+            defer_background: true,
+            ..BuildOptions::default()
+        },
+    )
+    .await?;
+    let state = app.state();
+    let now = state.clock.now();
+    let (user_id, accounts) = seed_demo_user(&state, now).await?;
+    introduce_accounts(&simulator, &state, &accounts, now)?;
+    app.start_background();
+    let key = crypto::generate_api_key();
+    state
+        .store
+        .insert_api_key(user_id, "demo", &key, now)
+        .await?;
+    announce(&Ready {
+        base_url: &state.public_url,
+        api_key: &key.full,
+        operator_token: &operator_token,
+        simulator: &simulator,
+        accounts: &accounts,
+        demo_file: &demo_file,
+    })?;
+
+    crate::stop_on_signal(&app);
+    app.run_until_stopped().await?;
+    simulator.stop().await;
+    Ok(())
+}
+
+/// Fills the secrets the configuration leaves unset from the demo's secrets file (made on the
+/// first run), saying which; returns the file's secrets.
+fn fill_secrets(config: &mut Config, secrets_path: &Path) -> std::io::Result<DemoSecrets> {
+    let (secrets, generated) = load_or_generate_secrets(secrets_path)?;
     let mut filled = vec![];
     let mut fill = |slot: &mut Option<SecretString>, name: &str, value: &str| {
         if slot.is_none() {
@@ -97,19 +143,17 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
             "demo mode: {how} secrets that the configuration does not set"
         );
     }
+    Ok(secrets)
+}
 
-    let simulator = Simulator::start(SimConfig {
-        bind: "127.0.0.1:0".into(),
-        idp_clients: vec![(DEMO_CLIENT_ID.into(), secrets.idp_client_secret.clone())],
-        idp_issuer: Some(DEMO_ISSUER.into()),
-        ..SimConfig::default()
-    })?;
+/// Points sign-in, every platform API and the OAuth apps at the simulator.
+fn point_at_simulator(config: &mut Config, simulator: &Simulator, idp_client_secret: &str) {
     config.auth.issuer = DEMO_ISSUER.into();
     config.auth.authorization_endpoint = format!("{}/oidc/authorize", simulator.base_url);
     config.auth.token_endpoint = format!("{}/oidc/token", simulator.base_url);
     config.auth.jwks_uri = format!("{}/oidc/jwks", simulator.base_url);
     config.auth.client_id = DEMO_CLIENT_ID.into();
-    config.auth.client_secret = Some(SecretString::from(secrets.idp_client_secret.clone()));
+    config.auth.client_secret = Some(SecretString::from(idp_client_secret.to_string()));
     // The demo user is an operator too, so the demo shows the operator pages.
     if !config
         .auth
@@ -128,27 +172,20 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
     config.oauth = crate::config::OAuthConfig::simulator(
         &simulator.base_url,
         DEMO_CLIENT_ID,
-        &secrets.idp_client_secret,
+        idp_client_secret,
     );
     config
         .publishing
         .media_allow_hosts
         .push(format!("127.0.0.1:{}", simulator.port));
+}
 
-    let operator_token = secret_text(&config.secrets.operator_token);
-    // The actors that call platforms wait until the simulator knows the demo's accounts.
-    let app = Application::build(
-        config,
-        BuildOptions {
-            defer_background: true,
-            ..BuildOptions::default()
-        },
-    )
-    .await?;
-    let state = app.state();
-    let base_url = state.public_url.clone();
-    let now = state.clock.now();
-
+/// Signs the demo user in, puts them on the `ultra` plan, and connects one demo account per
+/// platform unless they have accounts already; returns the user's id and connected accounts.
+async fn seed_demo_user(
+    state: &AppState,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(uuid::Uuid, Vec<entity::account::Model>), Box<dyn std::error::Error>> {
     let user = state
         .store
         .record_sign_in(
@@ -181,8 +218,17 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
                 .push(operator::add_account(&state.store, &state.cipher, connected, manual).await?);
         }
     }
-    // The simulator keeps nothing between runs: introduce the stored accounts to it.
-    for account in &accounts {
+    Ok((user.id, accounts))
+}
+
+/// The simulator keeps nothing between runs: introduces the stored accounts to it.
+fn introduce_accounts(
+    simulator: &Simulator,
+    state: &AppState,
+    accounts: &[entity::account::Model],
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    for account in accounts {
         let token = crate::tokens::open_access(&state.cipher, account)?;
         simulator.state().register_account(SimAccount {
             platform: account.platform.as_str().to_string(),
@@ -206,17 +252,33 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
             );
         }
     }
-    app.start_background();
-    let key = crypto::generate_api_key();
-    state
-        .store
-        .insert_api_key(user.id, "demo", &key, now)
-        .await?;
+    Ok(())
+}
 
+/// What the demo tells whoever started it once it is ready.
+struct Ready<'a> {
+    base_url: &'a str,
+    api_key: &'a str,
+    operator_token: &'a str,
+    simulator: &'a Simulator,
+    accounts: &'a [entity::account::Model],
+    demo_file: &'a Path,
+}
+
+/// Writes the demo file (for scripts) and prints how to use the demo.
+fn announce(ready: &Ready<'_>) -> Result<(), Box<dyn std::error::Error>> {
+    let Ready {
+        base_url,
+        api_key,
+        operator_token,
+        simulator,
+        accounts,
+        demo_file,
+    } = *ready;
     let login_url = format!("{base_url}/auth/login?login_hint={DEMO_EMAIL}");
     let summary = json!({
         "base_url": base_url,
-        "api_key": key.full,
+        "api_key": api_key,
         "operator_token": operator_token,
         "login_url": login_url,
         "connect_url": format!("{base_url}/api/connect/threads?login_hint=Demo%20Friend"),
@@ -228,7 +290,7 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
             "external_id": a.external_id,
         })).collect::<Vec<_>>(),
     });
-    std::fs::write(&demo_file, serde_json::to_string_pretty(&summary)?)?;
+    std::fs::write(demo_file, serde_json::to_string_pretty(&summary)?)?;
     let facebook = accounts
         .iter()
         .find(|a| a.platform == Platform::Facebook)
@@ -259,14 +321,9 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
          list the accounts (every platform):\n  \
          curl -s -H 'service-api-key: {api_key}' {base_url}/v2/accounts\n",
         sim = simulator.base_url,
-        api_key = key.full,
         file = demo_file.display(),
         n = accounts.len(),
     );
-
-    crate::stop_on_signal(&app);
-    app.run_until_stopped().await?;
-    simulator.stop().await;
     Ok(())
 }
 

@@ -224,27 +224,7 @@ pub async fn run_job_probed(
     let announce = job.announce.take();
     let now = deps.clock.now();
     let platform = job.plan.platform();
-    let row = SubmissionRow {
-        id: job.submission_id,
-        new: NewSubmission {
-            user_id: job.user_id,
-            account_id: job.account_id,
-            platform,
-            post_type: Some(job.plan.post_type()),
-            post_id: None,
-            status: SubmissionStatus::Publishing,
-            page_name: job.page_name.clone(),
-            content: job.content.clone(),
-            result: None,
-            error_code: None,
-            error_message: None,
-            published_at: None,
-        },
-        steps: Default::default(),
-        scheduled_post_id: job.claim.as_ref().map(|c| c.scheduled_post_id),
-        created_at: now,
-        updated_at: now,
-    };
+    let row = new_row(&job, platform, now);
     let steps = StepRecorder::for_new_submission(deps.store.clone(), row)
         .with_fence(job.claim.clone())
         .with_clock(deps.clock.clone())
@@ -276,132 +256,178 @@ pub async fn run_job_probed(
     };
     let finished_at = deps.clock.now();
     match result {
-        Ok(published) => {
-            let fields = result_fields(&job.plan, &published);
-            let write = match steps.take_unwritten() {
-                // Published without announcing a final call: the whole row at once.
-                Some(mut row) => {
-                    row.new.status = SubmissionStatus::Published;
-                    row.new.post_id = Some(published.post_id.clone());
-                    row.new.result = Some(fields.to_json());
-                    row.new.published_at = Some(finished_at);
-                    row.updated_at = finished_at;
-                    PublishWrite::Ended {
-                        row,
-                        claim: job.claim.as_ref().map(ClaimFence::attempt_claim),
-                    }
-                }
-                None => PublishWrite::Published {
-                    id: job.submission_id,
-                    post_id: published.post_id.clone(),
-                    result: fields.to_json(),
-                    steps: Some(steps.snapshot()),
-                    now: finished_at,
-                },
-            };
-            if let Err(e) = deps.store.publish_write(write).await {
-                // The post is out; failing the request would invite a duplicate retry.
-                tracing::error!(error = %e, submission = %job.submission_id, "published, but the history row could not be updated");
-            }
-            tracing::info!(submission = %job.submission_id, platform = platform.as_str(), post_id = %published.post_id, "published");
-            JobResult {
-                outcome: Ok(PublishReceipt {
-                    post_submission_id: job.submission_id,
-                    post_id: published.post_id,
-                    post_type: job.plan.post_type(),
-                    platform,
-                    page_name: job.page_name.clone(),
-                    published_at: finished_at,
-                    fields,
-                }),
-                token_failure: None,
-                retryable: false,
-            }
-        }
+        Ok(published) => record_published(&deps, &job, &steps, published, finished_at).await,
         Err(PlatformError::StillProcessing(pending)) => {
             Box::pin(still_processing(&deps, &job, &steps, *pending, finished_at)).await
         }
-        Err(error) => {
-            let final_started = steps.final_started();
-            // Whether the post may be out: only if the irreversible call started and then
-            // failed without a definite answer (a 5xx, a timeout, a broken connection).
-            // Part of a thread already out counts as published: the rest must not be re-sent
-            // from the start, and the allowance stays used.
-            let posted = !steps.ids(platforms::StepKind::Post).is_empty();
-            let maybe_published = final_started && (error.outcome_unknown() || posted);
-            let token_failure = error.invalidates_token().then(|| {
-                let code = match &error {
-                    PlatformError::TokenExpired(_) => ErrorCode::TokenExpired,
-                    _ => ErrorCode::InvalidToken,
-                };
-                (code, error.to_string())
-            });
-            tracing::warn!(submission = %job.submission_id, platform = platform.as_str(), error = %error, final_started, "publish failed");
-            // Safe to try again only if the platform surely did not publish: it refused with a
-            // rate limit, or a transient failure came before the irreversible call.
-            let retryable = match &error {
-                // A refusal: nothing went out, unless earlier posts of a thread did.
-                PlatformError::RateLimited { .. } => !posted,
-                PlatformError::Transient(_) => !final_started,
-                _ => false,
-            };
-            let mut api_error = error.into_api_error();
-            if maybe_published {
-                api_error.message = format!(
-                    "{} during the final publish call; the post may have been published: check the platform (and the publishing history) before retrying",
-                    api_error.message
-                );
-            }
-            let message = match &api_error.details {
-                Some(details) => format!("{}: {details}", api_error.message),
-                None => api_error.message.clone(),
-            };
-            let status = if maybe_published {
-                SubmissionStatus::Unconfirmed
-            } else {
-                SubmissionStatus::Failed
-            };
-            let write = match steps.take_unwritten() {
-                // Ended before the final call: the row's one write, already failed.
-                Some(mut row) => {
-                    row.new.status = status;
-                    row.new.error_code = Some(api_error.code.as_str().to_string());
-                    row.new.error_message = Some(message.clone());
-                    row.updated_at = finished_at;
-                    PublishWrite::Ended {
-                        row,
-                        claim: job.claim.as_ref().map(ClaimFence::attempt_claim),
-                    }
-                }
-                None => PublishWrite::Failed {
-                    id: job.submission_id,
-                    status,
-                    error_code: api_error.code.as_str().to_string(),
-                    message: message.clone(),
-                    steps: Some(steps.snapshot()),
-                    now: finished_at,
-                    // A final call refused outright (a rate limit) is retried; the retry must
-                    // not be settled from this attempt's `final_started` should it be cut off
-                    // before its own final call.
-                    unlink: job
-                        .claim
-                        .as_ref()
-                        .filter(|_| retryable && final_started)
-                        .map(ClaimFence::attempt_claim),
-                },
-            };
-            if let Err(e) = deps.store.publish_write(write).await {
-                tracing::error!(error = %e, submission = %job.submission_id, "cannot record the failure");
-            }
-            if !maybe_published {
-                release_counter(&deps, &job).await;
-            }
-            JobResult {
-                outcome: Err(api_error),
-                token_failure,
-                retryable,
+        Err(error) => record_failure(&deps, &job, &steps, error, finished_at).await,
+    }
+}
+
+/// The history row of a job about to start: `publishing`, no steps yet.
+fn new_row(job: &JobSpec, platform: Platform, now: DateTime<Utc>) -> SubmissionRow {
+    SubmissionRow {
+        id: job.submission_id,
+        new: NewSubmission {
+            user_id: job.user_id,
+            account_id: job.account_id,
+            platform,
+            post_type: Some(job.plan.post_type()),
+            post_id: None,
+            status: SubmissionStatus::Publishing,
+            page_name: job.page_name.clone(),
+            content: job.content.clone(),
+            result: None,
+            error_code: None,
+            error_message: None,
+            published_at: None,
+        },
+        steps: Default::default(),
+        scheduled_post_id: job.claim.as_ref().map(|c| c.scheduled_post_id),
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+/// The platform published the post: the history row says so, and the caller gets the receipt.
+async fn record_published(
+    deps: &PublishDeps,
+    job: &JobSpec,
+    steps: &StepRecorder,
+    published: Published,
+    finished_at: DateTime<Utc>,
+) -> JobResult {
+    let platform = job.plan.platform();
+    let fields = result_fields(&job.plan, &published);
+    let write = match steps.take_unwritten() {
+        // Published without announcing a final call: the whole row at once.
+        Some(mut row) => {
+            row.new.status = SubmissionStatus::Published;
+            row.new.post_id = Some(published.post_id.clone());
+            row.new.result = Some(fields.to_json());
+            row.new.published_at = Some(finished_at);
+            row.updated_at = finished_at;
+            PublishWrite::Ended {
+                row,
+                claim: job.claim.as_ref().map(ClaimFence::attempt_claim),
             }
         }
+        None => PublishWrite::Published {
+            id: job.submission_id,
+            post_id: published.post_id.clone(),
+            result: fields.to_json(),
+            steps: Some(steps.snapshot()),
+            now: finished_at,
+        },
+    };
+    if let Err(e) = deps.store.publish_write(write).await {
+        // The post is out; failing the request would invite a duplicate retry.
+        tracing::error!(error = %e, submission = %job.submission_id, "published, but the history row could not be updated");
+    }
+    tracing::info!(submission = %job.submission_id, platform = platform.as_str(), post_id = %published.post_id, "published");
+    JobResult {
+        outcome: Ok(PublishReceipt {
+            post_submission_id: job.submission_id,
+            post_id: published.post_id,
+            post_type: job.plan.post_type(),
+            platform,
+            page_name: job.page_name.clone(),
+            published_at: finished_at,
+            fields,
+        }),
+        token_failure: None,
+        retryable: false,
+    }
+}
+
+/// The publish failed: the history row says `failed`, or `unconfirmed` when the post may be out
+/// (the final call started and its answer was lost); the caller learns whether a retry is safe.
+async fn record_failure(
+    deps: &PublishDeps,
+    job: &JobSpec,
+    steps: &StepRecorder,
+    error: PlatformError,
+    finished_at: DateTime<Utc>,
+) -> JobResult {
+    let platform = job.plan.platform();
+    let final_started = steps.final_started();
+    // Whether the post may be out: only if the irreversible call started and then
+    // failed without a definite answer (a 5xx, a timeout, a broken connection).
+    // Part of a thread already out counts as published: the rest must not be re-sent
+    // from the start, and the allowance stays used.
+    let posted = !steps.ids(platforms::StepKind::Post).is_empty();
+    let maybe_published = final_started && (error.outcome_unknown() || posted);
+    let token_failure = error.invalidates_token().then(|| {
+        let code = match &error {
+            PlatformError::TokenExpired(_) => ErrorCode::TokenExpired,
+            _ => ErrorCode::InvalidToken,
+        };
+        (code, error.to_string())
+    });
+    tracing::warn!(submission = %job.submission_id, platform = platform.as_str(), error = %error, final_started, "publish failed");
+    // Safe to try again only if the platform surely did not publish: it refused with a
+    // rate limit, or a transient failure came before the irreversible call.
+    let retryable = match &error {
+        // A refusal: nothing went out, unless earlier posts of a thread did.
+        PlatformError::RateLimited { .. } => !posted,
+        PlatformError::Transient(_) => !final_started,
+        _ => false,
+    };
+    let mut api_error = error.into_api_error();
+    if maybe_published {
+        api_error.message = format!(
+            "{} during the final publish call; the post may have been published: check the platform (and the publishing history) before retrying",
+            api_error.message
+        );
+    }
+    let message = match &api_error.details {
+        Some(details) => format!("{}: {details}", api_error.message),
+        None => api_error.message.clone(),
+    };
+    let status = if maybe_published {
+        SubmissionStatus::Unconfirmed
+    } else {
+        SubmissionStatus::Failed
+    };
+    let write = match steps.take_unwritten() {
+        // Ended before the final call: the row's one write, already failed.
+        Some(mut row) => {
+            row.new.status = status;
+            row.new.error_code = Some(api_error.code.as_str().to_string());
+            row.new.error_message = Some(message.clone());
+            row.updated_at = finished_at;
+            PublishWrite::Ended {
+                row,
+                claim: job.claim.as_ref().map(ClaimFence::attempt_claim),
+            }
+        }
+        None => PublishWrite::Failed {
+            id: job.submission_id,
+            status,
+            error_code: api_error.code.as_str().to_string(),
+            message: message.clone(),
+            steps: Some(steps.snapshot()),
+            now: finished_at,
+            // A final call refused outright (a rate limit) is retried; the retry must
+            // not be settled from this attempt's `final_started` should it be cut off
+            // before its own final call.
+            unlink: job
+                .claim
+                .as_ref()
+                .filter(|_| retryable && final_started)
+                .map(ClaimFence::attempt_claim),
+        },
+    };
+    if let Err(e) = deps.store.publish_write(write).await {
+        tracing::error!(error = %e, submission = %job.submission_id, "cannot record the failure");
+    }
+    if !maybe_published {
+        release_counter(deps, job).await;
+    }
+    JobResult {
+        outcome: Err(api_error),
+        token_failure,
+        retryable,
     }
 }
 

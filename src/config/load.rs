@@ -1,0 +1,238 @@
+//! Loading: the layers merged in order, the environment variables read verbatim, and the check
+//! of the secrets `serve` refuses to start without.
+
+use std::path::Path;
+
+use figment::{
+    Figment,
+    providers::{Env, Format, Serialized, Toml},
+};
+use secrecy::{ExposeSecret, SecretString};
+
+use super::{Config, ConfigError};
+
+/// Keys whose environment values are taken as strings, verbatim.
+const STRING_KEYS: &[&str] = &[
+    "server.bind",
+    "server.public_url",
+    "database.url",
+    "secrets.session_key",
+    "secrets.token_encryption_key",
+    "secrets.previous_token_encryption_keys",
+    "secrets.operator_token",
+    "auth.issuer",
+    "auth.authorization_endpoint",
+    "auth.token_endpoint",
+    "auth.client_id",
+    "auth.client_secret",
+    "auth.scopes",
+    "auth.jwks_uri",
+    "platforms.graph_url",
+    "platforms.graph_version",
+    "platforms.graph_video_url",
+    "platforms.instagram_login_graph_url",
+    "platforms.threads_url",
+    "platforms.threads_version",
+    "platforms.tiktok_url",
+    "platforms.youtube_url",
+    "platforms.youtube_upload_url",
+    "platforms.youtube_analytics_url",
+    "platforms.x_url",
+    "platforms.tiktok_video_source",
+    "collector.run_at",
+    "oauth.meta_client_id",
+    "oauth.meta_client_secret",
+    "oauth.meta_authorize_url",
+    "oauth.meta_token_url",
+    "oauth.instagram_login_client_id",
+    "oauth.instagram_login_client_secret",
+    "oauth.instagram_login_authorize_url",
+    "oauth.instagram_login_token_url",
+    "oauth.threads_client_id",
+    "oauth.threads_client_secret",
+    "oauth.threads_authorize_url",
+    "oauth.threads_token_url",
+    "oauth.threads_exchange_url",
+    "oauth.threads_refresh_url",
+    "oauth.tiktok_client_key",
+    "oauth.tiktok_client_secret",
+    "oauth.tiktok_authorize_url",
+    "oauth.tiktok_token_url",
+    "oauth.google_client_id",
+    "oauth.google_client_secret",
+    "oauth.google_authorize_url",
+    "oauth.google_token_url",
+    "oauth.x_client_id",
+    "oauth.x_client_secret",
+    "oauth.x_authorize_url",
+    "oauth.x_token_url",
+    "collector.time_zone",
+    "logging.format",
+];
+
+impl Config {
+    /// Loads defaults → file → `DATABASE_URL` → `SERVICE__*` environment.
+    /// A missing file is fine only when no path was given explicitly.
+    pub fn load(path: Option<&Path>) -> Result<Self, ConfigError> {
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        match path {
+            Some(path) => {
+                if !path.exists() {
+                    return Err(ConfigError::Invalid(
+                        "--config",
+                        format!("{} does not exist", path.display()),
+                    ));
+                }
+                figment = figment.merge(Toml::file(path));
+            }
+            None => figment = figment.merge(Toml::file("config.toml")),
+        }
+        if let Ok(url) = std::env::var("DATABASE_URL")
+            && !url.is_empty()
+        {
+            figment = figment.merge(Serialized::default("database.url", url));
+        }
+        // figment parses environment values (`0123` becomes a number), which would corrupt a
+        // hex key or a numeric client id: string-typed keys are read verbatim instead.
+        figment = figment.merge(Env::prefixed("SERVICE__").split("__").filter(|key| {
+            let key = key.as_str().to_ascii_lowercase();
+            !STRING_KEYS.contains(&key.as_str())
+        }));
+        with_string_variables(figment, |variable| std::env::var(variable).ok())
+            .extract()
+            .map_err(|e| ConfigError::Load(Box::new(e)))
+    }
+
+    /// Checks that every secret `serve` needs is present and well-formed.
+    pub fn check_secrets(&self) -> Result<(), ConfigError> {
+        let session = present(
+            &self.secrets.session_key,
+            "secrets.session_key",
+            "SERVICE__SECRETS__SESSION_KEY",
+        )?;
+        if session.len() < 32 {
+            return Err(ConfigError::Invalid(
+                "secrets.session_key",
+                "must be at least 32 characters".into(),
+            ));
+        }
+        let token_key = present(
+            &self.secrets.token_encryption_key,
+            "secrets.token_encryption_key",
+            "SERVICE__SECRETS__TOKEN_ENCRYPTION_KEY",
+        )?;
+        crate::crypto::TokenCipher::from_config_value(token_key)
+            .map_err(|e| ConfigError::Invalid("secrets.token_encryption_key", e.to_string()))?;
+        let operator = present(
+            &self.secrets.operator_token,
+            "secrets.operator_token",
+            "SERVICE__SECRETS__OPERATOR_TOKEN",
+        )?;
+        if operator.len() < 16 {
+            return Err(ConfigError::Invalid(
+                "secrets.operator_token",
+                "must be at least 16 characters".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Merges the string-typed keys' `SERVICE__SECTION__KEY` variables, read through `lookup` so
+/// tests can check the mapping without touching the process environment.
+fn with_string_variables(mut figment: Figment, lookup: impl Fn(&str) -> Option<String>) -> Figment {
+    for key in STRING_KEYS {
+        let variable = format!("SERVICE__{}", key.replace('.', "__").to_ascii_uppercase());
+        if let Some(value) = lookup(&variable) {
+            figment = figment.merge(Serialized::default(key, value));
+        }
+    }
+    figment
+}
+
+fn present<'a>(
+    value: &'a Option<SecretString>,
+    key: &'static str,
+    env: &'static str,
+) -> Result<&'a str, ConfigError> {
+    match value {
+        Some(secret) if !secret.expose_secret().trim().is_empty() => Ok(secret.expose_secret()),
+        _ => Err(ConfigError::MissingSecret(key, env)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// `config.toml` documents every key with its default: loading it changes nothing.
+    #[test]
+    fn the_shipped_config_file_holds_the_defaults() {
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config.toml")).unwrap();
+        let from_file: Config = Figment::from(Serialized::defaults(Config::default()))
+            .merge(Toml::string(&text))
+            .extract()
+            .unwrap();
+        let json = |c: &Config| {
+            serde_json::json!({
+                "server": c.server, "database": c.database, "auth": serde_json::to_value(&c.auth).ok(),
+                "usage": c.usage, "platforms": c.platforms, "publishing": c.publishing,
+                "scheduler": c.scheduler, "logging": c.logging,
+            })
+        };
+        assert_eq!(json(&from_file), json(&Config::default()));
+    }
+    #[test]
+    fn upstream_urls_are_overridden_by_their_variables() {
+        let variables = [
+            (
+                "SERVICE__OAUTH__TIKTOK_TOKEN_URL",
+                "http://proxy.internal/tiktok/token",
+            ),
+            (
+                "SERVICE__OAUTH__THREADS_REFRESH_URL",
+                "http://proxy.internal/threads/refresh",
+            ),
+            (
+                "SERVICE__PLATFORMS__GRAPH_VIDEO_URL",
+                "http://proxy.internal/graph-video",
+            ),
+            (
+                "SERVICE__PLATFORMS__YOUTUBE_UPLOAD_URL",
+                "http://proxy.internal/upload",
+            ),
+        ];
+        let config: Config = with_string_variables(
+            Figment::from(Serialized::defaults(Config::default())),
+            |name| {
+                variables
+                    .iter()
+                    .find(|(variable, _)| *variable == name)
+                    .map(|(_, value)| value.to_string())
+            },
+        )
+        .extract()
+        .unwrap();
+        assert_eq!(
+            config.oauth.tiktok_token_url,
+            "http://proxy.internal/tiktok/token"
+        );
+        assert_eq!(
+            config.oauth.threads_refresh_url,
+            "http://proxy.internal/threads/refresh"
+        );
+        assert_eq!(
+            config.platforms.graph_video_url,
+            "http://proxy.internal/graph-video"
+        );
+        assert_eq!(
+            config.platforms.youtube_upload_url,
+            "http://proxy.internal/upload"
+        );
+        // Untouched keys keep their defaults.
+        assert_eq!(config.oauth.x_token_url, "https://api.x.com/2/oauth2/token");
+    }
+}
