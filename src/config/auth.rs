@@ -87,7 +87,7 @@ impl Default for AuthConfig {
             operator_emails: Vec::new(),
             cache_ttl_ms: 5_000,
             cache_capacity: 10_000,
-            list_cache_capacity: crate::store::access::DEFAULT_LIST_CAPACITY,
+            list_cache_capacity: DEFAULT_LIST_CAPACITY,
             sweep_interval_secs: 600,
             signin_rate_per_minute: 30,
             signin_burst: 10,
@@ -112,3 +112,6 @@ impl Default for UsageConfig {
         }
     }
 }
+
+/// `auth.list_cache_capacity`'s default.
+pub const DEFAULT_LIST_CAPACITY: usize = 1_000;

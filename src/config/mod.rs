@@ -12,11 +12,14 @@ mod platforms;
 mod publishing;
 mod server;
 
-pub use auth::{AuthConfig, SecretsConfig, UsageConfig};
+pub use auth::{AuthConfig, DEFAULT_LIST_CAPACITY, SecretsConfig, UsageConfig};
 pub use oauth::OAuthConfig;
 pub use platforms::PlatformsConfig;
 pub use publishing::{CollectorConfig, MAX_ACTOR_ARBITERS, PublishingConfig, SchedulerConfig};
-pub use server::{ConnectionLimits, DatabaseConfig, LoggingConfig, ServerConfig};
+pub use server::{
+    ConnectionLimits, DEFAULT_GROUP_COMMIT_MAX, DEFAULT_SQLITE_CACHE_KIB, DatabaseConfig,
+    LoggingConfig, ServerConfig, SqliteSync,
+};
 
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};

@@ -42,6 +42,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::clock::{SharedClock, SystemClock};
+use crate::config::DEFAULT_LIST_CAPACITY;
 
 /// How big and how fresh the cache is (`auth.cache_capacity`, `auth.list_cache_capacity`,
 /// `auth.cache_ttl_ms`).
@@ -65,9 +66,6 @@ impl Default for AccessCacheSettings {
         }
     }
 }
-
-/// `auth.list_cache_capacity`'s default.
-pub const DEFAULT_LIST_CAPACITY: usize = 1_000;
 
 /// Whose listing, with which filter: what a cached `GET /api/scheduled-posts` answer is for.
 pub type ListingKey = (Uuid, crate::store::ScheduledFilter);

@@ -35,6 +35,7 @@ use super::{
     publish_write::{AttemptClaim, PublishWrite, PublishedOutcome, SubmissionRow},
     sqlite_writer::{Applied, SqliteWriter},
 };
+use crate::config::DEFAULT_GROUP_COMMIT_MAX;
 use crate::store::access::Invalidation;
 
 /// The longest the drainer waits for a WAL checkpoint (see [`Store::checkpoint`]). One took
@@ -84,9 +85,6 @@ impl Default for GroupCommit {
         }
     }
 }
-
-/// `database.group_commit_max`'s default.
-pub const DEFAULT_GROUP_COMMIT_MAX: usize = 64;
 
 /// A reading of the group commit's counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

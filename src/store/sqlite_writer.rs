@@ -93,7 +93,7 @@ impl SqliteWriter {
     pub fn open(
         path: &str,
         cache_kib: u32,
-        synchronous: super::SqliteSync,
+        synchronous: crate::config::SqliteSync,
         stats: Arc<DbStats>,
     ) -> Result<Self, DbErr> {
         let conn = rusqlite::Connection::open_with_flags(
@@ -113,8 +113,8 @@ impl SqliteWriter {
         ))
         .map_err(db_err)?;
         let syncer = match synchronous {
-            super::SqliteSync::Full => Some(Arc::new(WalSyncer::start(path)?)),
-            super::SqliteSync::Normal => None,
+            crate::config::SqliteSync::Full => Some(Arc::new(WalSyncer::start(path)?)),
+            crate::config::SqliteSync::Normal => None,
         };
         Ok(Self {
             conn: Mutex::new(conn),
