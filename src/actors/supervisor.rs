@@ -43,7 +43,7 @@ use std::{
     time::Duration,
 };
 
-use actix::{Actor, Addr, MailboxError};
+use actix::{Actor, MailboxError};
 use actix_rt::{Arbiter, ArbiterHandle};
 use dashmap::{DashMap, mapref::entry::Entry};
 use secrecy::SecretString;
@@ -52,9 +52,10 @@ use uuid::Uuid;
 
 use super::{
     account::{
-        AccountActor, AccountActorInit, AccountToken, ActorHealth, ActorSeat, CancelQueued,
-        CheckUnconfirmed, GetHealth, HealthRecord, IDLE_CHECK, InsightsOutput, InsightsWork,
-        JobOutcome, Publish, ReadInsights, RefreshToken, Retire, StopIfIdle,
+        AccountActor, AccountActorInit, AccountToken, ActorHealth, ActorSeat, CheckUnconfirmed,
+        GetHealth, HealthRecord, IDLE_CHECK, InsightsOutput, InsightsWork, JobOutcome, Publish,
+        ReadInsights, RefreshToken, Retire, StopIfIdle,
+        roster::{ActorEntry, LiveActor, Placement, Roster},
     },
     limiter::AccountLimiter,
 };
@@ -73,53 +74,6 @@ use crate::{
 
 /// How long a message may wait for room in an actor's mailbox.
 const SEND_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The live actors, and what they all share: one `Arc` of it in each actor (issue 16's memory
-/// budget: one pointer where the registry, the health board and the dependencies took three).
-pub struct Roster {
-    /// Every live actor's entry, by account id: its address and its health record (one map
-    /// for both, so one key and one slot per actor).
-    pub actors: DashMap<Uuid, ActorEntry>,
-    pub deps: Arc<PublishDeps>,
-}
-
-/// A live actor: its address, the generation it was started in (so a stopping actor only
-/// removes itself), the thread it runs on, and the operator view's copy of its health, which
-/// the actor keeps current.
-pub struct ActorEntry {
-    pub generation: u64,
-    pub addr: Addr<AccountActor>,
-    pub placement: Placement,
-    pub health: HealthRecord,
-}
-
-/// What a caller needs of a live actor to message it.
-#[derive(Clone)]
-pub struct LiveActor {
-    pub generation: u64,
-    pub addr: Addr<AccountActor>,
-    /// The thread the actor runs on.
-    pub placement: Placement,
-}
-
-impl ActorEntry {
-    fn live(&self) -> LiveActor {
-        LiveActor {
-            generation: self.generation,
-            addr: self.addr.clone(),
-            placement: self.placement,
-        }
-    }
-}
-
-/// The thread an account actor runs on (see the module's documentation).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Placement {
-    /// The HTTP worker whose publish request started it.
-    RequestWorker,
-    /// The supervisor's arbiter of this index.
-    Arbiter(usize),
-}
 
 thread_local! {
     /// Whether this thread hosts the actors its publish requests start (set on the HTTP
@@ -474,18 +428,6 @@ impl Supervisor {
         receiver.await.map_err(|_| {
             ApiError::service_unavailable("The account worker stopped during the check")
         })
-    }
-
-    /// Removes a queued publish; false when it is not queued (unknown, started or done).
-    pub async fn cancel_queued(
-        &self,
-        account: &entity::account::Model,
-        submission_id: Uuid,
-    ) -> Result<bool, ApiError> {
-        if !self.roster.actors.contains_key(&account.id) {
-            return Ok(false);
-        }
-        self.ask(account, || CancelQueued { submission_id }).await
     }
 }
 

@@ -23,33 +23,16 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use entity::post_submission;
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::run::PublishDeps;
 use crate::{
     error::ErrorCode,
-    platforms::{self, AccountCredentials, Pending, PlatformContext, PlatformError, Published},
-    publish::steps::{CheckFence, StepRecorder},
+    platforms::{self, AccountCredentials, PlatformContext, PlatformError, Published},
+    publish::steps::{CheckFence, Reconcile, StepRecorder},
     store::Store,
 };
-
-/// What is left of a publish the platform was still processing (`post_submissions.reconcile`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Reconcile {
-    pub pending: Pending,
-    /// Result fields already known (a carousel's `item_count`), merged into the outcome.
-    pub fields: Value,
-    /// The x monthly post count taken for this post, given back if it does not go out.
-    pub reserved_counter: Option<ReservedCounter>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReservedCounter {
-    pub user_id: Uuid,
-    pub key: String,
-}
 
 /// The history's message once the service stopped checking a post the platform may still
 /// publish.
@@ -409,6 +392,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::{platforms::Pending, publish::steps::ReservedCounter};
 
     #[test]
     fn the_record_round_trips_through_json() {

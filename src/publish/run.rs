@@ -11,7 +11,6 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use super::reconcile::{Reconcile, ReservedCounter};
 use crate::{
     clock::SharedClock,
     config::{PlatformsConfig, PublishingConfig},
@@ -22,7 +21,7 @@ use crate::{
     error::{ApiError, ErrorCode, PUBLISH_UNCONFIRMED_MESSAGE},
     media::MediaFetcher,
     platforms::{self, AccountCredentials, Pending, PlatformContext, PlatformError, Published},
-    publish::steps::{ClaimFence, FinalProbe, StepRecorder},
+    publish::steps::{ClaimFence, FinalProbe, Reconcile, ReservedCounter, StepRecorder},
     store::{NewSubmission, PublishWrite, Store, SubmissionRow},
 };
 

@@ -9,10 +9,12 @@ use std::sync::Mutex;
 use chrono::{DateTime, Utc};
 use entity::post_submission::{PublishSteps, Step, StepKind};
 use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use uuid::Uuid;
 
 use crate::{
-    platforms::{PlatformError, ProcessingOutcome, StepSink},
+    platforms::{Pending, PlatformError, ProcessingOutcome, StepSink},
     store::{AttemptClaim, PublishWrite, Store, SubmissionRow},
 };
 
@@ -415,4 +417,20 @@ impl StepSink for StepRecorder {
     fn before_final(&self) -> BoxFuture<'_, Result<(), PlatformError>> {
         Box::pin(StepRecorder::before_final(self))
     }
+}
+
+/// What is left of a publish the platform was still processing (`post_submissions.reconcile`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reconcile {
+    pub pending: Pending,
+    /// Result fields already known (a carousel's `item_count`), merged into the outcome.
+    pub fields: Value,
+    /// The x monthly post count taken for this post, given back if it does not go out.
+    pub reserved_counter: Option<ReservedCounter>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReservedCounter {
+    pub user_id: Uuid,
+    pub key: String,
 }

@@ -18,7 +18,7 @@ use crate::{
 };
 
 /// The operator view's copy of an actor's health. It lives in the actor's entry of the
-/// supervisor's [`Roster`](crate::actors::supervisor::Roster) (one map for addresses and
+/// supervisor's [`Roster`](super::roster::Roster) (one map for addresses and
 /// health, not two), and the actor keeps it current at every change, so the view reads it
 /// without messaging thousands of actors.
 ///

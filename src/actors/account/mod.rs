@@ -9,10 +9,11 @@ mod health;
 mod queries;
 mod queue;
 mod refresh;
+pub mod roster;
 
 pub use health::{ActorHealth, ActorState, GetHealth, HealthRecord};
 pub use queries::{CheckUnconfirmed, InsightsOutput, InsightsResult, InsightsWork, ReadInsights};
-pub use queue::{CancelQueued, Publish, Retire, StopIfIdle};
+pub use queue::{Publish, Retire, StopIfIdle};
 pub use refresh::RefreshToken;
 
 use std::{
@@ -26,7 +27,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use super::{limiter::AccountLimiter, supervisor::Roster};
+use super::limiter::AccountLimiter;
 use crate::{
     domain::plan::Platform,
     error::{ApiError, ErrorCode},
@@ -34,6 +35,7 @@ use crate::{
     publish::run::{JobSpec, PublishDeps, PublishReceipt},
     store::in_runtime::in_runtime,
 };
+use roster::Roster;
 
 /// How often the supervisor asks its actors whether they have been idle long enough to stop.
 pub(super) const IDLE_CHECK: Duration = Duration::from_secs(5);
@@ -361,7 +363,7 @@ mod tests {
         assert!(future <= 408, "actor future {future} bytes");
         assert!(std::mem::size_of::<AccountActor>() <= 72);
         // The roster's entry: one per live actor too, with the health record.
-        let entry = std::mem::size_of::<super::super::supervisor::ActorEntry>();
+        let entry = std::mem::size_of::<roster::ActorEntry>();
         assert!(entry <= 88, "roster entry {entry} bytes");
         // And the limiter, one per account that had an actor.
         assert!(std::mem::size_of::<AccountLimiter>() <= 96);

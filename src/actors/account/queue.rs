@@ -6,7 +6,6 @@ use std::time::Instant;
 use actix::prelude::*;
 use futures_util::FutureExt;
 use tokio::sync::oneshot;
-use uuid::Uuid;
 
 use super::{
     AccountActor, IDLE_CHECK, InFlight, JobFailure, JobOutcome, QueuedJob, in_runtime, reply_after,
@@ -225,48 +224,5 @@ impl Handler<Retire> for AccountActor {
                 ctx.stop();
             }
         });
-    }
-}
-
-/// Removes a queued (not yet started) publish. Answers whether it was removed; an in-flight
-/// publish cannot be cancelled.
-pub struct CancelQueued {
-    pub submission_id: Uuid,
-}
-
-impl Message for CancelQueued {
-    type Result = bool;
-}
-
-impl Handler<CancelQueued> for AccountActor {
-    type Result = bool;
-
-    fn handle(&mut self, msg: CancelQueued, _ctx: &mut Self::Context) -> bool {
-        let _span = tracing::debug_span!("account_actor", account = %self.seat.account_id, message = "cancel").entered();
-        let Some(queue) = self.busy.as_mut().map(|busy| &mut busy.queue) else {
-            return false;
-        };
-        let Some(index) = queue
-            .iter()
-            .position(|job| job.spec.submission_id == msg.submission_id)
-        else {
-            return false;
-        };
-        let removed = queue.remove(index);
-        self.deps()
-            .metrics
-            .gauge_add("publish_queue_depth", &[], -1);
-        if let Some(job) = removed {
-            let _ = job.reply.send(Err(JobFailure {
-                error: ApiError::new(
-                    ErrorCode::InvalidRequest,
-                    "The post was cancelled before it was published",
-                ),
-                retryable: false,
-            }));
-        }
-        self.tidy();
-        self.post_health();
-        true
     }
 }
