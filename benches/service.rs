@@ -107,8 +107,7 @@ fn claim_new_threads(group: &'static str) {
 }
 
 /// CPU time per request of a load run, by part: robust to how busy the cores were, and it
-/// separates the service's cost from the load generator's and the simulator's (issue 16's
-/// thirteenth session).
+/// separates the service's cost from the load generator's and the simulator's.
 fn cpu_per_request(before: &HashMap<String, u64>, requests: usize) -> String {
     let after = thread_ticks();
     let groups = THREAD_GROUPS.lock().unwrap();
@@ -153,8 +152,9 @@ struct Load {
     cpu: String,
 }
 
-/// Which load generator `BENCH_CLIENT` asks for: reqwest (the default, as every session before
-/// the eleventh measured with), or `raw`, HTTP/1.1 written and read by hand.
+/// Which load generator `BENCH_CLIENT` asks for: reqwest (the default, so figures stay
+/// comparable with those in docs/benchmark-journal.md), or `raw`, HTTP/1.1 written and read by
+/// hand.
 fn raw_client() -> bool {
     std::env::var("BENCH_CLIENT").is_ok_and(|c| c == "raw")
 }
@@ -168,11 +168,11 @@ async fn load(connections: usize, seconds: u64, make: MakeRequest, varies: bool)
     let stop = Arc::new(AtomicBool::new(false));
     // Built before the clock starts: each one reads the system's root certificates, several
     // milliseconds of CPU that the run's first fraction of a second would otherwise spend on
-    // the load generator instead of the service (issue 16's fourth session).
+    // the load generator instead of the service.
     // No cap on idle connections: the client hands a connection back to its pool only after
     // the caller has read the body, so the next request may start a second one; with a cap of
     // one, that spare was closed again, and a large answer (the 50-item list) cost a new TCP
-    // connection every second request (issue 16's third session).
+    // connection every second request.
     let clients: Vec<reqwest::Client> = (0..connections)
         .map(|_| reqwest::Client::builder().build().unwrap())
         .collect();
@@ -311,9 +311,9 @@ async fn read_raw_answer(stream: &mut tokio::net::TcpStream, buffer: &mut Vec<u8
 
 /// [`load`] with a client that writes each request's bytes on a kept-alive connection and reads
 /// the answer's head for its status and length: a few microseconds a request, where reqwest
-/// parses each URL three times and builds a header map for each answer. With reqwest the
-/// load generator's one thread bounded the bare handler and the metered reads on the eleventh
-/// session's machine (a whole core, the service's workers half a core each).
+/// parses each URL three times and builds a header map for each answer. With reqwest the load
+/// generator's one thread can bound the bare handler and the metered reads on a 2-core machine
+/// (it used a whole core there, the service's workers half a core each).
 async fn load_raw(connections: usize, seconds: u64, make: MakeRequest, varies: bool) -> Load {
     use tokio::io::AsyncWriteExt;
     let stop = Arc::new(AtomicBool::new(false));
@@ -467,9 +467,9 @@ async fn main() {
     let key = common::pro_key(&state.store, user.id, now).await;
     let mut publish_accounts = Vec::new();
     // Threads allows 250 posts a day per profile: enough profiles for 50,000 publishes a second
-    // over the whole run, and at least 512. (A fixed 512 allowed 128,000 posts: a default 5 s
-    // run at the seventeenth session's fastest rate, 22,700 a second, would use 89 % of them,
-    // and a longer one ran out.)
+    // over the whole run, and at least 512. (A fixed 512 would allow 128,000 posts: a default
+    // 5 s run at 22,700 a second, a rate measured on SQLite, would use 89 % of them, and a
+    // longer one would run out.)
     let profiles = (seconds as usize * 50_000 / 250).max(512);
     for i in 0..profiles {
         let s = sim
@@ -754,7 +754,7 @@ async fn main() {
         per(before_actors, rss_actors)
     );
     println!(
-        "  reading their rows once before: +{:.0} bytes per row (SQLite's page cache); counted with the actors, as before issue 16's eighth session: +{:.0} bytes per actor",
+        "  reading their rows once before: +{:.0} bytes per row (SQLite's page cache); counted with the actors instead: +{:.0} bytes per actor",
         per(before_rows, before_actors),
         per(before_rows, rss_actors)
     );

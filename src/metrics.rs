@@ -104,7 +104,7 @@ impl Histogram {
 
 /// A metric's map, keyed by `(name, rendered labels)`. Hashed with foldhash rather than SipHash:
 /// a publish touches these maps eight times, and their keys are this service's own names and
-/// label values, nothing a client can choose to collide (issue 16's thirteenth session).
+/// label values, nothing a client can choose to collide.
 type Series<V> = DashMap<(&'static str, String), V, foldhash::fast::RandomState>;
 
 /// The metrics of one application instance.

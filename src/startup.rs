@@ -134,8 +134,8 @@ impl Application {
         )?);
         // Migrations run on a connection of their own, closed before the service's pool opens:
         // a pooled SQLite connection that prepared a statement before a migration altered its
-        // table keeps the old column list and fails with "Missing value for column" (seen when
-        // `users.is_operator` was added).
+        // table keeps the old column list and fails with "Missing value for column" once the
+        // migration has added a column to it.
         let migrator =
             Store::connect(&config.database.url, 1, options.pg_schema.as_deref()).await?;
         migrator.migrate().await?;

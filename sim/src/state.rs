@@ -181,7 +181,7 @@ type AccountKey = (String, String);
 
 /// The simulator's maps hash with foldhash rather than SipHash: they are read on every call
 /// (token, account, request count, objects, the published index), and SipHash's resistance to
-/// crafted keys buys nothing in a test double (issue 16's thirteenth session).
+/// crafted keys buys nothing in a test double.
 type Hasher = foldhash::fast::RandomState;
 type FastMap<K, V> = std::collections::HashMap<K, V, Hasher>;
 type SharedMap<K, V> = DashMap<K, V, Hasher>;

@@ -6,17 +6,17 @@
 //!
 //! Where an actor runs ([`Placement`]):
 //! - Started by a publish that a request asks for (`POST /v2/posts`, the dashboard's compose
-//!   form), on the thread of the
-//!   HTTP worker serving it (the workers are actix arbiters; [`host_actors_here`] marks them).
-//!   That worker's later requests for the account reach the actor, and get its answer, without
-//!   a thread hand-over: on a busy machine each hand-over is a wait for a core (issue 16's
-//!   sixth session: about a tenth more publishes per second). Requests arriving on another
-//!   worker are handed over as before. actix gives each connection to one worker, so a client
-//!   that publishes over a single connection (or a proxy with a single upstream connection)
-//!   puts every account it publishes to on that one worker (`actors_on_http_workers = false`
-//!   avoids it). A worker that stops (the server's shutdown, once its own connections are done)
-//!   stops the actors it hosts and what they were running in the background; the next request
-//!   for one of their accounts starts a new actor.
+//!   form), on the thread of the HTTP worker serving it (the workers are actix arbiters;
+//!   [`host_actors_here`] marks them). That worker's later requests for the account reach the
+//!   actor, and get its answer, without a thread hand-over: on a busy machine each hand-over is
+//!   a wait for a core (avoiding it gave about a tenth more publishes per second on a busy
+//!   2-core machine, docs/benchmark-journal.md). Requests arriving on another worker are handed
+//!   over to the actor's thread. actix gives each connection to one worker, so a client that
+//!   publishes over a single connection (or a proxy with a single upstream connection) puts
+//!   every account it publishes to on that one worker (`actors_on_http_workers = false` avoids
+//!   it). A worker that stops (the server's shutdown, once its own connections are done) stops
+//!   the actors it hosts and what they were running in the background; the next request for one
+//!   of their accounts starts a new actor.
 //! - Started any other way, on the supervisor's own `publishing.actor_arbiters` arbiters
 //!   (default: one per core), chosen by `hash(account_id) % N`: by the scheduler, the
 //!   collector, the reconciler, and by requests other than a publish. One of those, an
@@ -432,9 +432,9 @@ impl Supervisor {
 }
 
 /// Asks every live actor, every `every`, to stop if it has been idle long enough (one timer for
-/// all actors instead of one each: issue 16's memory budget). The actor decides, so a publish,
-/// read or check in flight is never dropped. A full mailbox means a busy actor: skipped. Ends
-/// once the supervisor and all its actors are gone.
+/// all actors instead of one each, for the memory budget per idle actor). The actor decides, so
+/// a publish, read or check in flight is never dropped. A full mailbox means a busy actor:
+/// skipped. Ends once the supervisor and all its actors are gone.
 async fn idle_sweep(roster: Weak<Roster>, every: Duration) {
     let mut ticks = tokio::time::interval(every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -22,8 +22,8 @@ pub struct PublishingConfig {
     /// Unset: one per core. See [`Self::actor_arbiters`].
     pub actor_arbiters: Option<usize>,
     /// An actor started by a publish request (`POST /v2/posts`) runs on the HTTP worker thread
-    /// serving it, so that worker's requests for the account reach it without a thread
-    /// hand-over (issue 16). Off: every actor runs on the `actor_arbiters` threads.
+    /// serving it, so that worker's requests for the account reach it without a thread hand-over (a
+    /// wait for a core on a busy machine). Off: every actor runs on the `actor_arbiters` threads.
     pub actors_on_http_workers: bool,
     /// Time limits of `POST /v2/posts` (spec §8); past them the caller gets 504 `Timeout` and the
     /// publish goes on and lands in the history.

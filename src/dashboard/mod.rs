@@ -13,12 +13,10 @@
 //! - Nothing here changes state on a GET: each change is a POST answered with a 303.
 
 pub mod accounts;
-// Compose, Scheduled, History and Performance: increment 2.
 pub mod compose;
 mod form_token;
 pub mod history;
 pub mod keys;
-// Operator pages (issue 14, item 3).
 pub mod operator;
 pub mod overview;
 pub mod performance;

@@ -1,8 +1,7 @@
-//! The operator pages (issue 14, item 3): `GET /dashboard/operator` shows the live actor view
-//! (every account actor, filterable by platform and state, refreshing itself through
-//! `static/app.js`), the scheduler's, collector's and reconciler's state as panels, and a usage
-//! table of users and plans with a plan change form per user
-//! (`POST /dashboard/operator/users/{id}/plan`).
+//! The operator pages: `GET /dashboard/operator` shows the live actor view (every account actor,
+//! filterable by platform and state, refreshing itself through `static/app.js`), the scheduler's,
+//! collector's and reconciler's state as panels, and a usage table of users and plans with a plan
+//! change form per user (`POST /dashboard/operator/users/{id}/plan`).
 //!
 //! - The data is that of the JSON views, from the same functions: [`crate::background::view::view`]
 //!   (`GET /api/admin/actors`), the store's users and [`crate::services::operator::set_user_plan`]

@@ -3,7 +3,7 @@
 //! `GET /auth/login` → provider → `GET /auth/callback` (creates the user on first sign-in and a
 //! session) → redirect to `return_to` (a same-site path, see [`safe_return_to`]).
 //! `POST /auth/logout` revokes the session server-side (a browser's sign-out form, whose `Accept`
-//! names `text/html`, is sent on to the sign-in page; anything else gets JSON as before).
+//! names `text/html`, is sent on to the sign-in page; anything else gets JSON).
 //! `GET /auth/me` shows who is signed in.
 
 use actix_web::{

@@ -1,7 +1,8 @@
 //! Operating the service: `/healthz` and `/readyz` (no authentication, no internals), `/metrics`
-//! (Prometheus text; operator token), and the account-actor view `GET /api/admin/actors`. The old
-//! page `GET /admin/actors` now redirects to the dashboard's operator page, where operators sign
-//! in like every dashboard user (its token sign-in form and cookie went away with it).
+//! (Prometheus text; operator token), and the account-actor view `GET /api/admin/actors`. The
+//! address `GET /admin/actors` redirects to the dashboard's operator page, where operators sign
+//! in like every dashboard user: no token in an address, and no sign-in form or cookie of its
+//! own.
 
 use actix_web::{HttpResponse, middleware::from_fn, web};
 
@@ -123,9 +124,10 @@ pub(crate) async fn actors(
     Ok(HttpResponse::Ok().json(view(&state.supervisor, &state.background, &query).await?))
 }
 
-/// `GET /admin/actors`: the old token-in-query page went away (issue 14); operators sign in
-/// through the identity provider and find the same view, filterable and refreshing, at
-/// `/dashboard/operator`. Nothing is served here, whoever asks.
+/// `GET /admin/actors`: a redirect only, so that no page takes a token in its address (where
+/// logs and browser history keep it); operators sign in through the identity provider and find
+/// the same view, filterable and refreshing, at `/dashboard/operator`. Nothing is served here,
+/// whoever asks.
 #[utoipa::path(get, path = "/admin/actors", tag = "ops",
     responses((status = 303, description = "To `/dashboard/operator`",
         headers(("location" = String, description = "`/dashboard/operator`")))))]
@@ -135,5 +137,5 @@ pub async fn actors_page() -> HttpResponse {
         .finish()
 }
 
-/// Where the actor view now lives for people.
+/// Where people find the actor view.
 pub const OPERATOR_PAGE: &str = "/dashboard/operator";

@@ -341,9 +341,9 @@ pub async fn publish(
     ctx: &PlatformContext<'_>,
     plan: &PublishPlan,
 ) -> Result<Published, PlatformError> {
-    // Each platform's future boxed: unboxed, this future (and the job's around it) was as large
-    // as the largest of the six, 7 KB, copied whole each time it moved into the next wrapper
-    // on its way to the actor's context (issue 16's tenth session).
+    // Each platform's future boxed: unboxed, this future (and the job's around it) would be as
+    // large as the largest of the six, 7 KB, copied whole each time it moved into the next
+    // wrapper on its way to the actor's context.
     let result = match plan {
         PublishPlan::Facebook(post) => Box::pin(facebook::publish(ctx, post)).await,
         PublishPlan::Instagram(post) => Box::pin(instagram::publish(ctx, post)).await,

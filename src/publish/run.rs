@@ -59,10 +59,10 @@ pub fn use_own_client(config: &PlatformsConfig) {
 impl PublishDeps {
     /// The platform client to call with on this thread: on a thread that runs account actors,
     /// its own, else the shared one. reqwest drives a connection's I/O on the runtime that
-    /// opened it, so with one shared pool a call from one thread often went out, and came
+    /// opened it, so with one shared pool a call from one thread would often go out, and come
     /// back, on a connection another thread drives: two more thread hand-overs per call, each
-    /// a wait for a core on a busy machine (issue 16's fifth session). With a pool per thread,
-    /// a call's connection is on its own thread.
+    /// a wait for a core on a busy machine. With a pool per thread, a call's connection is on
+    /// its own thread.
     pub fn http(&self) -> reqwest::Client {
         THREAD_HTTP
             .with_borrow(|own| own.clone())

@@ -1,5 +1,5 @@
 //! What authentication and account-ownership checks read on every request, kept in memory so
-//! that a warm request makes no database round trip (issue 16):
+//! that a warm request makes no database round trip:
 //! - a presented API key's SHA-256 → its key id and owner (only keys that authenticated: an
 //!   unknown key is never cached, so guessing keys cannot grow memory);
 //! - a user id → the user row (its plan, for metering);
@@ -7,7 +7,7 @@
 //!   for the hot paths (`/api/performance/*`, publishing's checks);
 //! - a user's rendered `GET /api/scheduled-posts` answer per filter (the listing is what is left
 //!   of that call's cost once authentication and metering come from memory: decoding the rows
-//!   and writing the JSON, issue 16).
+//!   and writing the JSON).
 //!
 //! Staleness, and how it is bounded:
 //! - On this instance every write to these rows goes through [`crate::store::Store`], which

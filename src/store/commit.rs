@@ -273,8 +273,8 @@ impl Store {
     /// connection copies the WAL back while the writes go on. It bears the reset's slow part
     /// (syncing the WAL, whose appends were never synced, and copying most of it), so the
     /// second, which the drainer waits for, has only the frames written meanwhile to sync and
-    /// copy. The drainer used to wait for the whole of it: some 6 ms of `fsync` every 256
-    /// batches on the twelfth session's machine, a tenth of the time with no publish moving.
+    /// copy. Waiting for the whole of it would cost the drainer some 6 ms of `fsync` every 256
+    /// batches on a busy 2-core machine, a tenth of the time with no publish moving.
     fn start_copying_checkpoint(&self) {
         if self
             .group
@@ -309,11 +309,11 @@ impl Store {
     /// Why the drainer waits: SQLite starts the WAL over from its beginning only when a write
     /// transaction begins after a checkpoint has copied every frame back. A checkpoint running
     /// beside the writer never catches up with it, so under a steady stream of publishes the
-    /// WAL grew without bound (48 MB a second in the bench, 380 MB after 8 s), and every frame
-    /// was appended to a growing file instead of overwriting one already there (issue 16's
-    /// tenth session). Writes queued meanwhile form the next, larger batch. Why only so long: a
-    /// pool with no connection free would otherwise hold every publish's write until one
-    /// frees; past the bound the checkpoint finishes on its own, as it used to.
+    /// WAL would grow without bound (48 MB a second in the bench, 380 MB after 8 s), and every
+    /// frame would be appended to a growing file instead of overwriting one already there.
+    /// Writes queued meanwhile form the next, larger batch. Why only so long: a pool with no
+    /// connection free would otherwise hold every publish's write until one frees; past the
+    /// bound the checkpoint finishes on its own, without the drainer.
     async fn checkpoint(&self) {
         match tokio::time::timeout(CHECKPOINT_WAIT, self.passive_checkpoint()).await {
             Ok(Ok(Ok(_))) => {}

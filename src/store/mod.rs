@@ -67,9 +67,9 @@ pub struct ScheduledFilter {
 
 /// A new id for a row of a table that grows with every post (the history, scheduled posts).
 /// Time-ordered (UUIDv7), so each insert lands at the right edge of the primary key's index
-/// instead of on a random page of it: with random (v4) ids every insert dirtied, and on SQLite
-/// wrote to the WAL, a page of its own, read back first once the index outgrew the page cache
-/// (issue 16). The id still reveals nothing but roughly when the row was made.
+/// instead of on a random page of it: with random (v4) ids every insert would dirty, and on
+/// SQLite write to the WAL, a page of its own, read back first once the index outgrew the page
+/// cache. The id still reveals nothing but roughly when the row was made.
 pub fn new_row_id() -> uuid::Uuid {
     uuid::Uuid::now_v7()
 }
@@ -213,7 +213,7 @@ impl Store {
                 // sqlx pings a pooled connection on every acquire by default: a round trip
                 // before each transaction. Without it, on PostgreSQL, a publish cost the service
                 // 7-16 % less CPU and `SELECT 1` through the pool ran 1.3-1.6 times as fast
-                // (issue 16's seventeenth session). A connection used within the last second is
+                // (docs/benchmarks.md). A connection used within the last second is
                 // trusted (one the server ends mid-burst fails its statement, and sqlx's check on
                 // release then drops it); one idle longer, which a restart or a proxy may have
                 // closed, is still checked (test

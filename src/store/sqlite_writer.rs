@@ -3,9 +3,9 @@
 //! drainer runs on.
 //!
 //! Why not the pool: sqlx runs each SQLite connection on a thread of its own, so every batch
-//! was a hand-over to that thread and back. On a busy two-core machine that thread waited for
-//! a core, and a batch took some 0.7 ms of wall time for 0.2 ms of work, twice per publish
-//! (issue 16's fifth session). Written here, a batch costs only its work.
+//! would be a hand-over to that thread and back. On a busy two-core machine that thread waited
+//! for a core, and a batch took some 0.7 ms of wall time for 0.2 ms of work, twice per publish
+//! (docs/benchmark-journal.md). Written here, a batch costs only its work.
 //!
 //! What keeps this from stalling the thread it runs on (an actor's thread: an arbiter, or the
 //! HTTP worker hosting the actor):
@@ -58,7 +58,7 @@ const INSERT_ROW: &str = "INSERT INTO post_submissions (id, user_id, account_id,
 
 /// `publishing → published`; the rows it changed tell whether the row exists. Not
 /// `RETURNING id`: SQLite collects returned rows in a temporary b-tree, built and freed for
-/// every statement (issue 16's seventh session).
+/// every statement.
 const MARK_PUBLISHED: &str = "UPDATE post_submissions SET status = ?2, post_id = ?3, \
      result = ?4, published_at = ?5, updated_at = ?5, steps = coalesce(?6, steps) \
      WHERE id = ?1";
@@ -139,7 +139,7 @@ impl SqliteWriter {
             conn.execute_batch("ROLLBACK").map_err(db_err)?;
         }
         // `BEGIN` and `COMMIT` as cached statements: rusqlite's `Transaction` parses both anew
-        // for every batch (issue 16's seventh session).
+        // for every batch.
         match conn
             .prepare_cached(BEGIN)
             .and_then(|mut begin| begin.execute([]))
@@ -260,8 +260,8 @@ fn write_batch(
 /// Without it, SQLite (since 3.47) reads a bound `LIMIT ?` while planning and marks the
 /// statement to be planned again whenever that parameter is bound anew, which every run does.
 /// SeaORM's `.one()` binds `LIMIT 1`, so each such read (an account, a user, a key on a cache
-/// miss, most dashboard reads) parsed and planned its SQL again instead of running sqlx's
-/// cached statement: about 200,000 instructions a read (callgrind, issue 16's ninth session).
+/// miss, most dashboard reads) would parse and plan its SQL again instead of running sqlx's
+/// cached statement: about 200,000 instructions a read (measured with callgrind).
 /// The guarantee gives up plans chosen from bound values, which need `ANALYZE` statistics this
 /// service never gathers, or a `LIKE ?` on an index, which it never runs.
 pub(super) async fn stable_plans(

@@ -124,7 +124,8 @@ async fn authenticate_key(req: &ServiceRequest) -> Result<ApiCaller, ApiError> {
     {
         return Err(ApiError::invalid_api_key());
     }
-    // From the access cache when warm: no round trip for the key or the plan (issue 16).
+    // From the access cache when warm: no round trip for the key or the plan, on the
+    // path every API request takes.
     let found = state
         .store
         .authenticate_api_key(presented)

@@ -144,7 +144,7 @@ catalogue! {
     StatusCancelled => "cancelled", "已取消";
     StatusUnconfirmed => "unconfirmed", "未確認";
     StatusProcessing => "processing", "處理中";
-    // Compose and Scheduled pages (increment 2).
+    // Compose and Scheduled pages.
     NavCompose => "Compose", "撰寫";
     NavScheduled => "Scheduled", "排程";
     ComposeTitle => "Compose", "撰寫貼文";
@@ -196,7 +196,7 @@ catalogue! {
     NoticeScheduledCancelled => "The scheduled post was cancelled.", "已取消該排程貼文。";
     NoticeScheduledMissing => "That scheduled post does not exist.", "該排程貼文不存在。";
     NoticeScheduledNotCancellable => "That post can no longer be cancelled: only posts still waiting (status scheduled) can be.", "該貼文已無法取消：只有仍在等待中（狀態為已排程）的貼文可以取消。";
-    // History and the delivery timeline (dashboard increment 2, page "history").
+    // History and the delivery timeline (page "history").
     NavHistory => "History", "發布紀錄";
     HistoryTitle => "History", "發布紀錄";
     HistoryPosition => "Page {page} of {pages} ({total} posts)", "第 {page} 頁，共 {pages} 頁（{total} 則貼文）";
@@ -233,7 +233,7 @@ catalogue! {
     StepNoTime => "time not recorded", "未記錄時間";
     NavPerformance => "Performance", "成效";
     PerfTitle => "Performance", "成效";
-    // Operator pages (issue 14, item 3).
+    // Operator pages.
     NavOperator => "Operator", "營運";
     OpTitle => "Operator", "營運";
     OpRefused => "This page is for operators. Ask an operator to grant you the role if you need it.", "此頁面僅供營運人員使用。如有需要，請洽營運人員授予權限。";

@@ -98,7 +98,7 @@ impl IdleWatch {
             return;
         };
         let Ok(fd) = stream.as_fd().try_clone_to_owned() else {
-            // Out of descriptors: this connection goes unwatched, as before.
+            // Out of descriptors: this connection goes unwatched, left to actix-http's own timers.
             return;
         };
         let connection = Arc::new(Connection {

@@ -1,7 +1,7 @@
-//! Authentication and metering from memory (issue 16): what a write changes is seen by the very
-//! next request on the instance that wrote, by other instances on the same PostgreSQL database
-//! once the notification arrives, and (SQLite, or a lost notification) after `auth.cache_ttl_ms`;
-//! a warm call makes no database round trip.
+//! Authentication and metering from memory: what a write changes is seen by the very next
+//! request on the instance that wrote, by other instances on the same PostgreSQL database once
+//! the notification arrives, and (SQLite, or a lost notification) after `auth.cache_ttl_ms`; a
+//! warm call makes no database round trip.
 
 use std::time::{Duration, Instant};
 

@@ -1,8 +1,8 @@
-//! The dashboard's operator pages (issue 14, item 3) at the HTTP level: an operator (by the
-//! configuration's e-mail list, or by the CLI's stored role) sees the live actor view, the
-//! scheduler's and collector's panels and the usage table, and changes a plan through the form;
-//! anyone else is sent to the overview, told why, and sees no data; cross-site posts are refused; the old token page
-//! redirects here.
+//! The dashboard's operator pages at the HTTP level: an operator (by the configuration's e-mail
+//! list, or by the CLI's stored role) sees the live actor view, the scheduler's and collector's
+//! panels and the usage table, and changes a plan through the form; anyone else is sent to the
+//! overview, told why, and sees no data; cross-site posts are refused; `/admin/actors` redirects
+//! here.
 
 use reqwest::header;
 use serde_json::{Value, json};
@@ -318,7 +318,7 @@ async fn a_cross_site_plan_change_is_refused() {
 }
 
 #[actix_web::test]
-async fn the_old_token_page_redirects_to_the_operator_page() {
+async fn the_admin_actors_address_redirects_to_the_operator_page() {
     let app = spawn().await;
     let response = app
         .http
@@ -329,7 +329,7 @@ async fn the_old_token_page_redirects_to_the_operator_page() {
         .unwrap();
     assert_eq!(response.status(), 303);
     assert_eq!(response.headers()[header::LOCATION], "/dashboard/operator");
-    // The machine endpoints stay as they were.
+    // The machine endpoint is not redirected: without the operator's bearer token it is 401.
     let response = app
         .http
         .get(app.url("/api/admin/actors"))

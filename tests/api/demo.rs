@@ -197,8 +197,8 @@ async fn run_printed_curl(command: &str) -> (u16, Value) {
 
 /// The demo's first `curl` (publish a photo to the demo facebook page) works right after
 /// start, every time: the background actors that call platforms start only once the
-/// simulator knows the demo's accounts (a collector catch-up racing ahead used to mark the
-/// facebook page invalid, and the curl answered 401).
+/// simulator knows the demo's accounts (a collector catch-up racing ahead would mark the
+/// facebook page invalid, and the curl would answer 401).
 #[actix_web::test]
 async fn twenty_demo_starts_each_publish_with_the_printed_curl() {
     const STARTS: usize = 20;

@@ -1695,8 +1695,7 @@ impl Clients {
         // client that reuses one at the moment the service closes it gets no answer (hyper's
         // `IncompleteMessage`), a race of the client's, not a request the service failed;
         // browsers retry such a request on their own. Seen once, on a `GET` through a kept-alive
-        // connection, in a loaded CI run (issue 16's eleventh session); the same seed passed
-        // three times after.
+        // connection, in a loaded CI run; the same seed passed three times after.
         let idle = Duration::from_secs(2);
         Clients {
             plain: reqwest::Client::builder()

@@ -1,7 +1,7 @@
-//! instagram through Instagram Login (issue 13, item 3): `GET /api/connect/instagram?via=
-//! instagram_login` through the OAuth flow against the simulator's Instagram hosts, publishing
-//! every instagram post type and reading every performance endpoint on graph.instagram.com, the
-//! token refresh at 24 h and not before, and the simulator's refusals on the wrong host.
+//! instagram through Instagram Login: `GET /api/connect/instagram?via=instagram_login` through
+//! the OAuth flow against the simulator's Instagram hosts, publishing every instagram post type
+//! and reading every performance endpoint on graph.instagram.com, the token refresh at 24 h and
+//! not before, and the simulator's refusals on the wrong host.
 
 use chrono::Duration;
 use serde_json::{Value, json};

@@ -1,7 +1,7 @@
-//! The rendered `GET /api/scheduled-posts` answer kept in memory (issue 16): every write that
-//! changes what a listing shows drops it on the instance that wrote (the very next listing is
-//! current), other instances hear of it by notification (PostgreSQL) or within
-//! `auth.cache_ttl_ms`; a warm listing makes no database statement and is still metered.
+//! The rendered `GET /api/scheduled-posts` answer kept in memory: every write that changes what a
+//! listing shows drops it on the instance that wrote (the very next listing is current), other
+//! instances hear of it by notification (PostgreSQL) or within `auth.cache_ttl_ms`; a warm listing
+//! makes no database statement and is still metered.
 //!
 //! The tests that check "at once" run with a TTL of an hour, so that an expired entry cannot
 //! pass them for another reason.

@@ -1,18 +1,17 @@
-//! The old operator page went away (issue 14): `/admin/actors` redirects to the dashboard's
-//! operator page, which needs a dashboard session and the operator role, and the form that traded
-//! the operator token for a cookie is gone.
+//! No page takes the operator token: `/admin/actors` redirects to the dashboard's operator page,
+//! which needs a dashboard session and the operator role, and no form trades the operator token
+//! for a cookie.
 
 use reqwest::header;
 
 use crate::helpers::{OPERATOR_TOKEN, TestApp};
 
 #[actix_web::test]
-async fn the_operator_token_in_the_address_no_longer_opens_the_page() {
+async fn the_operator_token_in_the_address_opens_no_page() {
     let app = TestApp::spawn().await;
     let url = app.url(&format!("/admin/actors?token={OPERATOR_TOKEN}"));
-    // The page went away (issue 14): whoever asks, with the token in the address, as a browser,
-    // or with the bearer header, is sent to the dashboard's operator page, and gets no cookie
-    // and no data on the way.
+    // Whoever asks, with the token in the address, as a browser, or with the bearer header, is
+    // sent to the dashboard's operator page, and gets no cookie and no data on the way.
     let requests = [
         app.http.get(&url),
         app.http
@@ -32,7 +31,7 @@ async fn the_operator_token_in_the_address_no_longer_opens_the_page() {
 }
 
 #[actix_web::test]
-async fn the_old_token_sign_in_form_is_gone() {
+async fn no_form_trades_the_operator_token_for_a_cookie() {
     let app = TestApp::spawn().await;
     for (method, path) in [
         (reqwest::Method::GET, "/admin/login"),

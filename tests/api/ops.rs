@@ -62,9 +62,9 @@ async fn health_checks_need_no_authentication_and_leak_nothing() {
 }
 
 /// A database restart or failover ends the connections waiting in the service's pool. The pool
-/// no longer checks a connection it used within the last second (a round trip per transaction
-/// on the publish path), but still checks one idle for longer before handing it out: requests
-/// after the restart succeed instead of each failing on a dead connection.
+/// does not check a connection it used within the last second (a round trip per transaction on
+/// the publish path), but does check one idle for longer before handing it out: requests after
+/// the restart succeed instead of each failing on a dead connection.
 #[actix_web::test]
 async fn requests_succeed_after_the_database_ends_the_pools_connections() {
     let app = TestApp::spawn_without_background(|_| {}).await;

@@ -1,8 +1,8 @@
-//! The full read check of issue 13: for each platform with insights, an account connected
-//! through the real OAuth flow (so its token carries only the scopes our connect flow asks
-//! for, and the simulator enforces them) answers every performance read and one daily
-//! snapshot with 200 and no failed metric. The simulator's violation log must end empty
-//! (`TestApp`'s `Drop`), so no read broke the platform's protocol on the way.
+//! The full read check: for each platform with insights, an account connected through the real
+//! OAuth flow (so its token carries only the scopes our connect flow asks for, and the simulator
+//! enforces them) answers every performance read and one daily snapshot with 200 and no failed
+//! metric. The simulator's violation log must end empty (`TestApp`'s `Drop`), so no read broke the
+//! platform's protocol on the way.
 
 use serde_json::Value;
 

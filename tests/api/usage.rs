@@ -269,7 +269,7 @@ async fn a_stored_plan_that_is_no_plan_is_an_error_never_free() {
     use sea_orm::ConnectionTrait;
     let app = TestApp::spawn().await;
     let publisher = app.publisher("threads", "pro").await;
-    // Damaged outside the service: it used to read as Free and silently meter the user.
+    // Damaged outside the service: read as Free, it would silently meter the user.
     let changed = app
         .state
         .store

@@ -1,5 +1,5 @@
 //! The publish path's write budget (one write before the irreversible call, one after), what an
-//! interrupted publish leaves for settlement now that its row is written at the final call, and
+//! interrupted publish leaves for settlement, given that its row is written at the final call, and
 //! the group commit that runs writes arriving together in one transaction.
 
 use std::sync::{Arc, Mutex};

@@ -22,12 +22,12 @@ use crate::{
 /// health, not two), and the actor keeps it current at every change, so the view reads it
 /// without messaging thousands of actors.
 ///
-/// One per live actor, so it is kept small (issue 16: ≤ 2 KB per idle actor): the token (with
-/// the name and the token's expiry) and the limiter are the actor's own shared pointers; the
-/// state, the limiter's figures and the durations are computed on read; and what an actor that
-/// has done nothing yet has at its defaults (queue, publish in flight, back-off, counters, last
-/// error) sits in a box that idle actors do not allocate. The counters, the last error and the
-/// back-off are kept here only: the actor itself needs none of them to decide anything.
+/// One per live actor, so it is kept small (the budget is ≤ 2 KB per idle actor): the token (with
+/// the name and the token's expiry) and the limiter are the actor's own shared pointers; the state,
+/// the limiter's figures and the durations are computed on read; and what an actor that has done
+/// nothing yet has at its defaults (queue, publish in flight, back-off, counters, last error) sits
+/// in a box that idle actors do not allocate. The counters, the last error and the back-off are
+/// kept here only: the actor itself needs none of them to decide anything.
 pub struct HealthRecord {
     limiter: Arc<AccountLimiter>,
     token: Arc<AccountToken>,

@@ -352,8 +352,8 @@ impl Handler<WhichThread> for AccountActor {
 mod tests {
     use super::*;
 
-    /// Every live actor is one tokio task holding the actor and its actix context (issue 16:
-    /// ≤ 2 KB per idle actor). Tokio aligns a task to 128 bytes and adds 104 of its own, so a
+    /// Every live actor is one tokio task holding the actor and its actix context (the budget
+    /// is ≤ 2 KB per idle actor). Tokio aligns a task to 128 bytes and adds 104 of its own, so a
     /// future of at most 408 bytes makes a 512-byte task; the actor's fields decide it (at
     /// 184 bytes it made a 640-byte task).
     #[test]

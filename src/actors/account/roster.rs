@@ -11,8 +11,9 @@ use uuid::Uuid;
 use super::{AccountActor, health::HealthRecord};
 use crate::publish::run::PublishDeps;
 
-/// The live actors, and what they all share: one `Arc` of it in each actor (one pointer
-/// per actor where the registry, the health board and the dependencies took three).
+/// The live actors, and what they all share: one `Arc` of it in each actor (for the memory
+/// budget of ≤ 2 KB per idle actor: one pointer where the registry, the health board and the
+/// dependencies would take three).
 pub struct Roster {
     /// Every live actor's entry, by account id: its address and its health record (one map
     /// for both, so one key and one slot per actor).
