@@ -80,8 +80,9 @@ pub enum ErrorCode {
     /// keeps checking and records `published` or `failed` in the history (202, not a failure).
     PublishUnconfirmed,
     /// A scheduled post whose final publish call may or may not have happened: its settlement
-    /// code (the post's `error.code`), never the code of an HTTP answer, so it is left out of
-    /// the error bodies' schema.
+    /// code (the post's `error_code`), never the code of an HTTP answer. `serde(skip)` is read
+    /// by the schema derive only (this enum is not serialized): it keeps the code out of the
+    /// error bodies' schema.
     #[serde(skip)]
     PublishingUnconfirmed,
 }

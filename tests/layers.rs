@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 /// The floors, highest first. A room may import rooms on its own floor or below.
 const FLOORS: &[(u8, &str, &[&str])] = &[
     (7, "composition", &["main", "lib", "startup", "demo"]),
-    (6, "front ends", &["http", "dashboard", "cli"]),
+    (6, "front ends", &["http", "dashboard"]),
     (5, "web and background", &["web", "background"]),
     (4, "services", &["services"]),
     (3, "actors and publishing", &["actors", "publish"]),

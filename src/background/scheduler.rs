@@ -16,7 +16,8 @@
 //!
 //! All database work runs in futures spawned on the actor's context, never in a handler. What
 //! the actor works with is its [`SchedulingService`] (the table, the publishing use cases, its
-//! settings), built before it; the publishing service wakes it through a [`SchedulerWaker`].
+//! settings), built before it; the publishing service wakes it through a
+//! [`SchedulerWaker`](crate::services::publishing::SchedulerWaker).
 
 use std::{
     collections::{HashMap, HashSet, VecDeque},

@@ -152,8 +152,8 @@ impl OAuthConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    /// Every upstream an operator may move defaults to the real host the code called before
-    /// these were configuration.
+    /// Every upstream an operator may move defaults to the platform's real host, so an
+    /// unconfigured service talks to the real platforms.
     #[test]
     fn upstream_urls_default_to_the_real_hosts() {
         let p = PlatformsConfig::default();

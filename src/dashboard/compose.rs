@@ -2,7 +2,9 @@
 //!
 //! The POST builds the very body `POST /v2/posts` takes (spec §4.1) and hands it to
 //! [`PublishingService::handle_post`](crate::services::publishing::PublishingService::handle_post),
-//! after counting the call with [`meter_call`], as the API key's middleware does: a post from
+//! after counting the call with
+//! [`UsageService::meter`](crate::services::usage::UsageService::meter), as the API key's
+//! middleware does: a post from
 //! this page is checked, published, scheduled and metered exactly as one sent with a key.
 //!
 //! Form → body:

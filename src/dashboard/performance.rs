@@ -3,9 +3,10 @@
 //! account's recent posts with their metrics; the dates without a snapshot, with a Backfill
 //! button (`POST /dashboard/performance/backfill` → 303 back with a notice).
 //!
-//! Same functions as the JSON API: the recent posts of `GET /api/performance/posts`
-//! ([`recent_posts`]), the missing dates of `GET /api/cron/check-missing` ([`missing_dates`]),
-//! the collection of `POST /api/cron/backfill` ([`backfill_account`]).
+//! Same use cases as the JSON API: the recent posts of `GET /api/performance/posts`
+//! ([`recent_posts`]), the missing dates of `GET /api/cron/check-missing` and the collection
+//! of `POST /api/cron/backfill`
+//! ([`CollectionService`](crate::services::collection::CollectionService)).
 //!
 //! A day without a snapshot, or whose metric is `null` (the platform would not give it), is a
 //! gap: the line breaks (a new `M` in the path) and no point is drawn, never a zero.

@@ -1,6 +1,6 @@
 //! The service's ground vocabulary, shared by every floor above: the typed publish plan, a
-//! day's account numbers, the API's time format, and the checks every request's text and ids
-//! pass. Nothing here does I/O.
+//! day's account numbers, who signed in, an account token's verdicts, the API's time format,
+//! and the checks every request's text and ids pass. Nothing here does I/O.
 
 pub mod daily;
 pub mod identity;

@@ -136,7 +136,8 @@ pub async fn backfill(
     body: web::Json<BackfillBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.into_inner();
-    // The account is looked up before the dates are read (as it always was).
+    // The account is looked up before the dates are read: an unknown account is the answer
+    // even when the dates are bad too.
     let account_id = account_param(body.account_id.as_deref())?;
     let account = find_account(&state, &caller, account_id).await?;
     let raw_dates = body

@@ -1,5 +1,5 @@
-//! The HTTP surface: one route table, the three authentication modes, and the handlers
-//! (thin: parse → call the store or domain → shape the spec's JSON).
+//! The JSON API: its route table and its handlers (thin: parse → call a service or the store →
+//! shape the spec's JSON). Authentication and the other middlewares are [`crate::web`]'s.
 //!
 //! Every error a client can see goes through the catalogue in [`crate::error`], including
 //! actix's own extractor failures, unknown routes and wrong methods.

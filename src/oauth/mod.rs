@@ -1,6 +1,7 @@
 //! Connecting accounts over each platform's OAuth (`platform-apis.md` §1.4, §4.5, §5.9, §6.8,
-//! §7.4) and refreshing their tokens. Plain functions: [`ConnectionService`] runs the connect
-//! flow and the token keeper's sweep, the account actor runs refreshes (it owns the token state).
+//! §7.4) and refreshing their tokens. Plain functions: the connection service
+//! (`services::connection`) runs the connect flow and the token keeper's sweep, the account
+//! actor runs refreshes (it owns the token state).
 //!
 //! facebook and instagram both use the Meta app (Facebook Login): a user token, exchanged for a
 //! long-lived one, lists the user's pages with their page tokens (which do not expire) and the

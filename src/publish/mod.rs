@@ -1,5 +1,5 @@
-//! Publishing: validation of `POST /v2/posts` into a typed plan ([`validate`], [`plan`]; the
-//! media probe and SSRF guard are [`crate::media`]'s), running a plan as recorded steps
+//! Publishing: validation of `POST /v2/posts` into a typed plan ([`validate`] into
+//! [`crate::domain::plan`]; the media probe and SSRF guard are [`crate::media`]'s), running a plan as recorded steps
 //! ([`run`], [`steps`]), and carrying on publishes the platform was still processing at our
 //! deadline ([`reconcile`]).
 

@@ -174,9 +174,8 @@ impl ConnectionService {
         let code = callback
             .code
             .ok_or_else(|| ApiError::missing_parameter("code"))?;
-        // A verifier that does not open for its state (sealed by a key no longer configured, or
-        // before verifiers were bound to their state) only means this connection must start
-        // again.
+        // A verifier that does not open for its state (sealed by a key that is not configured
+        // any more, or not bound to its state) only means this connection must start again.
         let verifier = self
             .cipher
             .decrypt(

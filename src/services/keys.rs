@@ -45,7 +45,8 @@ impl From<CreateKeyError> for ApiError {
 pub struct KeyName(String);
 
 impl KeyName {
-    /// Checks in the order the API has always answered: NUL, then empty, then too long.
+    /// Checks in this order, which decides the error of a name with several faults: NUL, then
+    /// empty, then too long.
     pub fn parse(raw: &str) -> Result<Self, CreateKeyError> {
         let name = raw.trim();
         reject_nul("name", name).map_err(CreateKeyError::NameHasNul)?;

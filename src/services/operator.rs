@@ -57,7 +57,7 @@ impl PlanType {
 }
 
 /// A checked plan change: a paid plan carries its billing; a free one carries none (whatever
-/// the request said about billing is ignored, as it always was).
+/// the request says about billing is ignored).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PlanSetting {
     pub plan: Plan,

@@ -1,6 +1,6 @@
 //! What the scheduler decides, apart from the actor that runs it: one attempt of a due post
 //! (the same checks as an immediate publish, then the account actor), what its result leads to
-//! ([`decide`]: pure, table-tested), and settling posts whose claimant died
+//! ([`decide`]: no I/O, table-tested), and settling posts whose claimant died
 //! ([`settle_expired_claims`]).
 
 use std::{collections::HashMap, sync::Arc};
@@ -204,55 +204,53 @@ pub fn decide(
     now: DateTime<Utc>,
     config: &SchedulerConfig,
 ) -> Decision {
-    {
-        match result {
-            Ok(receipt) => Decision::Write(
-                AttemptEnd::Published {
-                    post_id: receipt.post_id,
+    match result {
+        Ok(receipt) => Decision::Write(
+            AttemptEnd::Published {
+                post_id: receipt.post_id,
+            },
+            Ended::Published,
+        ),
+        // Neither retried nor failed: it may yet be published. Its lease lapses, and settlement
+        // leaves it to the reconciler while the attempt is being checked.
+        Err(failure) if failure.error.code == ErrorCode::PublishUnconfirmed => {
+            tracing::info!(scheduled_post = %row.id, "scheduled post still processing on the platform; checked in the background");
+            Decision::LetGo(Ended::Checking)
+        }
+        Err(failure) if failure.abandon => {
+            tracing::warn!(scheduled_post = %row.id, error = %describe(&failure.error), "scheduled post left for settlement");
+            Decision::LetGo(Ended::Lost)
+        }
+        Err(failure) if failure.retryable && row.attempts < config.max_attempts => {
+            let backoff = config
+                .retry_base_secs
+                .max(1)
+                .saturating_mul(1 << (row.attempts.clamp(1, 10) - 1))
+                .min(3_600);
+            let wait = backoff
+                .max(failure.error.retry_after.unwrap_or(0))
+                .min(MAX_RETRY_WAIT_SECS);
+            let next = now + chrono::Duration::seconds(wait as i64);
+            let reason = describe(&failure.error);
+            tracing::warn!(scheduled_post = %row.id, attempt = row.attempts, retry_in_s = wait, error = %reason, "scheduled post will be retried");
+            Decision::Write(
+                AttemptEnd::Rescheduled {
+                    next_attempt_at: next,
+                    error: reason,
                 },
-                Ended::Published,
-            ),
-            // Neither retried nor failed: it may yet be published. Its lease lapses, and settlement
-            // leaves it to the reconciler while the attempt is being checked.
-            Err(failure) if failure.error.code == ErrorCode::PublishUnconfirmed => {
-                tracing::info!(scheduled_post = %row.id, "scheduled post still processing on the platform; checked in the background");
-                Decision::LetGo(Ended::Checking)
-            }
-            Err(failure) if failure.abandon => {
-                tracing::warn!(scheduled_post = %row.id, error = %describe(&failure.error), "scheduled post left for settlement");
-                Decision::LetGo(Ended::Lost)
-            }
-            Err(failure) if failure.retryable && row.attempts < config.max_attempts => {
-                let backoff = config
-                    .retry_base_secs
-                    .max(1)
-                    .saturating_mul(1 << (row.attempts.clamp(1, 10) - 1))
-                    .min(3_600);
-                let wait = backoff
-                    .max(failure.error.retry_after.unwrap_or(0))
-                    .min(MAX_RETRY_WAIT_SECS);
-                let next = now + chrono::Duration::seconds(wait as i64);
-                let reason = describe(&failure.error);
-                tracing::warn!(scheduled_post = %row.id, attempt = row.attempts, retry_in_s = wait, error = %reason, "scheduled post will be retried");
-                Decision::Write(
-                    AttemptEnd::Rescheduled {
-                        next_attempt_at: next,
-                        error: reason,
-                    },
-                    Ended::Retried,
-                )
-            }
-            Err(failure) => {
-                let reason = describe(&failure.error);
-                tracing::warn!(scheduled_post = %row.id, error = %reason, "scheduled post failed");
-                Decision::Write(
-                    AttemptEnd::Failed {
-                        code: failure.error.code.as_str().to_string(),
-                        error: reason,
-                    },
-                    Ended::Failed,
-                )
-            }
+                Ended::Retried,
+            )
+        }
+        Err(failure) => {
+            let reason = describe(&failure.error);
+            tracing::warn!(scheduled_post = %row.id, error = %reason, "scheduled post failed");
+            Decision::Write(
+                AttemptEnd::Failed {
+                    code: failure.error.code.as_str().to_string(),
+                    error: reason,
+                },
+                Ended::Failed,
+            )
         }
     }
 }

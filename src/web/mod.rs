@@ -107,7 +107,7 @@ pub fn preference_cookie(name: &'static str, value: &str, secure: bool) -> Cooki
         .finish()
 }
 
-/// Middleware (outside [`require_session`]): a page asked for without a live session is sent
+/// Middleware (outside [`auth::require_session`]): a page asked for without a live session is sent
 /// to the sign-in page instead of getting the JSON 401.
 pub async fn to_sign_in(
     req: ServiceRequest,

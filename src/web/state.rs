@@ -1,7 +1,7 @@
 //! The HTTP state: one [`AppState`] per process, built by [`crate::Application::build`] after
 //! the services and the background actors, before the workers start. It holds the services the
 //! handlers call and what only handlers use (session signing, sign-in, cookies, the public URL).
-//! Nothing below HTTP sees it: the actors and use cases get their services instead.
+//! Nothing below the web floor sees it: the actors and use cases get their services instead.
 
 use std::sync::Arc;
 
