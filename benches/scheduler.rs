@@ -33,9 +33,14 @@ use std::{
 };
 
 use chrono::{DateTime, Utc};
-use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, Set, sea_query::OnConflict};
+use sea_orm::{
+    ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter, Set,
+    sea_query::OnConflict,
+};
 use serde_json::json;
-use social_service::domain::plan::Platform;
+use service_sim::Simulator;
+use social_service::{AppState, config::Config, domain::plan::Platform};
+use uuid::Uuid;
 
 use common::{BenchDatabase, env_usize};
 
@@ -99,45 +104,51 @@ impl Point {
     }
 }
 
-async fn run_point(posts: usize, accounts_n: usize, timeout: Duration, verbose: bool) -> Point {
+/// The platform `BENCH_PLATFORM` names: `facebook`, or else Threads.
+fn bench_platform() -> Platform {
     let platform_name = std::env::var("BENCH_PLATFORM").unwrap_or_else(|_| "threads".into());
-    let platform = match platform_name.as_str() {
+    match platform_name.as_str() {
         "facebook" => Platform::Facebook,
         _ => Platform::Threads,
-    };
-    let platform_name = platform.as_str();
-    let sim = common::start_simulator();
+    }
+}
 
-    let database = BenchDatabase::from_env().await;
-    let mut config = common::config(&sim, &database);
+/// The service's configuration for one point: the pool and `scheduler.*` settings from the
+/// environment, the per-account call limits lifted, and the scheduler left out at build.
+fn point_config(sim: &Simulator, database: &BenchDatabase) -> Config {
+    let mut config = common::config(sim, database);
     config.database.max_connections = env_usize("BENCH_DB_POOL", 10) as u32;
     config.platforms.poll_interval_ms = 10;
     config.publishing.threads_calls_per_hour = 10_000_000;
     config.publishing.facebook_calls_per_hour = 10_000_000;
-    config.scheduler.enabled = false; // started below, once the posts are in
+    config.scheduler.enabled = false; // started by `run_point`, once the posts are in
     env_override("BENCH_MAX_IN_FLIGHT", &mut config.scheduler.max_in_flight);
     env_override("BENCH_CLAIM_BATCH", &mut config.scheduler.claim_batch);
     env_override("BENCH_MAX_CLAIMED", &mut config.scheduler.max_claimed);
     env_override("BENCH_SETTLE_BATCH", &mut config.scheduler.settle_batch);
-    let backend = database.backend();
+    config
+}
 
-    let setup = Instant::now();
-    let app = common::build(config.clone(), &database).await;
-    let state = app.state();
+/// `accounts_n` accounts of `user_id` on `platform`, in bulk: one simulator account and one
+/// service account each. Their ids and names.
+async fn insert_accounts(
+    sim: &Simulator,
+    state: &AppState,
+    user_id: Uuid,
+    platform: Platform,
+    accounts_n: usize,
+    now: DateTime<Utc>,
+) -> Vec<(Uuid, String)> {
     let db = state.store.connection();
-    let now = Utc::now();
-    let user = common::bench_user(&state.store, now).await;
-
-    // Accounts, in bulk: one simulator account and one service account each.
-    let mut accounts: Vec<(uuid::Uuid, String)> = Vec::with_capacity(accounts_n);
+    let mut accounts: Vec<(Uuid, String)> = Vec::with_capacity(accounts_n);
     let mut rows = Vec::with_capacity(accounts_n);
     for i in 0..accounts_n {
         let sim_account = sim
             .state()
-            .create_account(platform_name, &format!("bench{i}"), None);
+            .create_account(platform.as_str(), &format!("bench{i}"), None);
         let (id, row) = common::account_row(
             &state.cipher,
-            user.id,
+            user_id,
             platform,
             sim_account.external_id,
             sim_account.name.clone(),
@@ -154,17 +165,29 @@ async fn run_point(posts: usize, accounts_n: usize, timeout: Duration, verbose: 
             .await
             .unwrap();
     }
+    accounts
+}
 
-    // Posts, in bulk, all due at one instant a little ahead (so none is claimed before all
-    // are in: the scheduler starts after the inserts anyway).
+/// `posts` posts of `user_id`, in bulk, spread over `accounts` in turn; their due time.
+async fn insert_posts(
+    db: &DatabaseConnection,
+    user_id: Uuid,
+    platform: Platform,
+    accounts: &[(Uuid, String)],
+    posts: usize,
+    now: DateTime<Utc>,
+) -> DateTime<Utc> {
+    let platform_name = platform.as_str();
+    // All due at one instant a little ahead (so none is claimed before all are in: the
+    // scheduler starts after the inserts anyway).
     let due = Utc::now() + chrono::Duration::seconds(2);
     let mut rows = Vec::with_capacity(INSERT_CHUNK);
     for i in 0..posts {
-        let (account_id, name) = &accounts[i % accounts_n];
+        let (account_id, name) = &accounts[i % accounts.len()];
         let text = format!("bench post {i}");
         rows.push(entity::scheduled_post::ActiveModel {
-            id: Set(uuid::Uuid::new_v4()),
-            user_id: Set(user.id),
+            id: Set(Uuid::new_v4()),
+            user_id: Set(user_id),
             account_id: Set(*account_id),
             platform: Set(platform),
             page_name: Set(name.clone()),
@@ -201,25 +224,12 @@ async fn run_point(posts: usize, accounts_n: usize, timeout: Duration, verbose: 
                 .unwrap();
         }
     }
-    let setup_secs = setup.elapsed().as_secs_f64();
-    if verbose {
-        println!(
-            "{backend}: {posts} posts due at one instant across {accounts_n} {platform_name} accounts, pool of {} connections, \
-             max_in_flight {}, claim_batch {}, max_claimed {}, settle_batch {} (setup {setup_secs:.1} s)",
-            config.database.max_connections,
-            config.scheduler.max_in_flight,
-            config.scheduler.claim_batch,
-            config.scheduler.max_claimed,
-            config.scheduler.settle_batch,
-        );
-    }
+    due
+}
 
-    // Start the scheduler and wait for the due instant to pass and every post to end.
-    // Its service is built whatever `scheduler.enabled` says; only the actor was left out. The
-    // address is held to the end: an actor whose addresses are all gone stops.
-    let scheduler =
-        social_service::background::scheduler::SchedulerActor::new(state.scheduling.clone());
-    let scheduler = actix::Actor::start(scheduler);
+/// Waits, from now, until all `posts` have ended or `timeout` has passed: how many ended, and
+/// whether it timed out.
+async fn wait_for_posts(db: &DatabaseConnection, posts: usize, timeout: Duration) -> (usize, bool) {
     let started = Instant::now();
     let ended_count = || async {
         entity::scheduled_post::Entity::find()
@@ -245,10 +255,16 @@ async fn run_point(posts: usize, accounts_n: usize, timeout: Duration, verbose: 
             break;
         }
     }
-    // Stop claiming (a timed-out point must not go on loading the machine).
-    let _ = scheduler
-        .send(social_service::background::scheduler::Drain)
-        .await;
+    (ended, timed_out)
+}
+
+/// The dispatch lags and publish lags (ms after `due`) of the `posts` posts, each sorted, and
+/// the last publish (`due` if none).
+async fn lags(
+    db: &DatabaseConnection,
+    due: DateTime<Utc>,
+    posts: usize,
+) -> (Vec<i64>, Vec<i64>, DateTime<Utc>) {
     let mut publish = Vec::with_capacity(posts);
     let mut dispatch = Vec::with_capacity(posts);
     let mut last: DateTime<Utc> = due;
@@ -267,6 +283,51 @@ async fn run_point(posts: usize, accounts_n: usize, timeout: Duration, verbose: 
     }
     publish.sort_unstable();
     dispatch.sort_unstable();
+    (dispatch, publish, last)
+}
+
+async fn run_point(posts: usize, accounts_n: usize, timeout: Duration, verbose: bool) -> Point {
+    let platform = bench_platform();
+    let platform_name = platform.as_str();
+    let sim = common::start_simulator();
+
+    let database = BenchDatabase::from_env().await;
+    let config = point_config(&sim, &database);
+    let backend = database.backend();
+
+    let setup = Instant::now();
+    let app = common::build(config.clone(), &database).await;
+    let state = app.state();
+    let db = state.store.connection();
+    let now = Utc::now();
+    let user = common::bench_user(&state.store, now).await;
+    let accounts = insert_accounts(&sim, &state, user.id, platform, accounts_n, now).await;
+    let due = insert_posts(db, user.id, platform, &accounts, posts, now).await;
+    let setup_secs = setup.elapsed().as_secs_f64();
+    if verbose {
+        println!(
+            "{backend}: {posts} posts due at one instant across {accounts_n} {platform_name} accounts, pool of {} connections, \
+             max_in_flight {}, claim_batch {}, max_claimed {}, settle_batch {} (setup {setup_secs:.1} s)",
+            config.database.max_connections,
+            config.scheduler.max_in_flight,
+            config.scheduler.claim_batch,
+            config.scheduler.max_claimed,
+            config.scheduler.settle_batch,
+        );
+    }
+
+    // Start the scheduler and wait for the due instant to pass and every post to end.
+    // Its service is built whatever `scheduler.enabled` says; only the actor was left out. The
+    // address is held to the end: an actor whose addresses are all gone stops.
+    let scheduler =
+        social_service::background::scheduler::SchedulerActor::new(state.scheduling.clone());
+    let scheduler = actix::Actor::start(scheduler);
+    let (ended, timed_out) = wait_for_posts(db, posts, timeout).await;
+    // Stop claiming (a timed-out point must not go on loading the machine).
+    let _ = scheduler
+        .send(social_service::background::scheduler::Drain)
+        .await;
+    let (dispatch, publish, last) = lags(db, due, posts).await;
     let span_secs = (last - due).num_milliseconds().max(1) as f64 / 1000.0;
     let point = Point {
         backend,

@@ -41,10 +41,14 @@ use std::{
 };
 
 use actix_web::{App, HttpResponse, HttpServer, web};
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use sea_orm::EntityTrait;
 use serde_json::json;
+use service_sim::Simulator;
 use social_service::{
+    AppState,
+    config::Config,
+    crypto::NewApiKey,
     services::operator,
     store::{DbCounts, NewScheduledPost, Store},
 };
@@ -141,6 +145,8 @@ fn cpu_per_request(before: &HashMap<String, u64>, requests: usize) -> String {
 /// Builds request number `i` on a client.
 type MakeRequest = Arc<dyn Fn(&reqwest::Client, usize) -> reqwest::RequestBuilder + Send + Sync>;
 
+/// A load run's figures; all zero (the default) for a run that `BENCH_ONLY` leaves out.
+#[derive(Default)]
 struct Load {
     /// Requests sent (answered or not).
     requests: usize,
@@ -391,22 +397,30 @@ fn report(name: &str, l: &Load, baseline: Option<(&str, &Load)>) {
     }
 }
 
-#[actix_web::main]
-async fn main() {
-    let seconds = env_usize("BENCH_SECONDS", 5) as u64;
-    let connections = env_usize("BENCH_CONNECTIONS", 32);
-    let accounts_n = env_usize("BENCH_ACCOUNTS", 100_000);
-    let actors_n = env_usize("BENCH_ACTORS", 10_000).min(accounts_n);
-    let rss_start = rss_bytes();
-    claim_new_threads("load generator");
+/// What the measurements after the start share: the knobs, the service under test with its
+/// user's key, and its resident memory before the load runs.
+struct Bench {
+    seconds: u64,
+    connections: usize,
+    accounts_n: usize,
+    actors_n: usize,
+    /// The service's address, `http://127.0.0.1:port`.
+    base: String,
+    state: web::Data<AppState>,
+    key: NewApiKey,
+    rss_start: u64,
+    rss_idle: u64,
+}
 
-    let sim = common::start_simulator();
-    // Each part's threads are named after it has started them.
-    let settle = || tokio::time::sleep(Duration::from_millis(100));
-    settle().await;
-    claim_new_threads("simulator");
-    let database = BenchDatabase::from_env().await;
-    let mut config = common::config(&sim, &database);
+/// Lets a part just started start its threads, so that they are named after it.
+async fn settle() {
+    tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
+/// The service's configuration on `database`: two workers, limits that the load cannot reach,
+/// and `BENCH_SQLITE_SYNCHRONOUS`.
+fn service_config(sim: &Simulator, database: &BenchDatabase) -> Config {
+    let mut config = common::config(sim, database);
     // `normal` measures what a publish costs without its sync to disk on SQLite.
     if let Ok(mode) = std::env::var("BENCH_SQLITE_SYNCHRONOUS") {
         config.database.sqlite_synchronous = serde_json::from_value(serde_json::json!(mode))
@@ -419,23 +433,12 @@ async fn main() {
     config.usage.last_used_flush_ms = 1_000;
     // Its catch-up pass would collect the 100,000 bulk accounts below at start.
     config.collector.enabled = false;
-    let backend = if database.schema.is_some() {
-        "PostgreSQL"
-    } else {
-        "SQLite"
-    };
-    println!("benchmarks on {backend}; {connections} connections, {seconds} s per load run\n");
+    config
+}
 
-    let app = common::build(config.clone(), &database).await;
-    let base = format!("http://127.0.0.1:{}", app.port());
-    let state = app.state();
-    actix_rt::spawn(app.run_until_stopped());
-    settle().await;
-    claim_new_threads("service");
-    let rss_idle = rss_bytes();
-
-    // Baselines A and B: bare handlers in this process, same worker count.
-    let store: Store = state.store.clone();
+/// Starts baselines A and B: bare handlers in this process, same worker count, B's on the
+/// service's `store`. Their address.
+async fn start_baselines(store: Store) -> String {
     let baseline = HttpServer::new(move || {
         App::new()
             .app_data(web::Data::new(store.clone()))
@@ -460,9 +463,17 @@ async fn main() {
     actix_rt::spawn(baseline.run());
     settle().await;
     claim_new_threads("bare handlers");
+    baseline_url
+}
 
-    // A Pro user with a key, 50 scheduled posts, and threads accounts on the simulator.
-    let now = Utc::now();
+/// A Pro user with a key, 50 scheduled posts, and threads accounts on the simulator: the user,
+/// its key and the accounts' ids.
+async fn publisher(
+    sim: &Simulator,
+    state: &AppState,
+    seconds: u64,
+    now: DateTime<Utc>,
+) -> (entity::user::Model, NewApiKey, Vec<Uuid>) {
     let user = common::bench_user(&state.store, now).await;
     let key = common::pro_key(&state.store, user.id, now).await;
     let mut publish_accounts = Vec::new();
@@ -503,15 +514,12 @@ async fn main() {
             .await
             .unwrap();
     }
+    (user, key, publish_accounts)
+}
 
-    let skipped = || Load {
-        requests: 0,
-        rps: 0.0,
-        p50_ms: 0.0,
-        p99_ms: 0.0,
-        errors: 0,
-        cpu: String::new(),
-    };
+/// Baselines A (the bare handler) and B (`SELECT 1` through the pool), each measured if wanted.
+async fn baselines(bench: &Bench, baseline_url: &str) -> (Load, Load) {
+    let (connections, seconds) = (bench.connections, bench.seconds);
     let bare = format!("{baseline_url}/bare");
     let a = if wanted("bare") {
         let a = load(
@@ -524,7 +532,7 @@ async fn main() {
         report("A: bare handler (constant)", &a, None);
         a
     } else {
-        skipped()
+        Load::default()
     };
     let select = format!("{baseline_url}/select1");
     let b = if wanted("select1") {
@@ -542,107 +550,122 @@ async fn main() {
         );
         b
     } else {
-        skipped()
+        Load::default()
     };
-    if wanted("list") {
-        let (list_url, key_value) = (format!("{base}/api/scheduled-posts"), key.full.clone());
-        let before = state.store.db_counts();
-        let list = load(
-            connections,
-            seconds,
-            Arc::new(move |c, _| c.get(&list_url).header("service-api-key", &key_value)),
-            false,
-        )
-        .await;
-        report(
-            "GET /api/scheduled-posts (key, metered, 50 items)",
-            &list,
-            Some(("B", &b)),
-        );
-        println!(
-            "    {}",
-            per_request(state.store.db_counts().since(before), &list)
-        );
-    }
-    if wanted("metrics") {
-        let metrics_url = format!(
-            "{base}/api/performance/metrics?account_id={}&platform=threads",
-            publish_accounts[0]
-        );
-        let key_value = key.full.clone();
-        let before = state.store.db_counts();
-        let catalogue = load(
-            connections,
-            seconds,
-            Arc::new(move |c, _| c.get(&metrics_url).header("service-api-key", &key_value)),
-            false,
-        )
-        .await;
-        report(
-            "GET /api/performance/metrics (key, metered, 1 account)",
-            &catalogue,
-            Some(("A", &a)),
-        );
-        println!(
-            "    {}",
-            per_request(state.store.db_counts().since(before), &catalogue)
-        );
-    }
-    if wanted("publish") {
-        let (post_url, key_value, accounts) = (
-            format!("{base}/v2/posts"),
-            key.full.clone(),
-            Arc::new(publish_accounts.clone()),
-        );
-        let before = state.store.db_counts();
-        let commits_before = state.store.group_commit_stats();
-        let publish = load(
-            connections,
-            seconds,
-            Arc::new(move |c, i| {
-                let account = accounts[i % accounts.len()];
-                c.post(&post_url).header("service-api-key", &key_value).json(&json!({"post": {
-                "accountId": account,
-                "content": {"text": format!("bench {i} {}", Uuid::new_v4()), "platform": "threads"},
-                "target": {"targetType": "threads"},
-            }}))
-            }),
-            true,
-        )
-        .await;
-        report(
-            "POST /v2/posts (threads text, simulator)",
-            &publish,
-            Some(("A", &a)),
-        );
-        println!(
-            "    {}",
-            per_request(state.store.db_counts().since(before), &publish)
-        );
-        let commits = state.store.group_commit_stats();
-        let (transactions, writes) = (
-            commits.transactions - commits_before.transactions,
-            commits.writes - commits_before.writes,
-        );
-        println!(
-            "    group commit: {writes} writes in {transactions} transactions ({:.1} per transaction), {} WAL syncs",
-            writes as f64 / transactions.max(1) as f64,
-            commits.wal_syncs - commits_before.wal_syncs
-        );
-        // The WAL must stay bounded under a steady stream of publishes (see the group
-        // commit's checkpoints): its size as the run ends.
-        if database.schema.is_none()
-            && let Ok(wal) = std::fs::metadata(database.dir.path().join("bench.db-wal"))
-        {
-            println!("    SQLite WAL: {:.1} MB", wal.len() as f64 / 1e6);
-        }
-    }
-    if !wanted("memory") {
-        database.drop_schema().await;
-        return;
-    }
+    (a, b)
+}
 
-    // 100,000 connected accounts (bulk insert), then 10,000 live actors.
+/// The metered list of 50 scheduled posts, against baseline B.
+async fn list(bench: &Bench, b: &Load) {
+    let (base, state) = (&bench.base, &bench.state);
+    let (list_url, key_value) = (
+        format!("{base}/api/scheduled-posts"),
+        bench.key.full.clone(),
+    );
+    let before = state.store.db_counts();
+    let list = load(
+        bench.connections,
+        bench.seconds,
+        Arc::new(move |c, _| c.get(&list_url).header("service-api-key", &key_value)),
+        false,
+    )
+    .await;
+    report(
+        "GET /api/scheduled-posts (key, metered, 50 items)",
+        &list,
+        Some(("B", b)),
+    );
+    println!(
+        "    {}",
+        per_request(state.store.db_counts().since(before), &list)
+    );
+}
+
+/// The metered metrics of `account`, against baseline A.
+async fn metrics(bench: &Bench, account: Uuid, a: &Load) {
+    let (base, state) = (&bench.base, &bench.state);
+    let metrics_url =
+        format!("{base}/api/performance/metrics?account_id={account}&platform=threads");
+    let key_value = bench.key.full.clone();
+    let before = state.store.db_counts();
+    let catalogue = load(
+        bench.connections,
+        bench.seconds,
+        Arc::new(move |c, _| c.get(&metrics_url).header("service-api-key", &key_value)),
+        false,
+    )
+    .await;
+    report(
+        "GET /api/performance/metrics (key, metered, 1 account)",
+        &catalogue,
+        Some(("A", a)),
+    );
+    println!(
+        "    {}",
+        per_request(state.store.db_counts().since(before), &catalogue)
+    );
+}
+
+/// Threads text posts to the simulator, `publish_accounts` in turn, against baseline A; the
+/// group commit's figures, and on SQLite the WAL's size as the run ends.
+async fn publish(bench: &Bench, publish_accounts: &[Uuid], database: &BenchDatabase, a: &Load) {
+    let (base, state) = (&bench.base, &bench.state);
+    let (post_url, key_value, accounts) = (
+        format!("{base}/v2/posts"),
+        bench.key.full.clone(),
+        Arc::new(publish_accounts.to_vec()),
+    );
+    let before = state.store.db_counts();
+    let commits_before = state.store.group_commit_stats();
+    let publish = load(
+        bench.connections,
+        bench.seconds,
+        Arc::new(move |c, i| {
+            let account = accounts[i % accounts.len()];
+            c.post(&post_url).header("service-api-key", &key_value).json(&json!({"post": {
+            "accountId": account,
+            "content": {"text": format!("bench {i} {}", Uuid::new_v4()), "platform": "threads"},
+            "target": {"targetType": "threads"},
+        }}))
+        }),
+        true,
+    )
+    .await;
+    report(
+        "POST /v2/posts (threads text, simulator)",
+        &publish,
+        Some(("A", a)),
+    );
+    println!(
+        "    {}",
+        per_request(state.store.db_counts().since(before), &publish)
+    );
+    let commits = state.store.group_commit_stats();
+    let (transactions, writes) = (
+        commits.transactions - commits_before.transactions,
+        commits.writes - commits_before.writes,
+    );
+    println!(
+        "    group commit: {writes} writes in {transactions} transactions ({:.1} per transaction), {} WAL syncs",
+        writes as f64 / transactions.max(1) as f64,
+        commits.wal_syncs - commits_before.wal_syncs
+    );
+    // The WAL must stay bounded under a steady stream of publishes (see the group
+    // commit's checkpoints): its size as the run ends.
+    if database.schema.is_none()
+        && let Ok(wal) = std::fs::metadata(database.dir.path().join("bench.db-wal"))
+    {
+        println!("    SQLite WAL: {:.1} MB", wal.len() as f64 / 1e6);
+    }
+}
+
+/// `accounts_n` connected accounts of `user_id`, inserted in bulk; their ids.
+async fn insert_accounts(
+    state: &AppState,
+    user_id: Uuid,
+    now: DateTime<Utc>,
+    accounts_n: usize,
+) -> Vec<Uuid> {
     let started = Instant::now();
     let mut ids = Vec::with_capacity(accounts_n);
     for chunk in (0..accounts_n).collect::<Vec<_>>().chunks(1_000) {
@@ -651,7 +674,7 @@ async fn main() {
             .map(|i| {
                 let (id, row) = common::account_row(
                     &state.cipher,
-                    user.id,
+                    user_id,
                     social_service::domain::plan::Platform::Threads,
                     format!("bulk{i}"),
                     format!("bulk {i}"),
@@ -671,10 +694,14 @@ async fn main() {
         "\ninserted {accounts_n} accounts in {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    let rss_accounts = rss_bytes();
+    ids
+}
 
+/// Starts a second service on `database` and waits until it is ready: the time that took, and
+/// the client that asked.
+async fn start_to_ready(config: &Config, database: &BenchDatabase) -> (Duration, reqwest::Client) {
     let started = Instant::now();
-    let again = common::build(config.clone(), &database).await;
+    let again = common::build(config.clone(), database).await;
     let ready_url = format!("http://127.0.0.1:{}/readyz", again.port());
     actix_rt::spawn(again.run_until_stopped());
     let client = reqwest::Client::new();
@@ -687,8 +714,22 @@ async fn main() {
     {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let start_to_ready = started.elapsed();
+    (started.elapsed(), client)
+}
 
+/// What starting the actors cost.
+struct Actors {
+    /// RSS before their rows were first read.
+    before_rows: u64,
+    /// RSS after that read, before the actors started.
+    before_actors: u64,
+    started: Duration,
+    /// RSS with them live.
+    rss_actors: u64,
+}
+
+/// Starts the actors of the accounts `ids` (by asking each its health), 500 at a time.
+async fn start_actors(state: &AppState, ids: &[Uuid]) -> Actors {
     // The rows are read once before the baseline and again as the actors start: the first
     // read grows SQLite's page cache on whichever pooled connections serve it, by an amount
     // that varies from run to run and is not the actors' (valgrind's dhat counted 0.5 to
@@ -700,20 +741,29 @@ async fn main() {
             .all(state.store.connection())
     };
     let before_rows = rss_bytes();
-    for chunk in ids[..actors_n].chunks(500) {
+    for chunk in ids.chunks(500) {
         read_rows(chunk).await.unwrap();
     }
     let before_actors = rss_bytes();
     let started = Instant::now();
-    for chunk in ids[..actors_n].chunks(500) {
+    for chunk in ids.chunks(500) {
         let rows = read_rows(chunk).await.unwrap();
         let asks = rows.iter().map(|row| state.supervisor.health(row));
         for r in futures_util::future::join_all(asks).await {
             r.unwrap();
         }
     }
-    let actors_started = started.elapsed();
-    let rss_actors = rss_bytes();
+    let started = started.elapsed();
+    Actors {
+        before_rows,
+        before_actors,
+        started,
+        rss_actors: rss_bytes(),
+    }
+}
+
+/// The latencies (ms) of 20 requests for the operator actor view, sorted.
+async fn actor_view_ms(client: &reqwest::Client, base: &str) -> Vec<f64> {
     let view_url = format!("{base}/api/admin/actors");
     let mut view_ms = Vec::new();
     for _ in 0..20 {
@@ -728,10 +778,29 @@ async fn main() {
         view_ms.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     view_ms.sort_by(|a, b| a.total_cmp(b));
+    view_ms
+}
+
+/// RSS with `accounts_n` connected accounts and with `actors_n` live actors, the actor view's
+/// latency, and the time from start to ready with the accounts in the database.
+async fn memory(
+    bench: &Bench,
+    config: &Config,
+    database: &BenchDatabase,
+    user_id: Uuid,
+    now: DateTime<Utc>,
+) {
+    let (state, accounts_n, actors_n) = (&bench.state, bench.accounts_n, bench.actors_n);
+    // 100,000 connected accounts (bulk insert), then 10,000 live actors.
+    let ids = insert_accounts(state, user_id, now, accounts_n).await;
+    let rss_accounts = rss_bytes();
+    let (start_to_ready, client) = start_to_ready(config, database).await;
+    let actors = start_actors(state, &ids[..actors_n]).await;
+    let view_ms = actor_view_ms(&client, &bench.base).await;
     println!(
         "started {} actors in {:.2} s; live actors: {}",
         actors_n,
-        actors_started.as_secs_f64(),
+        actors.started.as_secs_f64(),
         state.supervisor.live_actors()
     );
     println!(
@@ -743,24 +812,86 @@ async fn main() {
     let mb = |b: u64| b as f64 / (1024.0 * 1024.0);
     println!(
         "RSS: process start {:.1} MiB; service idle {:.1} MiB; after {accounts_n} accounts {:.1} MiB",
-        mb(rss_start),
-        mb(rss_idle),
+        mb(bench.rss_start),
+        mb(bench.rss_idle),
         mb(rss_accounts)
     );
     let per = |from: u64, to: u64| to.saturating_sub(from) as f64 / actors_n as f64;
     println!(
         "RSS with {actors_n} live actors: {:.1} MiB (+{:.0} bytes per actor)",
-        mb(rss_actors),
-        per(before_actors, rss_actors)
+        mb(actors.rss_actors),
+        per(actors.before_actors, actors.rss_actors)
     );
     println!(
         "  reading their rows once before: +{:.0} bytes per row (SQLite's page cache); counted with the actors instead: +{:.0} bytes per actor",
-        per(before_rows, before_actors),
-        per(before_rows, rss_actors)
+        per(actors.before_rows, actors.before_actors),
+        per(actors.before_rows, actors.rss_actors)
     );
     println!(
         "start to ready with {accounts_n} accounts in the database: {:.0} ms",
         start_to_ready.as_secs_f64() * 1000.0
     );
+}
+
+#[actix_web::main]
+async fn main() {
+    let seconds = env_usize("BENCH_SECONDS", 5) as u64;
+    let connections = env_usize("BENCH_CONNECTIONS", 32);
+    let accounts_n = env_usize("BENCH_ACCOUNTS", 100_000);
+    let actors_n = env_usize("BENCH_ACTORS", 10_000).min(accounts_n);
+    let rss_start = rss_bytes();
+    claim_new_threads("load generator");
+
+    let sim = common::start_simulator();
+    // Each part's threads are named after it has started them.
+    settle().await;
+    claim_new_threads("simulator");
+    let database = BenchDatabase::from_env().await;
+    let config = service_config(&sim, &database);
+    let backend = if database.schema.is_some() {
+        "PostgreSQL"
+    } else {
+        "SQLite"
+    };
+    println!("benchmarks on {backend}; {connections} connections, {seconds} s per load run\n");
+
+    let app = common::build(config.clone(), &database).await;
+    let base = format!("http://127.0.0.1:{}", app.port());
+    let state = app.state();
+    actix_rt::spawn(app.run_until_stopped());
+    settle().await;
+    claim_new_threads("service");
+    let rss_idle = rss_bytes();
+
+    let baseline_url = start_baselines(state.store.clone()).await;
+    let now = Utc::now();
+    let (user, key, publish_accounts) = publisher(&sim, &state, seconds, now).await;
+    let bench = Bench {
+        seconds,
+        connections,
+        accounts_n,
+        actors_n,
+        base,
+        state,
+        key,
+        rss_start,
+        rss_idle,
+    };
+
+    let (a, b) = baselines(&bench, &baseline_url).await;
+    if wanted("list") {
+        list(&bench, &b).await;
+    }
+    if wanted("metrics") {
+        metrics(&bench, publish_accounts[0], &a).await;
+    }
+    if wanted("publish") {
+        publish(&bench, &publish_accounts, &database, &a).await;
+    }
+    if !wanted("memory") {
+        database.drop_schema().await;
+        return;
+    }
+    memory(&bench, &config, &database, user.id, now).await;
     database.drop_schema().await;
 }
