@@ -1,5 +1,5 @@
-//! The operator role granted per user by the `service user operator` CLI (issue 14, operator
-//! pages). Existing users are not operators; the configuration's `auth.operator_emails` grants
+//! The operator role granted per user by the `service user operator` CLI (it opens the
+//! dashboard's operator pages). Existing users are not operators; the configuration's `auth.operator_emails` grants
 //! the role without this column.
 
 use sea_orm_migration::{prelude::*, schema::*};

@@ -1,6 +1,6 @@
-//! The reconciler's index of due checks holds only the rows being checked (issue 16, sixth
-//! session). It held every history row, each with a NULL key, so every publish's insert wrote
-//! an index page it never needed; the reconciler's look (`next_check_at <= now`) implies
+//! The reconciler's index of due checks holds only the rows being checked. An index of every
+//! history row (almost all with a NULL key) would make every publish's insert write an index
+//! page it never needs; the reconciler's look (`next_check_at <= now`) implies
 //! `next_check_at IS NOT NULL`, which lets SQLite and PostgreSQL use the partial index.
 
 use sea_orm_migration::prelude::*;

@@ -127,7 +127,7 @@ impl MetaError {
     /// subcode 33, HTTP 400. graph.facebook.com says `GraphMethodException` and points to the
     /// docs; instagram media and users say `IGApiException`, graph.threads.net
     /// `THApiException`, both without the pointer (as reported by client libraries, e.g.
-    /// restfb issue #1502).
+    /// restfb, github.com/restfb/restfb/issues/1502).
     pub(crate) fn unsupported(platform: &str, method: &Method, id: &str) -> Self {
         let verb = if method == Method::GET { "get" } else { "post" };
         let message = format!(
