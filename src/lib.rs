@@ -1,7 +1,7 @@
 //! A self-hostable social publishing service.
 //!
 //! The modules stand on floors; a module imports only from its own floor or below
-//! (`tests/layers.rs` checks it, `docs/development.md` draws it):
+//! (`tests/layers.rs` checks it, `ARCHITECTURE.md` draws it):
 //! - composition: [`startup`] ([`Application::build`], the worker's app, shutdown) and [`demo`];
 //! - front ends: [`http`] (the JSON API, its contract and OpenAPI document) and [`dashboard`]
 //!   (the HTML pages), which never import each other; the CLI is `main.rs`;
