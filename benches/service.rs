@@ -159,8 +159,8 @@ struct Load {
 }
 
 /// Which load generator `BENCH_CLIENT` asks for: reqwest (the default, so figures stay
-/// comparable with those in docs/benchmark-journal.md), or `raw`, HTTP/1.1 written and read by
-/// hand.
+/// comparable with the reqwest columns of docs/benchmarks.md), or `raw`, HTTP/1.1 written and
+/// read by hand, which does not bound the bare handler A as reqwest's one thread can.
 fn raw_client() -> bool {
     std::env::var("BENCH_CLIENT").is_ok_and(|c| c == "raw")
 }

@@ -22,7 +22,7 @@
 /// they measure what runs). On the publish path glibc's `malloc` family took about a sixth of
 /// the service's CPU, much of it in its slow paths (`malloc_consolidate`, and arena locks
 /// contended when one thread frees what another allocated); with mimalloc the service spent
-/// 5–15 % less CPU per publish (`docs/benchmark-journal.md`). Cargo.toml
+/// 5–15 % less CPU per publish (figures in `docs/benchmarks.md`). Cargo.toml
 /// builds its 2.x line without transparent huge pages: with them, the idle service's RSS nearly
 /// tripled.
 #[global_allocator]

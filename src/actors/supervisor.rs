@@ -10,9 +10,9 @@
 //!   [`host_actors_here`] marks them). That worker's later requests for the account reach the
 //!   actor, and get its answer, without a thread hand-over: on a busy machine each hand-over is
 //!   a wait for a core (avoiding it gave about a tenth more publishes per second on a busy
-//!   2-core machine, docs/benchmark-journal.md). Requests arriving on another worker are handed
-//!   over to the actor's thread. actix gives each connection to one worker, so a client that
-//!   publishes over a single connection (or a proxy with a single upstream connection) puts
+//!   2-core machine). Requests arriving on another worker are handed over to the actor's
+//!   thread. actix gives each connection to one worker, so a client that publishes over a
+//!   single connection (or a proxy with a single upstream connection) puts
 //!   every account it publishes to on that one worker (`actors_on_http_workers = false` avoids
 //!   it). A worker that stops (the server's shutdown, once its own connections are done) stops
 //!   the actors it hosts and what they were running in the background; the next request for one

@@ -4,8 +4,8 @@
 //!
 //! Why not the pool: sqlx runs each SQLite connection on a thread of its own, so every batch
 //! would be a hand-over to that thread and back. On a busy two-core machine that thread waited
-//! for a core, and a batch took some 0.7 ms of wall time for 0.2 ms of work, twice per publish
-//! (docs/benchmark-journal.md). Written here, a batch costs only its work.
+//! for a core, and a batch took some 0.7 ms of wall time for 0.2 ms of work, twice per publish.
+//! Written here, a batch costs only its work.
 //!
 //! What keeps this from stalling the thread it runs on (an actor's thread: an arbiter, or the
 //! HTTP worker hosting the actor):
