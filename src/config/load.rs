@@ -98,7 +98,7 @@ impl Config {
             let key = key.as_str().to_ascii_lowercase();
             !STRING_KEYS.contains(&key.as_str())
         }));
-        with_string_variables(figment, |variable| std::env::var(variable).ok())
+        with_string_variables(figment, |variable| std::env::var(variable).ok())?
             .extract()
             .map_err(|e| ConfigError::Load(Box::new(e)))
     }
@@ -139,15 +139,44 @@ impl Config {
 }
 
 /// Merges the string-typed keys' `SERVICE__SECTION__KEY` variables, read through `lookup` so
-/// tests can check the mapping without touching the process environment.
-fn with_string_variables(mut figment: Figment, lookup: impl Fn(&str) -> Option<String>) -> Figment {
+/// tests can check the mapping without touching the process environment. Each may instead be
+/// given as `SERVICE__SECTION__KEY_FILE`, the path of a file holding the value (how container
+/// secrets are mounted); a final line break in the file is not part of the value. Both at once
+/// is refused: which one was meant cannot be known.
+fn with_string_variables(
+    mut figment: Figment,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<Figment, ConfigError> {
     for key in STRING_KEYS {
         let variable = format!("SERVICE__{}", key.replace('.', "__").to_ascii_uppercase());
-        if let Some(value) = lookup(&variable) {
+        let file_variable = format!("{variable}_FILE");
+        let value = match (lookup(&variable), lookup(&file_variable)) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::Invalid(
+                    key,
+                    format!("set {variable} or {file_variable}, not both"),
+                ));
+            }
+            (Some(value), None) => Some(value),
+            (None, Some(path)) => Some(read_value_file(key, &file_variable, &path)?),
+            (None, None) => None,
+        };
+        if let Some(value) = value {
             figment = figment.merge(Serialized::default(key, value));
         }
     }
-    figment
+    Ok(figment)
+}
+
+/// The value held in the file a `…_FILE` variable names, without its final line break.
+fn read_value_file(key: &'static str, variable: &str, path: &str) -> Result<String, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::Invalid(key, format!("{variable}: cannot read {path}: {e}")))?;
+    let value = text
+        .strip_suffix("\r\n")
+        .or_else(|| text.strip_suffix('\n'))
+        .unwrap_or(&text);
+    Ok(value.to_string())
 }
 
 fn present<'a>(
@@ -214,6 +243,7 @@ mod tests {
                     .map(|(_, value)| value.to_string())
             },
         )
+        .unwrap()
         .extract()
         .unwrap();
         assert_eq!(
@@ -234,5 +264,53 @@ mod tests {
         );
         // Untouched keys keep their defaults.
         assert_eq!(config.oauth.x_token_url, "https://api.x.com/2/oauth2/token");
+    }
+
+    fn temp_file(name: &str, contents: &str) -> std::path::PathBuf {
+        let path = std::env::temp_dir().join(format!("{name}-{}", uuid::Uuid::new_v4()));
+        std::fs::write(&path, contents).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_secret_can_come_from_the_file_its_file_variable_names() {
+        let file = temp_file("session-key", "0123456789abcdef0123456789abcdef\n");
+        let path = file.to_string_lossy().to_string();
+        let config: Config = with_string_variables(
+            Figment::from(Serialized::defaults(Config::default())),
+            |name| (name == "SERVICE__SECRETS__SESSION_KEY_FILE").then(|| path.clone()),
+        )
+        .unwrap()
+        .extract()
+        .unwrap();
+        let key = config.secrets.session_key.unwrap();
+        // Read verbatim (a string, not a number) and without the file's final line break.
+        assert_eq!(key.expose_secret(), "0123456789abcdef0123456789abcdef");
+        let _ = std::fs::remove_file(file);
+    }
+
+    #[test]
+    fn a_value_and_its_file_variable_together_or_an_unreadable_file_are_refused() {
+        let file = temp_file("operator-token", "x");
+        let path = file.to_string_lossy().to_string();
+        let both = with_string_variables(Figment::new(), |name| match name {
+            "SERVICE__SECRETS__OPERATOR_TOKEN" => Some("y".to_string()),
+            "SERVICE__SECRETS__OPERATOR_TOKEN_FILE" => Some(path.clone()),
+            _ => None,
+        });
+        let Err(ConfigError::Invalid(key, message)) = both else {
+            panic!("both at once must be refused");
+        };
+        assert_eq!(key, "secrets.operator_token");
+        assert!(message.contains("not both"), "{message}");
+        let missing = with_string_variables(Figment::new(), |name| {
+            (name == "SERVICE__AUTH__CLIENT_SECRET_FILE").then(|| "/nonexistent/secret".to_string())
+        });
+        let Err(ConfigError::Invalid(key, message)) = missing else {
+            panic!("an unreadable file must be refused");
+        };
+        assert_eq!(key, "auth.client_secret");
+        assert!(message.contains("/nonexistent/secret"), "{message}");
+        let _ = std::fs::remove_file(file);
     }
 }
