@@ -52,6 +52,9 @@ enum Command {
     },
     /// Print freshly generated secrets as environment variables.
     GenSecrets,
+    /// Ask the service running on this machine (at `server.bind`) whether it is ready:
+    /// exits 0 when `GET /readyz` answers 200, 1 otherwise (a container's HEALTHCHECK).
+    Healthcheck,
     /// Re-encrypt every stored platform token with `secrets.token_encryption_key`, reading them
     /// with it or one of `secrets.previous_token_encryption_keys` (key rotation; see README).
     RotateTokenKey,
@@ -193,6 +196,13 @@ async fn run(cli: Cli, config: Config) -> Result<(), Box<dyn std::error::Error>>
                 report.unreadable.len()
             )
             .into())
+        }
+        Command::Healthcheck => {
+            use social_service::startup::healthcheck;
+            let address = healthcheck::probe_address(&config)?;
+            healthcheck::probe(address).await?;
+            println!("ready: http://{address}/readyz answered 200");
+            Ok(())
         }
         Command::Migrate => {
             let store = Store::connect(&config.database.url, 2, None).await?;

@@ -4,6 +4,7 @@
 //! HTTP worker's application (routes and middleware stack); [`shutdown`] drains on a signal.
 //! `main`, the tests and the benchmarks all start the service through it.
 
+pub mod healthcheck;
 pub mod shutdown;
 
 use std::{cell::RefCell, net::TcpListener, sync::Arc, time::Duration};

@@ -492,3 +492,26 @@ async fn logs_of_a_publish_and_a_connection_carry_no_secret() {
     }
     crate::helpers::assert_no_violations(&sim);
 }
+
+#[actix_web::test]
+async fn the_healthcheck_command_probes_the_configured_address_for_readiness() {
+    use social_service::startup::healthcheck::{probe, probe_address};
+    let app = TestApp::spawn().await;
+    let port = app.base.rsplit(':').next().unwrap().parse::<u16>().unwrap();
+    let mut config = app.config.clone();
+    // A service bound to every address is probed on loopback.
+    config.server.bind = format!("0.0.0.0:{port}");
+    let address = probe_address(&config).unwrap();
+    assert_eq!(address.to_string(), format!("127.0.0.1:{port}"));
+    probe(address).await.unwrap();
+    // Nothing listening: not ready, and the reason names the address.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed_port = closed.local_addr().unwrap().port();
+    drop(closed);
+    config.server.bind = format!("127.0.0.1:{closed_port}");
+    let refused = probe(probe_address(&config).unwrap()).await.unwrap_err();
+    assert!(refused.contains(&closed_port.to_string()), "{refused}");
+    // Port 0 names no port to probe.
+    config.server.bind = "127.0.0.1:0".to_string();
+    assert!(probe_address(&config).unwrap_err().contains("port 0"));
+}
