@@ -218,22 +218,8 @@ async fn run(cli: Cli, config: Config) -> Result<(), Box<dyn std::error::Error>>
         }
         Command::Migrate {
             command: Some(MigrateCommand::Status),
-        } => {
-            let store = Store::connect(&config.database.url, 2, None).await?;
-            for (name, applied) in store.migration_status().await? {
-                println!("{name} {}", if applied { "applied" } else { "pending" });
-            }
-            Ok(())
-        }
-        Command::Backup { path } => {
-            match backup::backup(&config.database.url, &path).await? {
-                backup::BackupOutcome::Written(path) => {
-                    println!("backed up the database to {}", path.display())
-                }
-                backup::BackupOutcome::PostgresInstructions(text) => println!("{text}"),
-            }
-            Ok(())
-        }
+        } => migrate_status(&config).await,
+        Command::Backup { path } => backup_database(&config, &path).await,
         #[cfg(feature = "demo")]
         Command::Sim { args } => service_sim::cli::run(args).await,
         Command::User { command } => {
@@ -303,6 +289,29 @@ async fn run(cli: Cli, config: Config) -> Result<(), Box<dyn std::error::Error>>
             Ok(())
         }
     }
+}
+
+/// `service migrate status`: one line per migration, `NAME applied|pending`.
+async fn migrate_status(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
+    let store = Store::connect(&config.database.url, 2, None).await?;
+    for (name, applied) in store.migration_status().await? {
+        println!("{name} {}", if applied { "applied" } else { "pending" });
+    }
+    Ok(())
+}
+
+/// `service backup PATH`.
+async fn backup_database(
+    config: &Config,
+    path: &std::path::Path,
+) -> Result<(), Box<dyn std::error::Error>> {
+    match backup::backup(&config.database.url, path).await? {
+        backup::BackupOutcome::Written(path) => {
+            println!("backed up the database to {}", path.display())
+        }
+        backup::BackupOutcome::PostgresInstructions(text) => println!("{text}"),
+    }
+    Ok(())
 }
 
 async fn resolve_user(store: &Store, user: &str) -> Result<uuid::Uuid, Box<dyn std::error::Error>> {
