@@ -9,14 +9,18 @@ use social_service::{
     config::Config,
     crypto::{self, TokenCipher},
     logging::{self, DemoteClientErrors},
+    services::backup,
     services::operator,
     services::user_access,
     store::Store,
 };
 use tracing_subscriber::{EnvFilter, layer::SubscriberExt, util::SubscriberInitExt};
 
+/// The package version and the commit it was built from (see `build.rs`).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("GIT_COMMIT"), ")");
+
 #[derive(Parser)]
-#[command(name = "service", version, about = "Social publishing service")]
+#[command(name = "service", version = VERSION, about = "Social publishing service")]
 struct Cli {
     /// Configuration file (default: ./config.toml if present).
     #[arg(long, global = true, value_name = "PATH")]
@@ -37,7 +41,13 @@ enum Command {
         demo_file: PathBuf,
     },
     /// Apply database migrations and exit.
-    Migrate,
+    Migrate {
+        #[command(subcommand)]
+        command: Option<MigrateCommand>,
+    },
+    /// Write a consistent copy of the SQLite database to PATH, with the service running; on
+    /// PostgreSQL, print how to back it up with `pg_dump`.
+    Backup { path: PathBuf },
     /// Run the platform simulator on its own (as the `service-sim` program does): the six
     /// platforms' APIs, a media host, control endpoints and the test identity provider.
     #[cfg(feature = "demo")]
@@ -58,6 +68,12 @@ enum Command {
     /// Re-encrypt every stored platform token with `secrets.token_encryption_key`, reading them
     /// with it or one of `secrets.previous_token_encryption_keys` (key rotation; see README).
     RotateTokenKey,
+}
+
+#[derive(Subcommand)]
+enum MigrateCommand {
+    /// List every migration and whether the database has applied it (changes nothing).
+    Status,
 }
 
 #[derive(Subcommand)]
@@ -204,12 +220,16 @@ async fn run(cli: Cli, config: Config) -> Result<(), Box<dyn std::error::Error>>
             println!("ready: http://{address}/readyz answered 200");
             Ok(())
         }
-        Command::Migrate => {
+        Command::Migrate { command: None } => {
             let store = Store::connect(&config.database.url, 2, None).await?;
             store.migrate().await?;
             println!("migrations applied");
             Ok(())
         }
+        Command::Migrate {
+            command: Some(MigrateCommand::Status),
+        } => migrate_status(&config).await,
+        Command::Backup { path } => backup_database(&config, &path).await,
         #[cfg(feature = "demo")]
         Command::Sim { args } => service_sim::cli::run(args).await,
         Command::User { command } => {
@@ -279,6 +299,29 @@ async fn run(cli: Cli, config: Config) -> Result<(), Box<dyn std::error::Error>>
             Ok(())
         }
     }
+}
+
+/// `service migrate status`: one line per migration, `NAME applied|pending`.
+async fn migrate_status(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
+    let store = Store::connect(&config.database.url, 2, None).await?;
+    for (name, applied) in store.migration_status().await? {
+        println!("{name} {}", if applied { "applied" } else { "pending" });
+    }
+    Ok(())
+}
+
+/// `service backup PATH`.
+async fn backup_database(
+    config: &Config,
+    path: &std::path::Path,
+) -> Result<(), Box<dyn std::error::Error>> {
+    match backup::backup(&config.database.url, path).await? {
+        backup::BackupOutcome::Written(path) => {
+            println!("backed up the database to {}", path.display())
+        }
+        backup::BackupOutcome::PostgresInstructions(text) => println!("{text}"),
+    }
+    Ok(())
 }
 
 async fn resolve_user(store: &Store, user: &str) -> Result<uuid::Uuid, Box<dyn std::error::Error>> {

@@ -8,8 +8,10 @@
 //! - [`collection`]: the daily snapshots, backfills and the dates still missing;
 //! - [`connection`]: connecting accounts over OAuth;
 //! - [`operator`] and [`user_access`]: operator actions (CLI and `/admin`);
-//! - [`keys`], [`usage`] and [`performance`]: API keys, metering and recent posts.
+//! - [`keys`], [`usage`] and [`performance`]: API keys, metering and recent posts;
+//! - [`backup`]: a copy of the database (`service backup`).
 
+pub mod backup;
 pub mod collection;
 pub mod connection;
 pub mod keys;

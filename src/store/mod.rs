@@ -4,6 +4,7 @@
 pub mod access;
 mod accounts;
 mod api_keys;
+mod backup;
 mod commit;
 mod disabled;
 mod form_tokens;

@@ -15,6 +15,7 @@ mod adapters_tiktok_youtube;
 mod adapters_x;
 mod auth;
 mod authcache;
+mod backup;
 mod collection;
 mod config;
 mod connect;
