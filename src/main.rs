@@ -9,6 +9,7 @@ use social_service::{
     config::Config,
     crypto::{self, TokenCipher},
     logging::{self, DemoteClientErrors},
+    services::keys,
     services::operator,
     services::user_access,
     store::Store,
@@ -50,6 +51,11 @@ enum Command {
         #[command(subcommand)]
         command: UserCommand,
     },
+    /// Operator commands on API keys.
+    Key {
+        #[command(subcommand)]
+        command: KeyCommand,
+    },
     /// Print freshly generated secrets as environment variables.
     GenSecrets,
     /// Ask the service running on this machine (at `server.bind`) whether it is ready:
@@ -74,6 +80,12 @@ enum UserCommand {
     },
     /// Show users with an e-mail address.
     Show { email: String },
+    /// Every user, oldest first: id, e-mail, plan, disabled, operator, created.
+    List {
+        /// A JSON array (the fields of `user show`) instead of one line per user.
+        #[arg(long)]
+        json: bool,
+    },
     /// Disable every user with this e-mail address: their sessions end, their API keys are
     /// refused (401) from the next request on every instance, and they cannot sign in, until
     /// `user enable`.
@@ -94,6 +106,20 @@ enum UserCommand {
         #[arg(long)]
         off: bool,
     },
+}
+
+#[derive(Subcommand)]
+enum KeyCommand {
+    /// The API keys of the users with an e-mail address (never the key itself).
+    List {
+        email: String,
+        /// A JSON array (the fields of `GET /api/keys`) instead of one line per key.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke an API key by its id, as its owner's `DELETE /api/keys/{id}` does; refused on
+    /// every running instance from its next request.
+    Revoke { id: uuid::Uuid },
 }
 
 #[derive(Subcommand)]
@@ -263,6 +289,23 @@ async fn run(cli: Cli, config: Config) -> Result<(), Box<dyn std::error::Error>>
                         println!("{}", user_json(&user));
                     }
                 }
+                UserCommand::List { json } => {
+                    print_users(&user_access::list_users(&store).await?, json)
+                }
+            }
+            Ok(())
+        }
+        Command::Key { command } => {
+            let store = Store::connect(&config.database.url, 2, None).await?;
+            store.migrate().await?;
+            match command {
+                KeyCommand::List { email, json } => {
+                    print_keys(&keys::list_keys_by_email(&store, &email).await?, json);
+                }
+                KeyCommand::Revoke { id } => {
+                    let key = keys::revoke_key(&store, chrono::Utc::now(), id).await?;
+                    println!("revoked {}", key_json(&key));
+                }
             }
             Ok(())
         }
@@ -298,4 +341,54 @@ fn user_json(user: &entity::user::Model) -> serde_json::Value {
     let user = social_service::http::dto::resources::User::from(user);
     // A struct of strings, numbers and booleans always serializes.
     serde_json::to_value(&user).unwrap_or(serde_json::Value::Null)
+}
+
+fn print_users(users: &[entity::user::Model], json: bool) {
+    if json {
+        let all: Vec<_> = users.iter().map(user_json).collect();
+        println!("{}", serde_json::Value::Array(all));
+        return;
+    }
+    for user in users {
+        println!(
+            "{} {} {} {} {} created={}",
+            user.id,
+            user.email.as_deref().unwrap_or("-"),
+            user.plan.as_str(),
+            if user.disabled_at.is_some() {
+                "disabled"
+            } else {
+                "enabled"
+            },
+            if user.is_operator { "operator" } else { "user" },
+            user.created_at.to_rfc3339(),
+        );
+    }
+}
+
+fn print_keys(keys: &[entity::api_key::Model], json: bool) {
+    if json {
+        let all: Vec<_> = keys.iter().map(key_json).collect();
+        println!("{}", serde_json::Value::Array(all));
+        return;
+    }
+    for key in keys {
+        println!(
+            "{} {:?} {} {} created={} last_used={}",
+            key.id,
+            key.name,
+            key.key_preview,
+            if key.is_active { "active" } else { "revoked" },
+            key.created_at.to_rfc3339(),
+            key.last_used_at
+                .map_or("never".to_string(), |at| at.to_rfc3339()),
+        );
+    }
+}
+
+/// A key as its owner's `GET /api/keys` shows it (its preview, never the key or its hash).
+fn key_json(key: &entity::api_key::Model) -> serde_json::Value {
+    let key = social_service::http::dto::resources::ApiKey::from(key);
+    // A struct of strings and booleans always serializes.
+    serde_json::to_value(&key).unwrap_or(serde_json::Value::Null)
 }

@@ -46,6 +46,8 @@ mod meta_unknown_views;
 // Sign-in against a certified provider, when `.ci/oidc` runs one.
 mod oidc_provider;
 mod openapi;
+// `service user list`, `service key list|revoke`.
+mod operator_keys;
 mod operator_signin;
 mod ops;
 // The dashboard page tests' shared checks.
