@@ -56,6 +56,11 @@ enum Command {
         #[command(subcommand)]
         command: KeyCommand,
     },
+    /// Check the configuration.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
     /// Print freshly generated secrets as environment variables.
     GenSecrets,
     /// Ask the service running on this machine (at `server.bind`) whether it is ready:
@@ -109,6 +114,13 @@ enum UserCommand {
 }
 
 #[derive(Subcommand)]
+enum ConfigCommand {
+    /// Load the configuration as `serve` does and list every problem in it (exit code 1), or
+    /// print the effective values as TOML with every secret redacted.
+    Check,
+}
+
+#[derive(Subcommand)]
 enum KeyCommand {
     /// The API keys of the users with an e-mail address (never the key itself).
     List {
@@ -131,6 +143,12 @@ enum SessionsCommand {
 fn main() -> ExitCode {
     use std::io::IsTerminal;
     let cli = Cli::parse();
+    if let Command::Config {
+        command: ConfigCommand::Check,
+    } = cli.command
+    {
+        return check_config(cli.config.as_deref());
+    }
     let config = match Config::load(cli.config.as_deref()) {
         Ok(config) => config,
         Err(err) => {
@@ -309,6 +327,9 @@ async fn run(cli: Cli, config: Config) -> Result<(), Box<dyn std::error::Error>>
             }
             Ok(())
         }
+        Command::Config { .. } => {
+            Err("`config check` runs before the configuration is loaded".into())
+        }
         Command::GenSecrets => {
             println!("SERVICE__SECRETS__SESSION_KEY={}", crypto::random_token(32));
             println!(
@@ -391,4 +412,34 @@ fn key_json(key: &entity::api_key::Model) -> serde_json::Value {
     let key = social_service::http::dto::resources::ApiKey::from(key);
     // A struct of strings and booleans always serializes.
     serde_json::to_value(&key).unwrap_or(serde_json::Value::Null)
+}
+
+/// `service config check`: every problem on standard error and exit code 1, or the effective
+/// configuration, redacted, on standard output.
+fn check_config(path: Option<&std::path::Path>) -> ExitCode {
+    let config = match Config::load(path) {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let problems = social_service::startup::configuration_problems(&config);
+    if !problems.is_empty() {
+        for problem in &problems {
+            eprintln!("error: {problem}");
+        }
+        eprintln!("{} problems in the configuration", problems.len());
+        return ExitCode::FAILURE;
+    }
+    match social_service::services::config_check::redacted_toml(&config) {
+        Ok(toml) => {
+            print!("{toml}");
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("error: {err}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -17,6 +17,8 @@ mod auth;
 mod authcache;
 mod collection;
 mod config;
+// `service config check`.
+mod config_check;
 mod connect;
 mod crash;
 mod cross_site;
