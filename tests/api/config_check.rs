@@ -87,8 +87,14 @@ fn a_configuration_that_does_not_load_is_an_error() {
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("configuration could not be read"), "{stderr}");
-    assert!(stderr.contains("MAX_CONNECTIONS"), "names the key: {stderr}");
+    assert!(
+        stderr.contains("configuration could not be read"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("MAX_CONNECTIONS"),
+        "names the key: {stderr}"
+    );
 }
 
 #[test]

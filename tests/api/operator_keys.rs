@@ -143,3 +143,24 @@ async fn a_revoked_key_is_refused_on_every_instance_from_the_next_request() {
         Err(keys::KeyCommandError::NoSuchKey(_))
     ));
 }
+
+#[test]
+fn the_command_revoking_an_unknown_key_says_so_with_exit_code_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = uuid::Uuid::new_v4().to_string();
+    let output = crate::config::service()
+        .current_dir(dir.path())
+        .args(["key", "revoke", &id])
+        .env(
+            "SERVICE__DATABASE__URL",
+            format!("sqlite://{}/s.db?mode=rwc", dir.path().display()),
+        )
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("error: no API key has the id {id}")),
+        "{stderr}"
+    );
+}
