@@ -313,20 +313,7 @@ async fn run(cli: Cli, config: Config) -> Result<(), Box<dyn std::error::Error>>
             }
             Ok(())
         }
-        Command::Key { command } => {
-            let store = Store::connect(&config.database.url, 2, None).await?;
-            store.migrate().await?;
-            match command {
-                KeyCommand::List { email, json } => {
-                    print_keys(&keys::list_keys_by_email(&store, &email).await?, json);
-                }
-                KeyCommand::Revoke { id } => {
-                    let key = keys::revoke_key(&store, chrono::Utc::now(), id).await?;
-                    println!("revoked {}", key_json(&key));
-                }
-            }
-            Ok(())
-        }
+        Command::Key { command } => key_command(&config, command).await,
         Command::Config { .. } => {
             Err("`config check` runs before the configuration is loaded".into())
         }
@@ -442,4 +429,23 @@ fn check_config(path: Option<&std::path::Path>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `service key list|revoke`.
+async fn key_command(
+    config: &Config,
+    command: KeyCommand,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let store = Store::connect(&config.database.url, 2, None).await?;
+    store.migrate().await?;
+    match command {
+        KeyCommand::List { email, json } => {
+            print_keys(&keys::list_keys_by_email(&store, &email).await?, json);
+        }
+        KeyCommand::Revoke { id } => {
+            let key = keys::revoke_key(&store, chrono::Utc::now(), id).await?;
+            println!("revoked {}", key_json(&key));
+        }
+    }
+    Ok(())
 }
