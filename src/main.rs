@@ -10,6 +10,7 @@ use social_service::{
     crypto::{self, TokenCipher},
     logging::{self, DemoteClientErrors},
     services::backup,
+    services::keys,
     services::operator,
     services::user_access,
     store::Store,
@@ -60,6 +61,16 @@ enum Command {
         #[command(subcommand)]
         command: UserCommand,
     },
+    /// Operator commands on API keys.
+    Key {
+        #[command(subcommand)]
+        command: KeyCommand,
+    },
+    /// Check the configuration.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
     /// Print freshly generated secrets as environment variables.
     GenSecrets,
     /// Ask the service running on this machine (at `server.bind`) whether it is ready:
@@ -90,6 +101,12 @@ enum UserCommand {
     },
     /// Show users with an e-mail address.
     Show { email: String },
+    /// Every user, oldest first: id, e-mail, plan, disabled, operator, created.
+    List {
+        /// A JSON array (the fields of `user show`) instead of one line per user.
+        #[arg(long)]
+        json: bool,
+    },
     /// Disable every user with this e-mail address: their sessions end, their API keys are
     /// refused (401) from the next request on every instance, and they cannot sign in, until
     /// `user enable`.
@@ -113,6 +130,27 @@ enum UserCommand {
 }
 
 #[derive(Subcommand)]
+enum ConfigCommand {
+    /// Load the configuration as `serve` does and list every problem in it (exit code 1), or
+    /// print the effective values as TOML with every secret redacted.
+    Check,
+}
+
+#[derive(Subcommand)]
+enum KeyCommand {
+    /// The API keys of the users with an e-mail address (never the key itself).
+    List {
+        email: String,
+        /// A JSON array (the fields of `GET /api/keys`) instead of one line per key.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke an API key by its id, as its owner's `DELETE /api/keys/{id}` does; refused on
+    /// every running instance from its next request.
+    Revoke { id: uuid::Uuid },
+}
+
+#[derive(Subcommand)]
 enum SessionsCommand {
     /// End every dashboard session of the users with this e-mail address (API keys stay).
     Revoke { email: String },
@@ -121,6 +159,12 @@ enum SessionsCommand {
 fn main() -> ExitCode {
     use std::io::IsTerminal;
     let cli = Cli::parse();
+    if let Command::Config {
+        command: ConfigCommand::Check,
+    } = cli.command
+    {
+        return check_config(cli.config.as_deref());
+    }
     let config = match Config::load(cli.config.as_deref()) {
         Ok(config) => config,
         Err(err) => {
@@ -283,8 +327,15 @@ async fn run(cli: Cli, config: Config) -> Result<(), Box<dyn std::error::Error>>
                         println!("{}", user_json(&user));
                     }
                 }
+                UserCommand::List { json } => {
+                    print_users(&user_access::list_users(&store).await?, json)
+                }
             }
             Ok(())
+        }
+        Command::Key { command } => key_command(&config, command).await,
+        Command::Config { .. } => {
+            Err("`config check` runs before the configuration is loaded".into())
         }
         Command::GenSecrets => {
             println!("SERVICE__SECRETS__SESSION_KEY={}", crypto::random_token(32));
@@ -341,4 +392,103 @@ fn user_json(user: &entity::user::Model) -> serde_json::Value {
     let user = social_service::http::dto::resources::User::from(user);
     // A struct of strings, numbers and booleans always serializes.
     serde_json::to_value(&user).unwrap_or(serde_json::Value::Null)
+}
+
+fn print_users(users: &[entity::user::Model], json: bool) {
+    if json {
+        let all: Vec<_> = users.iter().map(user_json).collect();
+        println!("{}", serde_json::Value::Array(all));
+        return;
+    }
+    for user in users {
+        println!(
+            "{} {} {} {} {} created={}",
+            user.id,
+            user.email.as_deref().unwrap_or("-"),
+            user.plan.as_str(),
+            if user.disabled_at.is_some() {
+                "disabled"
+            } else {
+                "enabled"
+            },
+            if user.is_operator { "operator" } else { "user" },
+            user.created_at.to_rfc3339(),
+        );
+    }
+}
+
+fn print_keys(keys: &[entity::api_key::Model], json: bool) {
+    if json {
+        let all: Vec<_> = keys.iter().map(key_json).collect();
+        println!("{}", serde_json::Value::Array(all));
+        return;
+    }
+    for key in keys {
+        println!(
+            "{} {:?} {} {} created={} last_used={}",
+            key.id,
+            key.name,
+            key.key_preview,
+            if key.is_active { "active" } else { "revoked" },
+            key.created_at.to_rfc3339(),
+            key.last_used_at
+                .map_or("never".to_string(), |at| at.to_rfc3339()),
+        );
+    }
+}
+
+/// A key as its owner's `GET /api/keys` shows it (its preview, never the key or its hash).
+fn key_json(key: &entity::api_key::Model) -> serde_json::Value {
+    let key = social_service::http::dto::resources::ApiKey::from(key);
+    // A struct of strings and booleans always serializes.
+    serde_json::to_value(&key).unwrap_or(serde_json::Value::Null)
+}
+
+/// `service config check`: every problem on standard error and exit code 1, or the effective
+/// configuration, redacted, on standard output.
+fn check_config(path: Option<&std::path::Path>) -> ExitCode {
+    let config = match Config::load(path) {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let problems = social_service::startup::configuration_problems(&config);
+    if !problems.is_empty() {
+        for problem in &problems {
+            eprintln!("error: {problem}");
+        }
+        eprintln!("{} problems in the configuration", problems.len());
+        return ExitCode::FAILURE;
+    }
+    match social_service::services::config_check::redacted_toml(&config) {
+        Ok(toml) => {
+            print!("{toml}");
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("error: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `service key list|revoke`.
+async fn key_command(
+    config: &Config,
+    command: KeyCommand,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let store = Store::connect(&config.database.url, 2, None).await?;
+    store.migrate().await?;
+    match command {
+        KeyCommand::List { email, json } => {
+            print_keys(&keys::list_keys_by_email(&store, &email).await?, json);
+        }
+        KeyCommand::Revoke { id } => {
+            let key = keys::revoke_key(&store, chrono::Utc::now(), id).await?;
+            println!("revoked {}", key_json(&key));
+        }
+    }
+    Ok(())
 }

@@ -464,3 +464,22 @@ pub fn app(
         .wrap(from_fn(trace::trace_request))
         .wrap(from_fn(idle_watch::watch_requests))
 }
+
+/// Every problem of `config` that `Application::build` would stop at one by one, without
+/// connecting or binding anything (`service config check`).
+pub fn configuration_problems(config: &Config) -> Vec<ConfigError> {
+    let mut problems = crate::services::config_check::problems(config);
+    let trusted = TrustedProxies::parse(&config.server.trusted_proxies).unwrap_or_else(|problem| {
+        problems.push(problem);
+        TrustedProxies::default()
+    });
+    if let Err(problem) = SigninLimiter::new(
+        config.auth.signin_rate_per_minute,
+        config.auth.signin_burst,
+        trusted,
+        Arc::new(SystemClock),
+    ) {
+        problems.push(problem);
+    }
+    problems
+}

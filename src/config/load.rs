@@ -103,38 +103,58 @@ impl Config {
             .map_err(|e| ConfigError::Load(Box::new(e)))
     }
 
-    /// Checks that every secret `serve` needs is present and well-formed.
+    /// Checks that every secret `serve` needs is present and well-formed; the first problem
+    /// of [`Self::secret_problems`].
     pub fn check_secrets(&self) -> Result<(), ConfigError> {
-        let session = present(
+        match self.secret_problems().into_iter().next() {
+            Some(problem) => Err(problem),
+            None => Ok(()),
+        }
+    }
+
+    /// Every problem with the secrets `serve` needs, in the order `serve` checks them.
+    pub fn secret_problems(&self) -> Vec<ConfigError> {
+        let mut problems = Vec::new();
+        match present(
             &self.secrets.session_key,
             "secrets.session_key",
             "SERVICE__SECRETS__SESSION_KEY",
-        )?;
-        if session.len() < 32 {
-            return Err(ConfigError::Invalid(
+        ) {
+            Ok(session) if session.len() < 32 => problems.push(ConfigError::Invalid(
                 "secrets.session_key",
                 "must be at least 32 characters".into(),
-            ));
+            )),
+            Ok(_) => {}
+            Err(problem) => problems.push(problem),
         }
-        let token_key = present(
+        match present(
             &self.secrets.token_encryption_key,
             "secrets.token_encryption_key",
             "SERVICE__SECRETS__TOKEN_ENCRYPTION_KEY",
-        )?;
-        crate::crypto::TokenCipher::from_config_value(token_key)
-            .map_err(|e| ConfigError::Invalid("secrets.token_encryption_key", e.to_string()))?;
-        let operator = present(
+        ) {
+            Ok(token_key) => {
+                if let Err(e) = crate::crypto::TokenCipher::from_config_value(token_key) {
+                    problems.push(ConfigError::Invalid(
+                        "secrets.token_encryption_key",
+                        e.to_string(),
+                    ));
+                }
+            }
+            Err(problem) => problems.push(problem),
+        }
+        match present(
             &self.secrets.operator_token,
             "secrets.operator_token",
             "SERVICE__SECRETS__OPERATOR_TOKEN",
-        )?;
-        if operator.len() < 16 {
-            return Err(ConfigError::Invalid(
+        ) {
+            Ok(operator) if operator.len() < 16 => problems.push(ConfigError::Invalid(
                 "secrets.operator_token",
                 "must be at least 16 characters".into(),
-            ));
+            )),
+            Ok(_) => {}
+            Err(problem) => problems.push(problem),
         }
-        Ok(())
+        problems
     }
 }
 

@@ -1,5 +1,5 @@
 //! Creating API keys: the name's rules and the per-user limit, for `POST /api/keys` and the
-//! dashboard's key form alike.
+//! dashboard's key form alike; and the operator's view of keys (`service key list|revoke`).
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -8,7 +8,7 @@ use crate::{
     crypto,
     domain::text::reject_nul,
     error::{ApiError, ErrorCode},
-    store::Store,
+    store::{Store, access::Invalidation},
 };
 
 /// Longest key name accepted (characters).
@@ -87,4 +87,51 @@ pub async fn create_api_key(
         .await
         .map_err(|e| CreateKeyError::Internal(e.into()))?;
     Ok((key.full, stored))
+}
+
+/// Why an operator's key command could not be done.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyCommandError {
+    #[error("no user has the e-mail address {0}")]
+    NoSuchUser(String),
+    #[error("no API key has the id {0}")]
+    NoSuchKey(Uuid),
+    #[error("database: {0}")]
+    Database(#[from] sea_orm::DbErr),
+}
+
+/// Every key of the users with e-mail `email`, revoked ones included, oldest first.
+pub async fn list_keys_by_email(
+    store: &Store,
+    email: &str,
+) -> Result<Vec<entity::api_key::Model>, KeyCommandError> {
+    let users = store.find_users_by_email(email).await?;
+    if users.is_empty() {
+        return Err(KeyCommandError::NoSuchUser(email.to_string()));
+    }
+    let ids: Vec<Uuid> = users.iter().map(|user| user.id).collect();
+    Ok(store.keys_of_users(&ids).await?)
+}
+
+/// Revokes the key `key_id` as its owner's `DELETE /api/keys/{id}` does, and tells the
+/// running instances so they refuse it on their very next request (PostgreSQL: by the write's
+/// notification; a SQLite file: by the change mark). The key as it now is; revoking a revoked
+/// key changes nothing.
+pub async fn revoke_key(
+    store: &Store,
+    now: DateTime<Utc>,
+    key_id: Uuid,
+) -> Result<entity::api_key::Model, KeyCommandError> {
+    let key = store
+        .find_api_key(key_id)
+        .await?
+        .ok_or(KeyCommandError::NoSuchKey(key_id))?;
+    if store.deactivate_api_key(key.user_id, key_id, now).await? {
+        store.tell_other_processes(&[Invalidation::Key(key_id)]);
+        tracing::info!(%key_id, user_id = %key.user_id, "API key revoked by the operator");
+    }
+    store
+        .find_api_key(key_id)
+        .await?
+        .ok_or(KeyCommandError::NoSuchKey(key_id))
 }

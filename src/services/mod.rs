@@ -8,11 +8,13 @@
 //! - [`collection`]: the daily snapshots, backfills and the dates still missing;
 //! - [`connection`]: connecting accounts over OAuth;
 //! - [`operator`] and [`user_access`]: operator actions (CLI and `/admin`);
+//! - [`config_check`]: every problem of a configuration at once (`service config check`);
 //! - [`keys`], [`usage`] and [`performance`]: API keys, metering and recent posts;
 //! - [`backup`]: a copy of the database (`service backup`).
 
 pub mod backup;
 pub mod collection;
+pub mod config_check;
 pub mod connection;
 pub mod keys;
 pub mod operator;

@@ -1,6 +1,6 @@
 //! Taking a user's access away and giving it back (the `service user disable`, `enable` and
 //! `sessions revoke` commands), by e-mail address: every user with that address (several
-//! identity providers may share one).
+//! identity providers may share one); and the operator's list of every user (`user list`).
 //!
 //! - **Disable**: the users' sessions are revoked and their API keys refused (401) from the
 //!   very next request, on every instance, and sign-in is refused until they are enabled. The
@@ -70,4 +70,9 @@ pub async fn revoke_sessions(
         return Err(UserAccessError::NoSuchUser(email.to_string()));
     }
     Ok(store.revoke_sessions_by_email(email, now).await?)
+}
+
+/// Every user, oldest first (`service user list`).
+pub async fn list_users(store: &Store) -> Result<Vec<entity::user::Model>, UserAccessError> {
+    Ok(store.all_users().await?)
 }

@@ -66,6 +66,20 @@ impl Store {
             .await
     }
 
+    /// Every key of these users, deleted ones included, oldest first (`service key list`).
+    pub async fn keys_of_users(&self, user_ids: &[Uuid]) -> Result<Vec<api_key::Model>, DbErr> {
+        api_key::Entity::find()
+            .filter(api_key::Column::UserId.is_in(user_ids.iter().copied()))
+            .order_by_asc(api_key::Column::CreatedAt)
+            .order_by_asc(api_key::Column::Id)
+            .all(&self.db)
+            .await
+    }
+
+    pub async fn find_api_key(&self, key_id: Uuid) -> Result<Option<api_key::Model>, DbErr> {
+        api_key::Entity::find_by_id(key_id).one(&self.db).await
+    }
+
     /// The active key matching `presented` and its owner: from the access cache when both are
     /// there (no round trip), otherwise from the database, caching what was read. A deleted
     /// key still fails on the very next request: its deletion evicts it (see

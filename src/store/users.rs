@@ -163,6 +163,15 @@ impl Store {
         Ok(updated)
     }
 
+    /// Every user, oldest first (`service user list`).
+    pub async fn all_users(&self) -> Result<Vec<user::Model>, DbErr> {
+        user::Entity::find()
+            .order_by_asc(user::Column::CreatedAt)
+            .order_by_asc(user::Column::Id)
+            .all(&self.db)
+            .await
+    }
+
     /// The first `limit` users, oldest first (the operators' usage table).
     pub async fn list_users(&self, limit: u64) -> Result<Vec<user::Model>, DbErr> {
         user::Entity::find()

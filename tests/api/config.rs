@@ -9,7 +9,7 @@ use std::{
 
 use crate::helpers::TestApp;
 
-fn service() -> Command {
+pub(crate) fn service() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_service"));
     // Start from a clean slate: no inherited SERVICE__* or DATABASE_URL.
     for (key, _) in std::env::vars() {

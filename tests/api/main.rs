@@ -18,6 +18,8 @@ mod authcache;
 mod backup;
 mod collection;
 mod config;
+// `service config check`.
+mod config_check;
 mod connect;
 mod crash;
 mod cross_site;
@@ -47,6 +49,8 @@ mod meta_unknown_views;
 // Sign-in against a certified provider, when `.ci/oidc` runs one.
 mod oidc_provider;
 mod openapi;
+// `service user list`, `service key list|revoke`.
+mod operator_keys;
 mod operator_signin;
 mod ops;
 // The dashboard page tests' shared checks.

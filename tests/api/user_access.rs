@@ -31,7 +31,7 @@ async fn user(app: &TestApp) -> User {
     }
 }
 
-async fn key_status(base: &str, key: &str) -> u16 {
+pub(crate) async fn key_status(base: &str, key: &str) -> u16 {
     Client::new()
         .get(format!("{base}/v2/accounts"))
         .header("service-api-key", key)
@@ -45,7 +45,7 @@ async fn key_status(base: &str, key: &str) -> u16 {
 /// The key is refused by the instance at `base` on its very next request. On PostgreSQL the
 /// command is another process whose change arrives by notification (as a key deleted on another
 /// instance does): there the refusal is awaited, for a loaded machine's few milliseconds.
-async fn assert_key_refused(base: &str, key: &str) {
+pub(crate) async fn assert_key_refused(base: &str, key: &str) {
     if !on_postgres() {
         assert_eq!(key_status(base, key).await, 401, "the very next request");
         return;
