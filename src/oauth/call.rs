@@ -102,6 +102,15 @@ pub(super) fn expiry(now: DateTime<Utc>, body: &Value, field: &str) -> Option<Da
         .map(|s| now + Duration::seconds(s))
 }
 
+/// The `access_token` of a token endpoint's answer; empty when it has none (the platform call
+/// made with it then fails as unauthorized).
+pub(super) fn access_token(body: &Value) -> String {
+    body["access_token"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
 pub(super) fn text(value: &Value) -> Option<String> {
     match value {
         Value::String(s) if !s.is_empty() => Some(s.clone()),

@@ -6,7 +6,7 @@ use reqwest::Method;
 
 use super::{
     CodeGrant, GOOGLE_SCOPES, Identity, LoginRoute, OAuthContext, OAuthError, X_SCOPES, app,
-    call::{Profile, call, expiry, text},
+    call::{Profile, access_token, call, expiry, text},
     instagram_login::instagram_login,
     is_instagram_login, meta, require_granted,
 };
@@ -63,10 +63,7 @@ async fn complete_threads(
         ]),
     )
     .await?;
-    let short = short["access_token"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let short = access_token(&short);
     let long = call(
         ctx,
         "threads",
@@ -77,10 +74,7 @@ async fn complete_threads(
         ]),
     )
     .await?;
-    let token = long["access_token"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let token = access_token(&long);
     let me = call(
         ctx,
         "threads",
@@ -128,10 +122,7 @@ async fn complete_tiktok(
     )
     .await?;
     require_granted("tiktok", crate::platforms::tiktok::SCOPES, &tokens)?;
-    let token = tokens["access_token"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let token = access_token(&tokens);
     let info = call(
         ctx,
         "tiktok",
@@ -180,10 +171,7 @@ async fn complete_youtube(
     )
     .await?;
     require_granted("youtube", GOOGLE_SCOPES, &tokens)?;
-    let token = tokens["access_token"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let token = access_token(&tokens);
     let channels = call(
         ctx,
         "youtube",
@@ -236,10 +224,7 @@ async fn complete_x(
     )
     .await?;
     require_granted("x", X_SCOPES, &tokens)?;
-    let token = tokens["access_token"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let token = access_token(&tokens);
     let me = call(
         ctx,
         "x",

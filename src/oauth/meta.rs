@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::{
     CodeGrant, DATA_ACCESS_DAYS, Identity, OAuthContext, OAuthError,
-    call::{call, expiry, graph_base, text},
+    call::{access_token, call, expiry, graph_base, text},
 };
 use crate::{
     domain::plan::Platform,
@@ -70,10 +70,7 @@ async fn long_lived_user_token(
         ]),
     )
     .await?;
-    let short = short["access_token"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let short = access_token(&short);
     let long = call(
         ctx,
         "meta",
@@ -85,10 +82,7 @@ async fn long_lived_user_token(
         ]),
     )
     .await?;
-    let user_token = long["access_token"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let user_token = access_token(&long);
     Ok((user_token, expiry(ctx.now, &long, "expires_in")))
 }
 

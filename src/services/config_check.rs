@@ -15,21 +15,13 @@ use crate::{
 /// What stands in a printed configuration for a secret that is set.
 pub const REDACTED: &str = "[redacted]";
 
-/// The configuration's secrets (section, key). `Config`'s own serializer exposes them (it
-/// seeds the loader with the defaults), so printing must replace them.
-const SECRETS: &[(&str, &str)] = &[
-    ("secrets", "session_key"),
-    ("secrets", "token_encryption_key"),
-    ("secrets", "previous_token_encryption_keys"),
-    ("secrets", "operator_token"),
-    ("auth", "client_secret"),
-    ("oauth", "meta_client_secret"),
-    ("oauth", "instagram_login_client_secret"),
-    ("oauth", "threads_client_secret"),
-    ("oauth", "tiktok_client_secret"),
-    ("oauth", "google_client_secret"),
-    ("oauth", "x_client_secret"),
-];
+/// Whether a key holds a secret: everything in `[secrets]` and every client secret. A rule, not a
+/// list, so a secret added later is redacted without being named here. `Config`'s own
+/// serializer exposes secrets (it seeds the loader with the defaults), so printing must
+/// replace them.
+fn is_secret(section: &str, key: &str) -> bool {
+    section == "secrets" || key.ends_with("client_secret")
+}
 
 /// Every problem among the checks that need no database, network or listener, in the order
 /// `Application::build` makes them (the front ends' own checks are added by
@@ -75,11 +67,16 @@ pub fn problems(config: &Config) -> Vec<ConfigError> {
 /// out, as TOML has no null.
 pub fn redacted_toml(config: &Config) -> Result<String, serde_json::Error> {
     let mut value = serde_json::to_value(config)?;
-    for (section, key) in SECRETS {
-        if let Some(secret) = value.get_mut(*section).and_then(|s| s.get_mut(*key))
-            && !secret.is_null()
-        {
-            *secret = Value::from(REDACTED);
+    if let Value::Object(sections) = &mut value {
+        for (section, table) in sections.iter_mut() {
+            let Value::Object(table) = table else {
+                continue;
+            };
+            for (key, secret) in table.iter_mut() {
+                if is_secret(section, key) && !secret.is_null() {
+                    *secret = Value::from(REDACTED);
+                }
+            }
         }
     }
     if let Some(url) = value.get_mut("database").and_then(|d| d.get_mut("url")) {
