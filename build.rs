@@ -1,5 +1,6 @@
-//! Build script: sets `GIT_COMMIT` to the short hash of the commit being built (or `unknown`
-//! outside a git checkout, e.g. from a source tarball), for `service --version`.
+//! Build script: sets `GIT_COMMIT` to the short hash of the commit being built, for
+//! `service --version`. A `GIT_COMMIT` in the build's environment wins (a container build has no
+//! `.git`; the Dockerfile passes it as a build argument); outside a checkout it is `unknown`.
 
 use std::process::Command;
 
@@ -14,7 +15,14 @@ fn git(args: &[&str]) -> Option<String> {
 }
 
 fn main() {
-    let commit = git(&["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    println!("cargo:rerun-if-env-changed=GIT_COMMIT");
+    let given = std::env::var("GIT_COMMIT")
+        .ok()
+        .map(|commit| commit.trim().to_string())
+        .filter(|commit| !commit.is_empty());
+    let commit = given
+        .or_else(|| git(&["rev-parse", "--short", "HEAD"]))
+        .unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=GIT_COMMIT={commit}");
     // A new commit moves the current branch's ref file, a checkout rewrites HEAD. In a git
     // worktree `.git` is a file, so git itself says where both live. Only files that exist are

@@ -20,7 +20,7 @@ use serde::Serialize;
 use serde_json::json;
 
 /// Every error code the service answers with. The spec's codes come first; the rest are our
-/// additions for cases the spec does not show (documented in the README's API notes).
+/// additions for cases the spec does not show (documented in docs/api-notes.md).
 /// (Its schema lists the codes as clients see them: each variant's name is its code.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, utoipa::ToSchema)]
 pub enum ErrorCode {

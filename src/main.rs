@@ -77,7 +77,7 @@ enum Command {
     /// exits 0 when `GET /readyz` answers 200, 1 otherwise (a container's HEALTHCHECK).
     Healthcheck,
     /// Re-encrypt every stored platform token with `secrets.token_encryption_key`, reading them
-    /// with it or one of `secrets.previous_token_encryption_keys` (key rotation; see README).
+    /// with it or one of `secrets.previous_token_encryption_keys` (key rotation; see docs/api-notes.md).
     RotateTokenKey,
 }
 

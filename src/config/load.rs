@@ -158,6 +158,12 @@ impl Config {
     }
 }
 
+/// Whether `key` (`section.key`) may be given as `SERVICE__SECTION__KEY_FILE`: the keys whose
+/// environment values are read verbatim as strings.
+pub fn has_file_form(key: &str) -> bool {
+    STRING_KEYS.contains(&key)
+}
+
 /// Merges the string-typed keys' `SERVICE__SECTION__KEY` variables, read through `lookup` so
 /// tests can check the mapping without touching the process environment. Each may instead be
 /// given as `SERVICE__SECTION__KEY_FILE`, the path of a file holding the value (how container

@@ -13,6 +13,7 @@ mod publishing;
 mod server;
 
 pub use auth::{AuthConfig, DEFAULT_LIST_CAPACITY, SecretsConfig, UsageConfig};
+pub use load::has_file_form;
 pub use oauth::OAuthConfig;
 pub use platforms::PlatformsConfig;
 pub use publishing::{CollectorConfig, MAX_ACTOR_ARBITERS, PublishingConfig, SchedulerConfig};

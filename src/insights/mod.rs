@@ -236,7 +236,7 @@ pub(crate) fn unix_day(date: NaiveDate) -> i64 {
         .unwrap_or_default()
 }
 
-/// Whether the platform has performance insights here (x does not: see the README).
+/// Whether the platform has performance insights here (x does not: see docs/platforms.md).
 pub fn supported(platform: Platform) -> bool {
     !matches!(platform, Platform::X)
 }

@@ -219,7 +219,7 @@ async fn thread_item(
             permalink: text(&raw["permalink"]),
             // `/{user}/threads` lists the user's own threads, not their replies (those are on
             // `/{user}/replies`), so a listed thread is never a reply; a single post is read
-            // with the same fields, which carry no reply flag (README, the platform simulator).
+            // with the same fields, which carry no reply flag (docs/platforms.md, threads).
             is_reply: false,
             insights,
         },

@@ -501,7 +501,7 @@ struct Case {
     raw: bool,
     /// Redirects to the service and the simulator are followed (a whole sign-in).
     follow: bool,
-    /// A head actix-http refuses before our code runs (README, "Slow clients and malformed
+    /// A head actix-http refuses before our code runs (docs/api-notes.md, "Slow clients and malformed
     /// requests"): an empty `400` is the documented answer.
     unparsable_head: bool,
 }

@@ -1,6 +1,6 @@
 //! Hostile clients over raw sockets: stalled bodies, malformed framing, oversized heads.
 //! Slow clients cannot hold a connection, and every answer of ours is in catalogue form with a
-//! request id (README, "Slow clients and malformed requests").
+//! request id (docs/api-notes.md, "Slow clients and malformed requests").
 
 use std::time::{Duration, Instant};
 
@@ -43,7 +43,7 @@ impl RawResponse {
 }
 
 impl Exchange {
-    /// Parses the first response (actix may append a second one of its own, see README).
+    /// Parses the first response (actix may append a second one of its own, see docs/api-notes.md).
     pub fn response(&self) -> RawResponse {
         let text = String::from_utf8_lossy(&self.raw);
         let (head, rest) = text
@@ -277,7 +277,7 @@ async fn punctual_bodies_keep_their_connection_alive() {
 enum Expect {
     /// By our code: this status, in catalogue form with this code, with a request id.
     Catalogue(u16, &'static str),
-    /// By actix-http before our code runs: this status, an empty body (README lists these).
+    /// By actix-http before our code runs: this status, an empty body (docs/api-notes.md lists these).
     Actix(u16),
     /// actix-http drops the connection at once; our answer, if it was ready first, is all the
     /// client may get.

@@ -278,7 +278,7 @@ pub struct SubmissionError {
     pub message: Option<String>,
 }
 
-/// A publishing-history item (§2.5; its fields are our decision, see the README).
+/// A publishing-history item (§2.5; its fields are our decision, see docs/api-notes.md).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Submission {
     pub post_submission_id: Uuid,
