@@ -10,6 +10,7 @@ use social_service::{
     crypto::{self, TokenCipher},
     logging::{self, DemoteClientErrors},
     services::backup,
+    services::db_copy,
     services::keys,
     services::operator,
     services::user_access,
@@ -49,6 +50,11 @@ enum Command {
     /// Write a consistent copy of the SQLite database to PATH, with the service running; on
     /// PostgreSQL, print how to back it up with `pg_dump`.
     Backup { path: PathBuf },
+    /// Whole-database commands.
+    Db {
+        #[command(subcommand)]
+        command: DbCommand,
+    },
     /// Run the platform simulator on its own (as the `service-sim` program does): the six
     /// platforms' APIs, a media host, control endpoints and the test identity provider.
     #[cfg(feature = "demo")]
@@ -79,6 +85,22 @@ enum Command {
     /// Re-encrypt every stored platform token with `secrets.token_encryption_key`, reading them
     /// with it or one of `secrets.previous_token_encryption_keys` (key rotation; see docs/api-notes.md).
     RotateTokenKey,
+}
+
+#[derive(Subcommand)]
+enum DbCommand {
+    /// Copy every row of the database at --from (read only, never migrated) into the one at
+    /// --to (migrated first, and refused unless empty), in one transaction, ids and values as
+    /// they are; then compare each table's row count. Stop the service first, or copy from a
+    /// `service backup` file.
+    Copy {
+        /// The database to copy, e.g. sqlite://data/service.db
+        #[arg(long, value_name = "URL")]
+        from: String,
+        /// The empty database to fill, e.g. postgres://user@host:5432/social
+        #[arg(long, value_name = "URL")]
+        to: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -274,6 +296,9 @@ async fn run(cli: Cli, config: Config) -> Result<(), Box<dyn std::error::Error>>
             command: Some(MigrateCommand::Status),
         } => migrate_status(&config).await,
         Command::Backup { path } => backup_database(&config, &path).await,
+        Command::Db {
+            command: DbCommand::Copy { from, to },
+        } => copy_database(&from, &to).await,
         #[cfg(feature = "demo")]
         Command::Sim { args } => service_sim::cli::run(args).await,
         Command::User { command } => {
@@ -372,6 +397,20 @@ async fn backup_database(
         }
         backup::BackupOutcome::PostgresInstructions(text) => println!("{text}"),
     }
+    Ok(())
+}
+
+/// `service db copy`: one line per table, then the total.
+async fn copy_database(from: &str, to: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let tables = db_copy::copy_database(from, to).await?;
+    for table in &tables {
+        println!("{:<24} {:>10} rows", table.table, table.target);
+    }
+    let total: u64 = tables.iter().map(|t| t.target).sum();
+    println!(
+        "copied {total} rows in {} tables; every table's count matches the source",
+        tables.len()
+    );
     Ok(())
 }
 

@@ -10,12 +10,14 @@
 //! - [`operator`] and [`user_access`]: operator actions (CLI and `/admin`);
 //! - [`config_check`]: every problem of a configuration at once (`service config check`);
 //! - [`keys`], [`usage`] and [`performance`]: API keys, metering and recent posts;
-//! - [`backup`]: a copy of the database (`service backup`).
+//! - [`backup`]: a copy of the database (`service backup`);
+//! - [`db_copy`]: every row of one database into another (`service db copy`).
 
 pub mod backup;
 pub mod collection;
 pub mod config_check;
 pub mod connection;
+pub mod db_copy;
 pub mod keys;
 pub mod operator;
 pub mod performance;

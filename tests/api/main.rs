@@ -29,6 +29,8 @@ mod dashboard_compose;
 mod dashboard_history;
 // Operator pages.
 mod dashboard_operator;
+// `service db copy`: SQLite into PostgreSQL.
+mod db_copy;
 mod demo;
 mod errors;
 // Every endpoint's body, pinned.
