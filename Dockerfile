@@ -25,13 +25,13 @@ RUN apt-get update \
  && install -d -o service -g service -m 0750 /data
 COPY --from=build /usr/local/bin/service /usr/local/bin/service
 
-# Listen on every interface inside the container; keep the database on the volume. Both can be
-# overridden like any other key (docs/configuration.md), e.g. a PostgreSQL SERVICE__DATABASE__URL.
+# Listen on every interface inside the container, and log JSON lines. The database is not set
+# here, so that a config file or a SERVICE__DATABASE__URL(_FILE) alone decides it; by default it
+# is `sqlite://data/service.db`, relative to the working directory `/`: the file is on the volume.
 ENV SERVICE__SERVER__BIND=0.0.0.0:8080 \
-    SERVICE__DATABASE__URL=sqlite:///data/service.db?mode=rwc \
     SERVICE__LOGGING__FORMAT=json
 USER 10001:10001
-WORKDIR /data
+WORKDIR /
 VOLUME ["/data"]
 EXPOSE 8080
 # `service healthcheck` reads server.bind from the same configuration and asks /readyz.

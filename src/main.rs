@@ -486,21 +486,17 @@ fn key_json(key: &entity::api_key::Model) -> serde_json::Value {
 /// `service config check`: every problem on standard error and exit code 1, or the effective
 /// configuration, redacted, on standard output.
 fn check_config(path: Option<&std::path::Path>) -> ExitCode {
-    let config = match Config::load(path) {
-        Ok(config) => config,
-        Err(err) => {
-            eprintln!("error: {err}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let problems = social_service::startup::configuration_problems(&config);
-    if !problems.is_empty() {
+    let (config, mut problems) = Config::load_reporting_every_problem(path);
+    if let Some(config) = &config {
+        problems.extend(social_service::startup::configuration_problems(config));
+    }
+    let Some(config) = config.filter(|_| problems.is_empty()) else {
         for problem in &problems {
             eprintln!("error: {problem}");
         }
         eprintln!("{} problems in the configuration", problems.len());
         return ExitCode::FAILURE;
-    }
+    };
     match social_service::services::config_check::redacted_toml(&config) {
         Ok(toml) => {
             print!("{toml}");

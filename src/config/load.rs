@@ -74,35 +74,48 @@ impl Config {
     /// Loads defaults → file → `DATABASE_URL` → `SERVICE__*` environment.
     /// A missing file is fine only when no path was given explicitly.
     pub fn load(path: Option<&Path>) -> Result<Self, ConfigError> {
-        let mut figment = Figment::from(Serialized::defaults(Config::default()));
-        match path {
-            Some(path) => {
-                if !path.exists() {
-                    return Err(ConfigError::Invalid(
-                        "--config",
-                        format!("{} does not exist", path.display()),
-                    ));
-                }
-                figment = figment.merge(Toml::file(path));
-            }
-            None => figment = figment.merge(Toml::file("config.toml")),
+        let (figment, mut problems) = layers(path)?;
+        if !problems.is_empty() {
+            return Err(problems.remove(0));
         }
-        if let Ok(url) = std::env::var("DATABASE_URL")
-            && !url.is_empty()
-        {
-            figment = figment.merge(Serialized::default("database.url", url));
-        }
-        // figment parses environment values (`0123` becomes a number), which would corrupt a
-        // hex key or a numeric client id: string-typed keys are read verbatim instead.
-        figment = figment.merge(Env::prefixed("SERVICE__").split("__").filter(|key| {
-            let key = key.as_str().to_ascii_lowercase();
-            !STRING_KEYS.contains(&key.as_str())
-        }));
-        with_string_variables(figment, |variable| std::env::var(variable).ok())?
+        figment
             .extract()
             .map_err(|e| ConfigError::Load(Box::new(e)))
     }
 
+    /// Loads as [`Self::load`] does, but goes on past a problem: every variable given twice or
+    /// unreadable, and every value of the wrong type, is reported, with the default standing in
+    /// for the bad value so that the rest can still be read (`service config check`). `None`
+    /// when nothing could be read at all.
+    pub fn load_reporting_every_problem(path: Option<&Path>) -> (Option<Self>, Vec<ConfigError>) {
+        let (mut figment, mut problems) = match layers(path) {
+            Ok(loaded) => loaded,
+            Err(problem) => return (None, vec![problem]),
+        };
+        let defaults = serde_json::to_value(Config::default()).unwrap_or_default();
+        let mut replaced = Vec::new();
+        loop {
+            match figment.extract::<Config>() {
+                Ok(config) => return (Some(config), problems),
+                Err(error) => {
+                    let path = error.path.clone();
+                    problems.push(ConfigError::Load(Box::new(error)));
+                    let pointer = format!("/{}", path.join("/"));
+                    // A key whose default cannot stand in, or that failed again with its
+                    // default, ends the reading: nothing more can be learnt from it.
+                    let Some(default) = defaults.pointer(&pointer).filter(|_| !path.is_empty())
+                    else {
+                        return (None, problems);
+                    };
+                    if replaced.contains(&pointer) {
+                        return (None, problems);
+                    }
+                    figment = figment.merge(Serialized::default(&path.join("."), default.clone()));
+                    replaced.push(pointer);
+                }
+            }
+        }
+    }
     /// Checks that every secret `serve` needs is present and well-formed; the first problem
     /// of [`Self::secret_problems`].
     pub fn check_secrets(&self) -> Result<(), ConfigError> {
@@ -164,34 +177,75 @@ pub fn has_file_form(key: &str) -> bool {
     STRING_KEYS.contains(&key)
 }
 
+/// The configuration's layers merged in order, and every problem with the string-typed
+/// variables (given twice, or a file that cannot be read).
+fn layers(path: Option<&Path>) -> Result<(Figment, Vec<ConfigError>), ConfigError> {
+    let mut figment = Figment::from(Serialized::defaults(Config::default()));
+    match path {
+        Some(path) => {
+            if !path.exists() {
+                return Err(ConfigError::Invalid(
+                    "--config",
+                    format!("{} does not exist", path.display()),
+                ));
+            }
+            figment = figment.merge(Toml::file(path));
+        }
+        None => figment = figment.merge(Toml::file("config.toml")),
+    }
+    if let Ok(url) = std::env::var("DATABASE_URL")
+        && !url.is_empty()
+    {
+        figment = figment.merge(Serialized::default("database.url", url));
+    }
+    // figment parses environment values (`0123` becomes a number), which would corrupt a
+    // hex key or a numeric client id: string-typed keys are read verbatim instead.
+    figment = figment.merge(Env::prefixed("SERVICE__").split("__").filter(|key| {
+        let key = key.as_str().to_ascii_lowercase();
+        !STRING_KEYS.contains(&key.as_str())
+    }));
+    Ok(with_string_variables(figment, |variable| {
+        std::env::var(variable).ok()
+    }))
+}
+
 /// Merges the string-typed keys' `SERVICE__SECTION__KEY` variables, read through `lookup` so
 /// tests can check the mapping without touching the process environment. Each may instead be
 /// given as `SERVICE__SECTION__KEY_FILE`, the path of a file holding the value (how container
 /// secrets are mounted); a final line break in the file is not part of the value. Both at once
-/// is refused: which one was meant cannot be known.
+/// is refused: which one was meant cannot be known. Every such problem is returned, in the
+/// keys' order.
 fn with_string_variables(
     mut figment: Figment,
     lookup: impl Fn(&str) -> Option<String>,
-) -> Result<Figment, ConfigError> {
+) -> (Figment, Vec<ConfigError>) {
+    let mut problems = Vec::new();
     for key in STRING_KEYS {
         let variable = format!("SERVICE__{}", key.replace('.', "__").to_ascii_uppercase());
         let file_variable = format!("{variable}_FILE");
         let value = match (lookup(&variable), lookup(&file_variable)) {
             (Some(_), Some(_)) => {
-                return Err(ConfigError::Invalid(
+                problems.push(ConfigError::Invalid(
                     key,
                     format!("set {variable} or {file_variable}, not both"),
                 ));
+                None
             }
             (Some(value), None) => Some(value),
-            (None, Some(path)) => Some(read_value_file(key, &file_variable, &path)?),
+            (None, Some(path)) => match read_value_file(key, &file_variable, &path) {
+                Ok(value) => Some(value),
+                Err(problem) => {
+                    problems.push(problem);
+                    None
+                }
+            },
             (None, None) => None,
         };
         if let Some(value) = value {
             figment = figment.merge(Serialized::default(key, value));
         }
     }
-    Ok(figment)
+    (figment, problems)
 }
 
 /// The value held in the file a `…_FILE` variable names, without its final line break.
@@ -235,7 +289,8 @@ mod tests {
             serde_json::json!({
                 "server": c.server, "database": c.database, "auth": serde_json::to_value(&c.auth).ok(),
                 "usage": c.usage, "platforms": c.platforms, "publishing": c.publishing,
-                "scheduler": c.scheduler, "logging": c.logging,
+                "scheduler": c.scheduler, "logging": c.logging, "collector": c.collector,
+                "oauth": serde_json::to_value(&c.oauth).ok(),
             })
         };
         assert_eq!(json(&from_file), json(&Config::default()));
@@ -269,7 +324,7 @@ mod tests {
                     .map(|(_, value)| value.to_string())
             },
         )
-        .unwrap()
+        .0
         .extract()
         .unwrap();
         assert_eq!(
@@ -306,7 +361,7 @@ mod tests {
             Figment::from(Serialized::defaults(Config::default())),
             |name| (name == "SERVICE__SECRETS__SESSION_KEY_FILE").then(|| path.clone()),
         )
-        .unwrap()
+        .0
         .extract()
         .unwrap();
         let key = config.secrets.session_key.unwrap();
@@ -319,24 +374,24 @@ mod tests {
     fn a_value_and_its_file_variable_together_or_an_unreadable_file_are_refused() {
         let file = temp_file("operator-token", "x");
         let path = file.to_string_lossy().to_string();
-        let both = with_string_variables(Figment::new(), |name| match name {
+        let (_, both) = with_string_variables(Figment::new(), |name| match name {
             "SERVICE__SECRETS__OPERATOR_TOKEN" => Some("y".to_string()),
             "SERVICE__SECRETS__OPERATOR_TOKEN_FILE" => Some(path.clone()),
+            "SERVICE__AUTH__CLIENT_SECRET_FILE" => Some("/nonexistent/secret".to_string()),
             _ => None,
         });
-        let Err(ConfigError::Invalid(key, message)) = both else {
-            panic!("both at once must be refused");
+        // Both problems, in the keys' order.
+        let [
+            ConfigError::Invalid(first_key, first),
+            ConfigError::Invalid(second_key, second),
+        ] = &both[..]
+        else {
+            panic!("both problems must be reported: {both:?}");
         };
-        assert_eq!(key, "secrets.operator_token");
-        assert!(message.contains("not both"), "{message}");
-        let missing = with_string_variables(Figment::new(), |name| {
-            (name == "SERVICE__AUTH__CLIENT_SECRET_FILE").then(|| "/nonexistent/secret".to_string())
-        });
-        let Err(ConfigError::Invalid(key, message)) = missing else {
-            panic!("an unreadable file must be refused");
-        };
-        assert_eq!(key, "auth.client_secret");
-        assert!(message.contains("/nonexistent/secret"), "{message}");
+        assert_eq!(*first_key, "secrets.operator_token");
+        assert!(first.contains("not both"), "{first}");
+        assert_eq!(*second_key, "auth.client_secret");
+        assert!(second.contains("/nonexistent/secret"), "{second}");
         let _ = std::fs::remove_file(file);
     }
 }

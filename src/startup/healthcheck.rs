@@ -27,12 +27,18 @@ pub fn probe_address(config: &Config) -> Result<SocketAddr, String> {
                 .to_string(),
         );
     }
-    let ip = match bind.ip() {
+    Ok(reachable(bind))
+}
+
+/// Where a client on this machine reaches a listener bound at `bound`: an unspecified address
+/// (`0.0.0.0`, `[::]`, every interface) is reached on loopback.
+pub fn reachable(bound: SocketAddr) -> SocketAddr {
+    let ip = match bound.ip() {
         IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
         IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
         ip => ip,
     };
-    Ok(SocketAddr::new(ip, bind.port()))
+    SocketAddr::new(ip, bound.port())
 }
 
 /// `Ok` when `GET /readyz` answers 200; otherwise what it answered, or why it could not ask.

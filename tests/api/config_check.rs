@@ -98,6 +98,42 @@ fn a_configuration_that_does_not_load_is_an_error() {
 }
 
 #[test]
+fn every_value_that_does_not_load_is_reported_beside_the_other_problems() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = service()
+        .current_dir(dir.path())
+        .args(["config", "check"])
+        .env("SERVICE__SERVER__MAX_CONNECTIONS", "many")
+        .env("SERVICE__SCHEDULER__MAX_SLEEP_MS", "soon")
+        .env(
+            "SERVICE__SECRETS__OPERATOR_TOKEN",
+            "operator-token-value-0003",
+        )
+        .env(
+            "SERVICE__SECRETS__OPERATOR_TOKEN_FILE",
+            "/nonexistent/token",
+        )
+        .env("SERVICE__COLLECTOR__TIME_ZONE", "Nowhere/Atlantis")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for expected in [
+        "MAX_CONNECTIONS",
+        "MAX_SLEEP_MS",
+        "set SERVICE__SECRETS__OPERATOR_TOKEN or SERVICE__SECRETS__OPERATOR_TOKEN_FILE, not both",
+        "`collector.time_zone / collector.run_at`",
+        "missing secret `secrets.session_key`",
+    ] {
+        assert!(
+            stderr.contains(expected),
+            "{expected} missing from:\n{stderr}"
+        );
+    }
+    assert!(output.stdout.is_empty());
+}
+
+#[test]
 fn a_good_configuration_prints_its_effective_values_with_every_secret_redacted() {
     let dir = tempfile::tempdir().unwrap();
     // config.toml in the working directory, overridden by the environment.

@@ -515,3 +515,30 @@ async fn the_healthcheck_command_probes_the_configured_address_for_readiness() {
     config.server.bind = "127.0.0.1:0".to_string();
     assert!(probe_address(&config).unwrap_err().contains("port 0"));
 }
+
+#[actix_web::test]
+async fn a_service_on_every_interface_without_a_public_url_names_itself_by_loopback() {
+    let app = TestApp::spawn_with(|config| {
+        config.server.bind = "0.0.0.0:0".into();
+        config.server.public_url = String::new();
+    })
+    .await;
+    let port = app.base.rsplit(':').next().unwrap();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let response = client
+        .get(format!("{}/auth/login", app.base))
+        .send()
+        .await
+        .unwrap();
+    let location = response.headers()["location"].to_str().unwrap().to_string();
+    let callback = format!("http://127.0.0.1:{port}/auth/callback");
+    let sent = url::Url::parse(&location)
+        .unwrap()
+        .query_pairs()
+        .find(|(name, _)| name == "redirect_uri")
+        .map(|(_, value)| value.into_owned());
+    assert_eq!(sent.as_deref(), Some(callback.as_str()), "{location}");
+}
