@@ -169,7 +169,7 @@ pub struct Step {
     #[serde(default, skip_serializing_if = "Option::is_none", with = "iso_millis")]
     pub at: Option<DateTimeUtc>,
     pub id: String,
-    /// What the id is. Stored as `name`, its key since the first steps were recorded.
+    /// What the id is. Stored under the key `name`.
     #[serde(rename = "name")]
     pub kind: StepKind,
     /// Only on `processing` steps.
