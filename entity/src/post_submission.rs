@@ -262,8 +262,8 @@ mod tests {
 
     use super::*;
 
-    /// Documents exactly as the recorder writes them today (and wrote before steps had times):
-    /// they must keep loading, and write back unchanged.
+    /// Documents as the recorder writes them, with and without step times: they load, and
+    /// write back unchanged.
     #[test]
     fn stored_steps_documents_still_read_and_write_back_the_same() {
         let documents = [
