@@ -169,7 +169,7 @@ pub struct Step {
     #[serde(default, skip_serializing_if = "Option::is_none", with = "iso_millis")]
     pub at: Option<DateTimeUtc>,
     pub id: String,
-    /// What the id is. Stored as `name`, its key since the first steps were recorded.
+    /// What the id is. Stored under the key `name`.
     #[serde(rename = "name")]
     pub kind: StepKind,
     /// Only on `processing` steps.
@@ -262,8 +262,8 @@ mod tests {
 
     use super::*;
 
-    /// Documents exactly as the recorder writes them today (and wrote before steps had times):
-    /// they must keep loading, and write back unchanged.
+    /// Documents as the recorder writes them, with and without step times: they load, and
+    /// write back unchanged.
     #[test]
     fn stored_steps_documents_still_read_and_write_back_the_same() {
         let documents = [

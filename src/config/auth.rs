@@ -19,7 +19,8 @@ pub struct SecretsConfig {
     /// Keys being rotated out (comma-separated, same form): still used to decrypt.
     #[serde(serialize_with = "serialize_secret")]
     pub previous_token_encryption_keys: Option<SecretString>,
-    /// Bearer token for the operator (`/admin/*`) endpoints. At least 16 characters.
+    /// Bearer token for the operator endpoints (`/admin/*`, `/api/admin/*`, `/metrics`, and the
+    /// cron endpoints for every account). At least 16 characters.
     #[serde(serialize_with = "serialize_secret")]
     pub operator_token: Option<SecretString>,
 }

@@ -123,10 +123,10 @@ pub struct CallbackQuery {
     error_description: Option<String>,
 }
 
-/// The callback answers a browser with a page and anything else with today's JSON. Only an
+/// The callback answers a browser with a page and anything else with the API's JSON. Only an
 /// `Accept` that names `text/html` itself counts as a browser (every browser sends it on a
-/// navigation); `*/*`, no header, or `application/json` keep the JSON of the API contract, so
-/// scripts and existing clients see no change.
+/// navigation); `*/*`, no header, or `application/json` get the JSON of the API contract, so
+/// scripts and API clients read what the contract describes.
 #[utoipa::path(get, path = "/api/connect/{platform}/callback", tag = "accounts", security(("session" = [])),
     params(("platform" = String, Path, description = "The platform the connection started for"), CallbackQuery),
     responses(

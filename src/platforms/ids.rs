@@ -27,7 +27,7 @@ use url::Url;
 
 use super::PlatformError;
 
-/// Longest Graph id we accept. Meta's ids are 15–19 digits today; a little room for growth,
+/// Longest Graph id we accept. Meta's ids are 15–19 digits; a little room for growth,
 /// but nothing like the kilobytes a hostile client may send.
 const MAX_GRAPH_DIGITS: usize = 24;
 /// 64-bit ids (TikTok videos, X): at most 19 digits, as X documents.

@@ -192,7 +192,7 @@ pub fn graph_id_of(body: &Value) -> Result<GraphId, PlatformError> {
 /// get request. Object with ID '…' does not exist, cannot be loaded due to missing permissions,
 /// or does not support this operation", the same on graph.facebook.com, for instagram and on
 /// graph.threads.net) is the platform saying there is no such object. On a write the same code
-/// is a refusal of the operation, classified as before.
+/// is a refusal of the operation, classified as [`classify`] does.
 pub fn classify_call(
     method: &Method,
     status: u16,

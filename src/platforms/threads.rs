@@ -56,7 +56,7 @@ pub async fn publish(
                     None => publish_text(ctx, &graph, text, reply_to, i == 0).await?,
                     Some(media) => {
                         // A post of a thread still processing cannot be carried on alone (the
-                        // posts after it would never follow): it fails, as before the deadline.
+                        // posts after it would never follow): `abandon` fails it as not published.
                         let container = create(ctx, &graph, Some(text), media, reply_to)
                             .await
                             .map_err(|e| abandon(e, ctx.config.processing_timeout_secs))?;

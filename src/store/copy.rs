@@ -264,8 +264,8 @@ where
 
 /// On PostgreSQL, moves every sequence that feeds a column of `tables` (serial or identity
 /// ids) past the largest value copied, so that the next row the service inserts does not
-/// collide with a copied one. The ids of today's tables are uuids and strings, so this finds
-/// none; it keeps a later table with a generated id correct. SQLite needs nothing: its
+/// collide with a copied one. The tables' ids are uuids and strings, so this finds none; it
+/// keeps the copy correct for any table with a generated id. SQLite needs nothing: its
 /// autoincrement follows the largest rowid.
 async fn reset_sequences(db: &DatabaseTransaction, tables: &[&str]) -> Result<(), DbErr> {
     if db.get_database_backend() != DbBackend::Postgres {

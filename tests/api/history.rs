@@ -142,9 +142,9 @@ async fn users_see_only_their_own_history() {
     assert_eq!(page(&app, &alice, "").await.1["total"], 3);
 }
 
-/// A steps document as the recorder writes it today (and as rows from before steps had times
-/// hold it), written straight into the column: the row loads with its steps typed. A document
-/// that is not one is an error on load, never an empty history.
+/// A steps document with and without step times, written straight into the column: the row
+/// loads with its steps typed. A document that is not one is an error on load, never an empty
+/// history.
 #[actix_web::test]
 async fn stored_steps_documents_load_typed_and_a_damaged_one_is_an_error() {
     use entity::post_submission::{ProcessingOutcome, StepKind};

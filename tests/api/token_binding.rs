@@ -1,5 +1,5 @@
 //! Platform tokens are sealed to the row they are stored in: a ciphertext moved to another row
-//! is refused and never reaches a platform; rows in the old unbound form are upgraded at start;
+//! is refused and never reaches a platform; rows in the unbound `v1:` form are upgraded at start;
 //! re-sealing (key rotation) never overwrites a token refreshed meanwhile.
 
 use aes_gcm::{

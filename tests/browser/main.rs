@@ -430,7 +430,7 @@ async fn a_non_operator_is_refused_the_operator_pages() {
         b.wait_text("p.error", "operator").await;
         assert!(!b.exists("#op-live").await);
         b.shot("refused").await;
-        // The old operator address leads to the same refusal.
+        // `/admin/actors` leads to the same refusal.
         b.goto("/admin/actors").await;
         b.wait_path("/dashboard").await;
         assert!(!b.exists("#op-live").await);
