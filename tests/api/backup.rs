@@ -1,30 +1,18 @@
 //! `service backup`, `service migrate status` and `service --version`: a backup taken while
 //! publishes go on restores to a service that knows the same keys, accounts and history.
 
-use std::{
-    process::Command,
-    sync::{
-        Arc, Mutex,
-        atomic::{AtomicBool, Ordering},
-    },
+use std::sync::{
+    Arc, Mutex,
+    atomic::{AtomicBool, Ordering},
 };
 
 use serde_json::{Value, json};
 use social_service::services::backup::{self, BackupOutcome};
 
-use crate::helpers::{TestApp, eventually, status_and_json};
-
-fn service() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_service"));
-    // No inherited SERVICE__* or DATABASE_URL: each test names its own database.
-    for (key, _) in std::env::vars() {
-        if key.starts_with("SERVICE__") || key == "DATABASE_URL" {
-            command.env_remove(key);
-        }
-    }
-    command.env("NO_COLOR", "1");
-    command
-}
+use crate::{
+    config::service,
+    helpers::{TestApp, eventually, status_and_json},
+};
 
 async fn get(base: &str, path: &str, client: &reqwest::Client) -> (u16, Value) {
     status_and_json(client.get(format!("{base}{path}")).send().await.unwrap()).await
@@ -105,9 +93,40 @@ async fn a_backup_taken_while_publishing_restores_keys_accounts_and_every_answer
     }
 
     let (_, accounts_before) = accounts(&app.base, &publisher.key).await;
+    // The documented restore, in a directory that holds what a stopped service leaves beside its
+    // database (its write-ahead log, shared memory and access-change files, copied from the live
+    // one): the backup takes the database file's place, and those files are deleted.
+    let live = app
+        .config
+        .database
+        .url
+        .trim_start_matches("sqlite://")
+        .split('?')
+        .next()
+        .unwrap()
+        .to_string();
+    let restore_dir = tempfile::tempdir().unwrap();
+    let database = restore_dir.path().join("service.db");
+    let mut stale = Vec::new();
+    for suffix in ["-wal", "-shm", "-access"] {
+        let beside = format!("{live}{suffix}");
+        if std::path::Path::new(&beside).exists() {
+            let copy = restore_dir.path().join(format!("service.db{suffix}"));
+            std::fs::copy(&beside, &copy).unwrap();
+            stale.push(copy);
+        }
+    }
+    assert!(
+        !stale.is_empty(),
+        "a running SQLite service keeps its log beside the database"
+    );
+    std::fs::copy(&path, &database).unwrap();
+    for file in &stale {
+        std::fs::remove_file(file).unwrap();
+    }
     let restored = app
         .spawn_second_with(|config| {
-            config.database.url = format!("sqlite://{}?mode=rwc", path.display());
+            config.database.url = format!("sqlite://{}?mode=rwc", database.display());
         })
         .await;
     let (status, accounts_after) = accounts(&restored.base, &publisher.key).await;
@@ -229,7 +248,7 @@ fn migrate_status_lists_each_migration_pending_then_applied() {
 
 #[test]
 fn version_names_the_package_version_and_the_commit() {
-    let commit = Command::new("git")
+    let commit = std::process::Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()

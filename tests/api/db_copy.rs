@@ -3,7 +3,7 @@
 //! every row of every table equal; a target that holds rows, a copy onto its own source and a
 //! source that does not exist are refused, and the source is never written.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use chrono::{FixedOffset, SecondsFormat};
 use chrono_tz::Asia::Taipei;
@@ -13,23 +13,17 @@ use uuid::Uuid;
 
 use crate::helpers::{OPERATOR_TOKEN, Publisher, TestApp, eventually, status_and_json};
 
-/// The PostgreSQL server the copies go to (CI runs one there).
-const POSTGRES_SERVER: &str = "postgres://postgres@127.0.0.1:5432";
-
-fn service() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_service"));
-    // No inherited SERVICE__* or DATABASE_URL: the command names its databases itself.
-    for (key, _) in std::env::vars() {
-        if key.starts_with("SERVICE__") || key == "DATABASE_URL" {
-            command.env_remove(key);
-        }
-    }
-    command.env("NO_COLOR", "1");
-    command
+/// The PostgreSQL server the copies go to, without a database name: `TEST_POSTGRES_SERVER`, or
+/// the local one CI runs.
+fn postgres_server() -> String {
+    std::env::var("TEST_POSTGRES_SERVER")
+        .ok()
+        .filter(|server| !server.is_empty())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432".to_string())
 }
 
 fn db_copy(from: &str, to: &str) -> Output {
-    service()
+    crate::config::service()
         .args(["db", "copy", "--from", from, "--to", to])
         .output()
         .unwrap()
@@ -44,7 +38,7 @@ struct FreshPostgres {
 impl FreshPostgres {
     async fn create() -> Self {
         let name = format!("copy_{}", Uuid::new_v4().simple());
-        let admin = Database::connect(format!("{POSTGRES_SERVER}/postgres"))
+        let admin = Database::connect(format!("{}/postgres", postgres_server()))
             .await
             .unwrap();
         admin
@@ -52,7 +46,7 @@ impl FreshPostgres {
             .await
             .unwrap();
         admin.close().await.unwrap();
-        let url = format!("{POSTGRES_SERVER}/{name}");
+        let url = format!("{}/{name}", postgres_server());
         Self { name, url }
     }
 }
@@ -67,7 +61,9 @@ impl Drop for FreshPostgres {
                 .build()
                 .unwrap();
             runtime.block_on(async {
-                if let Ok(admin) = Database::connect(format!("{POSTGRES_SERVER}/postgres")).await {
+                if let Ok(admin) =
+                    Database::connect(format!("{}/postgres", postgres_server())).await
+                {
                     // FORCE ends the connections of the instance the test started on it.
                     let _ = admin
                         .execute_unprepared(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
@@ -232,7 +228,7 @@ async fn a_sqlite_database_copied_into_postgresql_serves_the_same_keys_accounts_
     // The documented way with the service running: copy from a backup of it.
     let dir = tempfile::tempdir().unwrap();
     let backup = dir.path().join("backup.db");
-    let output = service()
+    let output = crate::config::service()
         .args(["backup", backup.to_str().unwrap()])
         .env("SERVICE__DATABASE__URL", &app.config.database.url)
         .output()
@@ -309,7 +305,7 @@ async fn a_sqlite_database_copied_into_postgresql_serves_the_same_keys_accounts_
 fn a_copy_onto_its_own_source_or_from_a_missing_database_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("service.db");
-    let output = service()
+    let output = crate::config::service()
         .arg("migrate")
         .env(
             "SERVICE__DATABASE__URL",

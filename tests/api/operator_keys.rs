@@ -164,3 +164,84 @@ fn the_command_revoking_an_unknown_key_says_so_with_exit_code_1() {
         "{stderr}"
     );
 }
+
+/// The built binary's `user list`, `key list` and `key revoke`, in both output forms, on the
+/// database of a running instance (SQLite: the binary finds a PostgreSQL test's schema by no
+/// option of its own, and the library tests above cover PostgreSQL).
+#[actix_web::test]
+async fn the_binary_lists_users_and_keys_in_both_forms_and_revokes_a_key_the_service_then_refuses()
+{
+    if on_postgres() {
+        return;
+    }
+    let app = TestApp::spawn().await;
+    let (first, second) = (address(), address());
+    let owner = app.sign_in(&first).await;
+    app.clock.advance(Duration::seconds(5));
+    let other = app.sign_in(&second).await;
+    assert_eq!(app.set_plan(other.user_id, "pro").await.status(), 200);
+    let (kept, _) = app.create_key(&owner, "kept").await;
+    app.clock.advance(Duration::seconds(1));
+    let (revoked, revoked_id) = app.create_key(&owner, "to revoke").await;
+    assert_eq!(key_status(&app.base, &revoked).await, 200);
+    let run = |args: &[&str]| {
+        let output = crate::config::service()
+            .args(args)
+            .env("SERVICE__DATABASE__URL", &app.config.database.url)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+        let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+        stdout
+    };
+
+    let lines = run(&["user", "list"]);
+    let lines: Vec<&str> = lines.lines().collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].starts_with(&format!("{} {first} free enabled user ", owner.user_id)));
+    assert!(lines[1].starts_with(&format!("{} {second} pro enabled user ", other.user_id)));
+    let users: serde_json::Value = serde_json::from_str(&run(&["user", "list", "--json"])).unwrap();
+    let emails: Vec<_> = users
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|user| (user["email"].as_str().unwrap(), user["plan"].as_str()))
+        .collect();
+    assert_eq!(
+        emails,
+        vec![
+            (first.as_str(), Some("free")),
+            (second.as_str(), Some("pro"))
+        ]
+    );
+
+    let listed = run(&["key", "list", &first]);
+    assert_eq!(listed.lines().count(), 2, "{listed}");
+    assert!(
+        listed.contains("\"kept\"") && listed.contains(" active "),
+        "{listed}"
+    );
+    let as_json = run(&["key", "list", &first, "--json"]);
+    for full in [&kept, &revoked] {
+        assert!(!listed.contains(full.as_str()) && !as_json.contains(full.as_str()));
+    }
+    let keys: serde_json::Value = serde_json::from_str(&as_json).unwrap();
+    let names: Vec<_> = keys
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|key| key["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["kept", "to revoke"]);
+
+    run(&["key", "revoke", &revoked_id]);
+    assert_key_refused(&app.base, &revoked).await;
+    assert_eq!(key_status(&app.base, &kept).await, 200);
+    let after = run(&["key", "list", &first]);
+    let revoked_line = after
+        .lines()
+        .find(|line| line.contains("\"to revoke\""))
+        .unwrap();
+    assert!(revoked_line.contains(" revoked "), "{after}");
+}
