@@ -116,6 +116,7 @@ impl Config {
             }
         }
     }
+
     /// Checks that every secret `serve` needs is present and well-formed; the first problem
     /// of [`Self::secret_problems`].
     pub fn check_secrets(&self) -> Result<(), ConfigError> {
