@@ -189,6 +189,9 @@ impl fmt::Display for ErrorCode {
 /// What a client (and the history) is told about a publish still processing on the platform.
 pub const PUBLISH_UNCONFIRMED_MESSAGE: &str = "The post is still processing on the platform; the service keeps checking and records published or failed in the publishing history; do not retry";
 
+/// `PublishingFailed`'s message; the platform's words follow in `details`.
+pub const PUBLISHING_FAILED_MESSAGE: &str = "Failed to publish the post";
+
 /// Values for the `X-RateLimit-*` headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct RateLimitHeaders {
@@ -247,10 +250,20 @@ pub struct ErrorBody {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(required = false, value_type = String)]
     pub details: Option<String>,
-    /// The history row to look at (`POST /v2/posts`).
+    /// The history row to look at (`POST /v2/posts`): the answer of a publish that started.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(required = false, value_type = uuid::Uuid)]
     pub post_submission_id: Option<uuid::Uuid>,
+    /// Where that row's post resource is (`/v2/posts/{post_submission_id}`, relative to the
+    /// service): poll it for the outcome. Sent with `post_submission_id`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = false, value_type = String)]
+    pub post_url: Option<String>,
+}
+
+/// The path of the post resource of history row `id` (`GET /v2/posts/{id}`).
+pub fn post_path(id: uuid::Uuid) -> String {
+    format!("/v2/posts/{id}")
 }
 
 /// The performance endpoints' error body: `error` is the message text.
@@ -306,9 +319,15 @@ impl ApiError {
     /// The platform was still processing the post at our deadline: it may yet go out, so the
     /// client must not retry; the outcome lands in the history under `submission_id`.
     pub fn publish_unconfirmed(submission_id: uuid::Uuid) -> Self {
-        let mut error = Self::new(ErrorCode::PublishUnconfirmed, PUBLISH_UNCONFIRMED_MESSAGE);
-        error.submission_id = Some(Box::new(submission_id));
-        error
+        Self::new(ErrorCode::PublishUnconfirmed, PUBLISH_UNCONFIRMED_MESSAGE)
+            .for_submission(submission_id)
+    }
+
+    /// Names the history row this failure was recorded in (`post_submission_id` and
+    /// `post_url` in the body), so the client can look at it instead of retrying blind.
+    pub fn for_submission(mut self, submission_id: uuid::Uuid) -> Self {
+        self.submission_id = Some(Box::new(submission_id));
+        self
     }
 
     /// An unexpected failure: the cause is logged, the client gets a generic message.
@@ -378,7 +397,7 @@ impl ApiError {
 
     /// `PublishingFailed` carrying the platform's message in `details`.
     pub fn publishing_failed(details: impl Into<String>) -> Self {
-        let mut error = Self::new(ErrorCode::PublishingFailed, "Failed to publish the post");
+        let mut error = Self::new(ErrorCode::PublishingFailed, PUBLISHING_FAILED_MESSAGE);
         error.details = Some(details.into());
         error
     }
@@ -451,6 +470,7 @@ impl ApiError {
                 retry_after: self.retry_after,
                 details: self.details.clone(),
                 post_submission_id: self.submission_id.as_deref().copied(),
+                post_url: self.submission_id.as_deref().copied().map(post_path),
             }),
         };
         // Strings, numbers and booleans: serializing cannot fail.
@@ -600,7 +620,8 @@ mod tests {
         assert_eq!(
             error.body(),
             json!({"success": false, "error": "PublishUnconfirmed",
-                   "message": PUBLISH_UNCONFIRMED_MESSAGE, "post_submission_id": id})
+                   "message": PUBLISH_UNCONFIRMED_MESSAGE, "post_submission_id": id,
+                   "post_url": format!("/v2/posts/{id}")})
         );
     }
 

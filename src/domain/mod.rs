@@ -1,10 +1,12 @@
 //! The service's ground vocabulary, shared by every floor above: the typed publish plan, a
-//! day's account numbers, who signed in, an account token's verdicts, the API's time format,
-//! and the checks every request's text and ids pass. Nothing here does I/O.
+//! post's status as its resource tells it, a day's account numbers, who signed in, an account
+//! token's verdicts, the API's time format, and the checks every request's text and ids pass.
+//! Nothing here does I/O.
 
 pub mod daily;
 pub mod identity;
 pub mod plan;
+pub mod post_status;
 pub mod text;
 pub mod time;
 pub mod token_status;

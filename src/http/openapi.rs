@@ -50,6 +50,8 @@ Calls with an API key carry `X-RateLimit-Limit`, `X-RateLimit-Remaining` and \
         ops::actors,
         ops::actors_page,
         posts::create_post,
+        posts::get_post,
+        posts::list_posts,
         accounts::list_accounts_for_key,
         scheduled::list,
         scheduled::cancel,

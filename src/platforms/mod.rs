@@ -223,40 +223,16 @@ impl PlatformError {
     /// The one mapping from platform failures to the error catalogue (spec §7).
     pub fn into_api_error(self) -> ApiError {
         match self {
-            PlatformError::TokenExpired(msg) => ApiError::new(
-                ErrorCode::TokenExpired,
-                "The platform access token has expired; reconnect the account",
-            )
-            .with_details(msg),
-            PlatformError::TokenInvalid(msg) => ApiError::new(
-                ErrorCode::InvalidToken,
-                "The platform access token is invalid or was revoked; reconnect the account",
-            )
-            .with_details(msg),
+            PlatformError::TokenExpired(msg) => reported(ErrorCode::TokenExpired, msg),
+            PlatformError::TokenInvalid(msg) => reported(ErrorCode::InvalidToken, msg),
             PlatformError::RateLimited {
                 retry_after,
                 message,
             } => ApiError::rate_limited(retry_after, None).with_details(message),
-            PlatformError::Permission(msg) => ApiError::new(
-                ErrorCode::InsufficientPermissions,
-                "The account has not granted a permission this post needs",
-            )
-            .with_details(msg),
-            PlatformError::ProcessingFailed(msg) => ApiError::new(
-                ErrorCode::VideoProcessingFailed,
-                "Media processing failed or timed out on the platform",
-            )
-            .with_details(msg),
-            PlatformError::CarouselFailed(msg) => ApiError::new(
-                ErrorCode::CarouselCreationFailed,
-                "The carousel could not be created on the platform",
-            )
-            .with_details(msg),
-            PlatformError::MediaFetch(msg) => ApiError::new(
-                ErrorCode::MediaDownloadFailed,
-                "The platform could not download a media URL",
-            )
-            .with_details(msg),
+            PlatformError::Permission(msg) => reported(ErrorCode::InsufficientPermissions, msg),
+            PlatformError::ProcessingFailed(msg) => reported(ErrorCode::VideoProcessingFailed, msg),
+            PlatformError::CarouselFailed(msg) => reported(ErrorCode::CarouselCreationFailed, msg),
+            PlatformError::MediaFetch(msg) => reported(ErrorCode::MediaDownloadFailed, msg),
             PlatformError::Transient(msg) | PlatformError::Rejected(msg) => {
                 ApiError::publishing_failed(msg)
             }
@@ -275,6 +251,53 @@ impl PlatformError {
             )),
         }
     }
+}
+
+/// The catalogue codes a platform failure is reported with and the message of each; the
+/// platform's own words follow as `details` (in the history, after `": "`).
+const REPORTED: [(ErrorCode, &str); 7] = [
+    (
+        ErrorCode::TokenExpired,
+        "The platform access token has expired; reconnect the account",
+    ),
+    (
+        ErrorCode::InvalidToken,
+        "The platform access token is invalid or was revoked; reconnect the account",
+    ),
+    (
+        ErrorCode::InsufficientPermissions,
+        "The account has not granted a permission this post needs",
+    ),
+    (
+        ErrorCode::VideoProcessingFailed,
+        "Media processing failed or timed out on the platform",
+    ),
+    (
+        ErrorCode::CarouselCreationFailed,
+        "The carousel could not be created on the platform",
+    ),
+    (
+        ErrorCode::MediaDownloadFailed,
+        "The platform could not download a media URL",
+    ),
+    (
+        ErrorCode::PublishingFailed,
+        crate::error::PUBLISHING_FAILED_MESSAGE,
+    ),
+];
+
+/// The message a platform failure recorded with the catalogue code `code` starts with, when
+/// the code is one a platform failure is reported with.
+pub fn reported_message(code: &str) -> Option<&'static str> {
+    REPORTED
+        .iter()
+        .find(|(known, _)| known.as_str() == code)
+        .map(|(_, message)| *message)
+}
+
+fn reported(code: ErrorCode, details: String) -> ApiError {
+    let message = reported_message(code.as_str()).unwrap_or_default();
+    ApiError::new(code, message).with_details(details)
 }
 
 /// How the platform's processing of an object ended, as a step records it: part of the stored

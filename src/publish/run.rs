@@ -417,8 +417,12 @@ async fn record_failure(
                 .map(ClaimFence::attempt_claim),
         },
     };
-    if let Err(e) = deps.store.publish_write(write).await {
-        tracing::error!(error = %e, submission = %job.submission_id, "cannot record the failure");
+    match deps.store.publish_write(write).await {
+        // The client is told where the failure is recorded.
+        Ok(_) => api_error = api_error.for_submission(job.submission_id),
+        Err(e) => {
+            tracing::error!(error = %e, submission = %job.submission_id, "cannot record the failure");
+        }
     }
     if !maybe_published {
         release_counter(deps, job).await;

@@ -3,6 +3,7 @@
 //! handle, the media fetcher, the clock, its settings), never the HTTP state.
 //!
 //! - [`publishing`]: a post now or at a time (`POST /v2/posts`, the compose form);
+//! - [`posts`]: a publish's outcome as its resource shows it (`GET /v2/posts…`);
 //! - [`scheduling`]: what the scheduler decides for a due post, and settling expired claims;
 //! - [`reconciling`]: publishes the platform was still processing at our deadline;
 //! - [`collection`]: the daily snapshots, backfills and the dates still missing;
@@ -21,6 +22,7 @@ pub mod db_copy;
 pub mod keys;
 pub mod operator;
 pub mod performance;
+pub mod posts;
 pub mod publishing;
 pub mod reconciling;
 pub mod scheduling;

@@ -263,7 +263,8 @@ impl PublishingService {
                         "Publishing did not finish within {} s and goes on in the background; check the publishing history for post_submission_id {submission_id} before retrying",
                         time_limit.as_secs()
                     ),
-                ));
+                )
+                .for_submission(submission_id));
             }
         };
         Ok(PostPublished {

@@ -122,6 +122,34 @@ impl UsageService {
         Ok((plan, allowance))
     }
 
+    /// The allowance of `user` as it stands, counting nothing: for the calls that are not
+    /// metered (reading a post's outcome), which still carry the `X-RateLimit-*` values. One
+    /// read on a limited plan (whose counts are always written); none on an unlimited one.
+    pub async fn peek(
+        &self,
+        user: &entity::user::Model,
+    ) -> Result<(Plan, RateLimitHeaders), ApiError> {
+        let plan = user.plan;
+        let period = usage::usage_period(user.created_at, self.clock.now());
+        let reset = period.end.timestamp();
+        let allowance = match plan.monthly_limit(self.free_monthly_limit) {
+            Some(limit) => {
+                let used = self.store.period_usage(user.id, &period.key()).await?;
+                RateLimitHeaders {
+                    limit,
+                    remaining: (limit - used).max(0),
+                    reset,
+                }
+            }
+            None => RateLimitHeaders {
+                limit: -1,
+                remaining: -1,
+                reset,
+            },
+        };
+        Ok((plan, allowance))
+    }
+
     /// Reads the current period's usage of `user`.
     pub async fn now(&self, user: &entity::user::Model) -> Result<UsageNow, ApiError> {
         let period = usage::usage_period(user.created_at, self.clock.now());

@@ -14,6 +14,7 @@ pub mod last_used;
 mod login_states;
 mod migration_lock;
 mod oauth_states;
+mod posts;
 mod publish_write;
 mod reseal;
 mod scheduled;
@@ -49,6 +50,7 @@ pub use commit::GroupCommitStats;
 pub use copy::{CopyError, CopySource, TableCount, copied_tables};
 pub use form_tokens::FORM_TOKEN_TTL;
 pub use oauth_states::StateOwner;
+pub use posts::{PostFilter, PostRecord};
 pub use publish_write::{AttemptClaim, PublishWrite, SubmissionRow};
 pub use reseal::{ReEncryptError, ResealReport, ResealScope, RowReseal};
 pub use scheduled::{

@@ -1,6 +1,7 @@
 //! The three authentication modes, as middlewares that run before any body is read:
 //! - [`require_api_key`]: the `service-api-key` header (programmatic endpoints). Also meters
-//!   usage (spec §8) and adds the `X-RateLimit-*` headers.
+//!   usage (spec §8) and adds the `X-RateLimit-*` headers. [`require_api_key_unmetered`] is the
+//!   same without counting the call (reading a post's outcome).
 //! - [`require_session`]: the signed `service_session` cookie (dashboard endpoints). A
 //!   state-changing request must also come from this site ([`origin`]).
 //! - [`require_operator`]: `Authorization: Bearer <operator token>` (`/admin/*`).
@@ -94,7 +95,33 @@ pub async fn require_api_key(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Guarded<impl MessageBody + 'static> {
-    let caller = match authenticate_key(&req).await {
+    with_api_key(req, next, Metering::Counted).await
+}
+
+/// Middleware: authenticates the API key without counting the call or refusing it for the
+/// plan's allowance: reading a post's outcome (`GET /v2/posts…`), which a client polls after
+/// publishing, must not use up the allowance nor be refused once it is used up. The
+/// `X-RateLimit-*` headers still describe the allowance (unchanged by the call).
+pub async fn require_api_key_unmetered(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Guarded<impl MessageBody + 'static> {
+    with_api_key(req, next, Metering::Uncounted).await
+}
+
+/// Whether an API-key call counts against the plan's monthly allowance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Metering {
+    Counted,
+    Uncounted,
+}
+
+async fn with_api_key<B: MessageBody + 'static>(
+    req: ServiceRequest,
+    next: Next<B>,
+    metering: Metering,
+) -> Guarded<B> {
+    let caller = match authenticate_key(&req, metering).await {
         Ok(caller) => caller,
         Err(error) => {
             let error = shape_for_path(error, req.path());
@@ -113,7 +140,7 @@ pub async fn require_api_key(
     Ok(response.map_into_left_body())
 }
 
-async fn authenticate_key(req: &ServiceRequest) -> Result<ApiCaller, ApiError> {
+async fn authenticate_key(req: &ServiceRequest, metering: Metering) -> Result<ApiCaller, ApiError> {
     let state = state_of(req)?;
     let presented = match req.headers().get(&API_KEY_HEADER) {
         Some(value) => value.to_str().map_err(|_| ApiError::invalid_api_key())?,
@@ -137,7 +164,10 @@ async fn authenticate_key(req: &ServiceRequest) -> Result<ApiCaller, ApiError> {
         .headers()
         .get(header::ACCEPT_LANGUAGE)
         .and_then(|v| v.to_str().ok());
-    let (plan, allowance) = state.usage.meter(&user, accept_language).await?;
+    let (plan, allowance) = match metering {
+        Metering::Counted => state.usage.meter(&user, accept_language).await?,
+        Metering::Uncounted => state.usage.peek(&user).await?,
+    };
     Ok(ApiCaller {
         user,
         key_id,
@@ -247,7 +277,7 @@ pub async fn require_operator_or_api_key(
         req.extensions_mut().insert(CronCaller::Operator);
         return Ok(next.call(req).await?.map_into_left_body());
     }
-    let caller = match authenticate_key(&req).await {
+    let caller = match authenticate_key(&req, Metering::Counted).await {
         Ok(caller) => caller,
         Err(error) => return refuse(req, error),
     };

@@ -235,6 +235,15 @@ async fn every_endpoint_keeps_its_body() {
         Pinned,
     )
     .await;
+    let submission_id = published["data"]["post_submission_id"].as_str().unwrap();
+    r.call(
+        "GET /v2/posts/{post_submission_id}",
+        with_key(Method::GET, &format!("/v2/posts/{submission_id}")),
+        Pinned,
+    )
+    .await;
+    r.call("GET /v2/posts", with_key(Method::GET, "/v2/posts"), Pinned)
+        .await;
     r.call(
         "GET /api/scheduled-posts",
         with_key(Method::GET, "/api/scheduled-posts"),

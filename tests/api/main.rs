@@ -58,6 +58,8 @@ mod ops;
 // The dashboard page tests' shared checks.
 mod pages;
 mod performance;
+// `GET /v2/posts/{id}` and `GET /v2/posts`.
+mod post_resource;
 mod publish;
 mod read_check;
 mod scheduled;

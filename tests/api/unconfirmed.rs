@@ -47,6 +47,7 @@ async fn publish_stuck(app: &TestApp, publisher: &Publisher, content: Value) -> 
         .to_string();
     let mut expected = error_body("PublishUnconfirmed", PUBLISH_UNCONFIRMED_MESSAGE);
     expected["post_submission_id"] = json!(id);
+    expected["post_url"] = json!(format!("/v2/posts/{id}"));
     assert_eq!(body, expected);
     assert!(PUBLISH_UNCONFIRMED_MESSAGE.contains("do not retry"));
 

@@ -11,9 +11,10 @@ use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use crate::domain::text::parse_uuid;
+use crate::domain::{post_status::PostStatus, text::parse_uuid};
 use crate::services::collection::backfill::{self, BackfillDates, Yesterday};
 use crate::services::keys::{KeyName, MAX_NAME_CHARS};
+use crate::services::posts::PostSelection;
 use crate::{
     domain::plan::Platform,
     error::{ApiError, ErrorCode},
@@ -97,6 +98,20 @@ impl TryFrom<HistoryQuery> for Page {
     }
 }
 
+/// A list's `platform` filter: empty or absent is "any"; a name that is not a platform is
+/// `InvalidPlatform`.
+fn parse_platform_filter(raw: Option<&str>) -> Result<Option<Platform>, ApiError> {
+    match raw.filter(|s| !s.is_empty()) {
+        None => Ok(None),
+        Some(raw) => Platform::parse(raw).map(Some).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::InvalidPlatform,
+                format!("Invalid platform '{raw}'"),
+            )
+        }),
+    }
+}
+
 /// `GET /api/scheduled-posts`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -125,15 +140,7 @@ impl TryFrom<ScheduledListQuery> for ScheduledFilter {
                 ApiError::invalid_request(format!("status must be one of {}", all.join(", ")))
             })?),
         };
-        let platform = match query.platform.as_deref().filter(|s| !s.is_empty()) {
-            None => None,
-            Some(raw) => Some(Platform::parse(raw).ok_or_else(|| {
-                ApiError::new(
-                    ErrorCode::InvalidPlatform,
-                    format!("Invalid platform '{raw}'"),
-                )
-            })?),
-        };
+        let platform = parse_platform_filter(query.platform.as_deref())?;
         let limit = query.limit.unwrap_or(SCHEDULED_DEFAULT_LIMIT);
         if limit < 1 {
             return Err(ApiError::invalid_request("limit must be at least 1"));
@@ -142,6 +149,48 @@ impl TryFrom<ScheduledListQuery> for ScheduledFilter {
             status,
             platform,
             limit: limit.min(SCHEDULED_MAX_LIMIT).unsigned_abs(),
+        })
+    }
+}
+
+/// `GET /v2/posts`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PostListQuery {
+    /// `processing`, `published`, `failed` or `unconfirmed` (empty: all).
+    pub status: Option<String>,
+    /// A platform name (empty: all).
+    pub platform: Option<String>,
+    /// Page size, at least 1 (default 20; above 100 is clamped to 100).
+    #[param(minimum = 1)]
+    pub limit: Option<i64>,
+    /// Items to skip, at least 0 (default 0).
+    #[param(minimum = 0)]
+    pub offset: Option<i64>,
+}
+
+/// Checked in the order status, platform, limit, offset; an empty `status` or `platform` means
+/// "any". The page is the history's ([`HistoryQuery`]).
+impl TryFrom<PostListQuery> for PostSelection {
+    type Error = ApiError;
+
+    fn try_from(query: PostListQuery) -> Result<Self, ApiError> {
+        let status = match query.status.as_deref().filter(|s| !s.is_empty()) {
+            None => None,
+            Some(raw) => Some(PostStatus::parse(raw).ok_or_else(|| {
+                let all: Vec<&str> = PostStatus::ALL.iter().map(|s| s.as_str()).collect();
+                ApiError::invalid_request(format!("status must be one of {}", all.join(", ")))
+            })?),
+        };
+        let platform = parse_platform_filter(query.platform.as_deref())?;
+        let page = Page::try_from(HistoryQuery {
+            limit: query.limit,
+            offset: query.offset,
+        })?;
+        Ok(PostSelection {
+            status,
+            platform,
+            page,
         })
     }
 }

@@ -19,7 +19,7 @@ use crate::services::collection::backfill::{Backfilled, date_text};
 use entity::platform::Platform;
 
 use super::{
-    resources::{Account, ApiKey, ScheduledPost, Submission, TokenInfo, User},
+    resources::{Account, ApiKey, PostResource, ScheduledPost, Submission, TokenInfo, User},
     schema::{ErrorBody, QuotaExceededBody},
 };
 
@@ -142,6 +142,26 @@ pub struct TokenInfoResponse {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PublishedPosts {
     pub posts: Vec<Submission>,
+    pub total: u64,
+    pub limit: u64,
+    pub offset: u64,
+}
+
+/// `GET /v2/posts/{post_submission_id}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PostFound {
+    /// Always `true`.
+    pub success: bool,
+    pub post: PostResource,
+}
+
+/// `GET /v2/posts`: §2.5's list form, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PostList {
+    /// Always `true`.
+    pub success: bool,
+    pub posts: Vec<PostResource>,
+    /// How many posts the filters pick in all.
     pub total: u64,
     pub limit: u64,
     pub offset: u64,
