@@ -165,11 +165,7 @@ impl Application {
         let address = listener
             .local_addr()
             .map_err(|e| StartupError::Bind(config.server.bind.clone(), e))?;
-        // Without a configured URL, the service is taken to be used from this machine: a
-        // listener on every interface (a container's 0.0.0.0) is named by its loopback address,
-        // which a browser here can open and which its origin then matches.
-        let public_url = configured_public_url
-            .unwrap_or_else(|| format!("http://{}", healthcheck::reachable(address)));
+        let public_url = configured_public_url.unwrap_or_else(|| healthcheck::local_url(address));
         tracing::info!(%address, %public_url, "listening");
 
         let secret = |s: &Option<SecretString>| {

@@ -30,6 +30,13 @@ pub fn probe_address(config: &Config) -> Result<SocketAddr, String> {
     Ok(reachable(bind))
 }
 
+/// The public URL when none is configured: the service is taken to be used from this machine,
+/// and a listener on every interface (a container's `0.0.0.0`) is named by its loopback
+/// address, which a browser here can open and whose origin then matches.
+pub fn local_url(bound: SocketAddr) -> String {
+    format!("http://{}", reachable(bound))
+}
+
 /// Where a client on this machine reaches a listener bound at `bound`: an unspecified address
 /// (`0.0.0.0`, `[::]`, every interface) is reached on loopback.
 pub fn reachable(bound: SocketAddr) -> SocketAddr {
