@@ -32,9 +32,14 @@ pub fn random_token(n: usize) -> String {
 
 /// SHA-256 of `input` as lowercase hex.
 pub fn sha256_hex(input: &str) -> String {
+    sha256_hex_bytes(input.as_bytes())
+}
+
+/// SHA-256 of `input` as lowercase hex.
+pub fn sha256_hex_bytes(input: &[u8]) -> String {
     // Runs on every API-key request (the key cache is keyed by it): no `format!` per byte.
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(input.as_bytes());
+    let digest = Sha256::digest(input);
     let mut out = String::with_capacity(64);
     for b in digest {
         out.push(HEX[usize::from(b >> 4)] as char);

@@ -85,6 +85,10 @@ pub enum ErrorCode {
     /// error bodies' schema.
     #[serde(skip)]
     PublishingUnconfirmed,
+    /// `POST /v2/posts`: the `Idempotency-Key` was first sent with a different request body.
+    IdempotencyKeyReused,
+    /// `POST /v2/posts`: the first request with this `Idempotency-Key` is still running.
+    IdempotencyKeyInUse,
 }
 
 impl ErrorCode {
@@ -131,6 +135,8 @@ impl ErrorCode {
             Self::RequestTimeout => "RequestTimeout",
             Self::PublishUnconfirmed => "PublishUnconfirmed",
             Self::PublishingUnconfirmed => "PublishingUnconfirmed",
+            Self::IdempotencyKeyReused => "IdempotencyKeyReused",
+            Self::IdempotencyKeyInUse => "IdempotencyKeyInUse",
         }
     }
 
@@ -176,6 +182,10 @@ impl ErrorCode {
             Self::PublishUnconfirmed => StatusCode::ACCEPTED,
             // Never answered over HTTP; were it, it would mean what `PublishUnconfirmed` means.
             Self::PublishingUnconfirmed => StatusCode::ACCEPTED,
+            // The draft's answers: a key is not for another request (422), and a retry must
+            // wait for the first to end (409).
+            Self::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::IdempotencyKeyInUse => StatusCode::CONFLICT,
         }
     }
 }
@@ -242,7 +252,7 @@ pub struct ErrorBody {
     pub error: &'static str,
     /// A human message.
     pub message: String,
-    /// Seconds to wait before retrying (429, 503).
+    /// Seconds to wait before retrying (409 `IdempotencyKeyInUse`, 429, 503).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(required = false, value_type = u64)]
     pub retry_after: Option<u64>,
@@ -528,10 +538,12 @@ mod tests {
             ErrorCode::InvalidOAuthState,
             ErrorCode::PublishUnconfirmed,
             ErrorCode::UsageLimitExceeded,
+            ErrorCode::IdempotencyKeyReused,
+            ErrorCode::IdempotencyKeyInUse,
         ] {
             assert!(listed.contains(&code.as_str()), "{code}");
         }
-        assert_eq!(listed.len(), 39);
+        assert_eq!(listed.len(), 41);
     }
 
     #[test]

@@ -42,7 +42,7 @@ use crate::{
     services::publishing::SchedulerWaker,
     services::reconciling::ReconcileService,
     services::scheduling::SchedulingService,
-    services::usage::UsageService,
+    services::{idempotency::IdempotencyService, usage::UsageService},
     store::Store,
     store::access::{AccessCache, AccessCacheSettings},
     store::last_used::LastUsedRecorder,
@@ -79,6 +79,29 @@ pub enum StartupError {
     Bind(String, std::io::Error),
     #[error("upgrading stored tokens: {0}")]
     Tokens(#[from] crate::store::ReEncryptError),
+}
+
+/// The use cases that meter API calls: metering itself, and `Idempotency-Key`s (which meter
+/// once a key is claimed).
+fn metered_use_cases(
+    config: &Config,
+    store: &Store,
+    clock: &SharedClock,
+    last_used: &LastUsedRecorder,
+) -> (Arc<UsageService>, Arc<IdempotencyService>) {
+    let usage = Arc::new(UsageService::new(
+        store.clone(),
+        clock.clone(),
+        last_used.clone(),
+        config.usage.free_monthly_limit,
+    ));
+    let idempotency = Arc::new(IdempotencyService::new(
+        store.clone(),
+        clock.clone(),
+        usage.clone(),
+        &config.publishing,
+    ));
+    (usage, idempotency)
 }
 
 /// Seals tokens still stored in the unbound `v1:` form to their rows, before anything reads
@@ -188,6 +211,7 @@ impl Application {
 
         // The HTTP state, last.
         let last_used = LastUsedRecorder::default();
+        let (usage, idempotency) = metered_use_cases(&config, &store, &clock, &last_used);
         let state = web::Data::new(AppState {
             signer: SessionSigner::new(&secret(&config.secrets.session_key)),
             cipher,
@@ -203,12 +227,8 @@ impl Application {
             connection: core.connection,
             background: core.background,
             signin_limiter: signin_limiter.clone(),
-            usage: Arc::new(UsageService::new(
-                store.clone(),
-                clock.clone(),
-                last_used.clone(),
-                config.usage.free_monthly_limit,
-            )),
+            usage,
+            idempotency,
             public_url,
             store: store.clone(),
             clock,

@@ -3,6 +3,7 @@
 
 pub mod account;
 pub mod api_key;
+pub mod idempotency_key;
 pub mod login_state;
 pub mod oauth_state;
 pub mod performance_snapshot;
@@ -32,7 +33,8 @@ macro_rules! for_every_table {
             usage_counter,
             performance_snapshot,
             oauth_state,
-            used_form_token
+            used_form_token,
+            idempotency_key
         )
     };
 }

@@ -16,6 +16,7 @@ mod m20261125_000009_partial_check_index;
 mod m20261128_000020_user_email_verified;
 mod m20261128_000021_used_form_tokens;
 mod m20261128_000060_user_disabled;
+mod m20261129_000070_idempotency_keys;
 
 /// The ordered list of migrations.
 pub struct Migrator;
@@ -36,6 +37,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261128_000020_user_email_verified::Migration),
             Box::new(m20261128_000021_used_form_tokens::Migration),
             Box::new(m20261128_000060_user_disabled::Migration),
+            Box::new(m20261129_000070_idempotency_keys::Migration),
         ]
     }
 }

@@ -62,8 +62,8 @@ pub struct AuthConfig {
     /// Rendered `GET /api/scheduled-posts` answers kept (one per user and filter); 0 turns it
     /// off. Any scheduled-post write drops them all; `cache_ttl_ms` bounds them too.
     pub list_cache_capacity: usize,
-    /// How often expired sign-in states, connection states, sessions (expired or revoked) and
-    /// spent form tokens are deleted (at least 1 s).
+    /// How often expired sign-in states, connection states, sessions (expired or revoked),
+    /// spent form tokens and idempotency keys are deleted (at least 1 s).
     pub sweep_interval_secs: u64,
     /// Anonymous sign-in requests (`/auth/login`, `/auth/callback`) one client address may
     /// make in any minute; 0 turns the limit off.

@@ -1,9 +1,10 @@
 //! The service's ground vocabulary, shared by every floor above: the typed publish plan, a
-//! post's status as its resource tells it, a day's account numbers, who signed in, an account
+//! post's status as its resource tells it, a day's account numbers, a request's idempotency key, who signed in, an account
 //! token's verdicts, the API's time format, and the checks every request's text and ids pass.
 //! Nothing here does I/O.
 
 pub mod daily;
+pub mod idempotency;
 pub mod identity;
 pub mod plan;
 pub mod post_status;

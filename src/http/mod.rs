@@ -80,9 +80,12 @@ fn route_not_found(req: &HttpRequest) -> ApiError {
     ApiError::not_found(format!("No route for {} {}", req.method(), req.path()))
 }
 
+/// The largest JSON body a handler reads.
+const JSON_LIMIT: usize = 1024 * 1024;
+
 fn json_config() -> web::JsonConfig {
     web::JsonConfig::default()
-        .limit(1024 * 1024)
+        .limit(JSON_LIMIT)
         .error_handler(|err, _req| json_error(err).into())
 }
 

@@ -3,6 +3,7 @@
 //! handle, the media fetcher, the clock, its settings), never the HTTP state.
 //!
 //! - [`publishing`]: a post now or at a time (`POST /v2/posts`, the compose form);
+//! - [`idempotency`]: a retried `POST /v2/posts` with an `Idempotency-Key` answered once;
 //! - [`posts`]: a publish's outcome as its resource shows it (`GET /v2/posts…`);
 //! - [`scheduling`]: what the scheduler decides for a due post, and settling expired claims;
 //! - [`reconciling`]: publishes the platform was still processing at our deadline;
@@ -19,6 +20,7 @@ pub mod collection;
 pub mod config_check;
 pub mod connection;
 pub mod db_copy;
+pub mod idempotency;
 pub mod keys;
 pub mod operator;
 pub mod performance;

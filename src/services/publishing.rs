@@ -79,6 +79,24 @@ pub struct PostScheduled {
     pub message: String,
 }
 
+impl PostScheduled {
+    /// The answer for scheduled post `id`.
+    pub fn of(id: Uuid, platform: Platform, scheduled_at: DateTime<Utc>) -> Self {
+        Self {
+            success: true,
+            scheduled: true,
+            scheduled_post_id: id,
+            platform,
+            scheduled_at,
+            message: format!(
+                "Post scheduled for {} on {}",
+                crate::domain::time::iso(scheduled_at),
+                platform.as_str()
+            ),
+        }
+    }
+}
+
 /// `POST /v2/posts`: published now, or scheduled.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(untagged)]
@@ -142,14 +160,26 @@ impl PublishingService {
         publisher: Publisher<'_>,
         body: &Value,
     ) -> Result<PostOutcome, ApiError> {
+        self.handle_post_as(publisher, body, crate::store::new_row_id())
+            .await
+    }
+
+    /// [`Self::handle_post`] with the id chosen beforehand (an idempotency key's claim names
+    /// it): the history row a publish now writes, or the scheduled post's id.
+    pub async fn handle_post_as(
+        &self,
+        publisher: Publisher<'_>,
+        body: &Value,
+        submission_id: Uuid,
+    ) -> Result<PostOutcome, ApiError> {
         let request = validate::parse_request(body)?;
         match request.scheduled_at.clone() {
             Some(at) => self
-                .schedule(publisher, body, request, &at)
+                .schedule(publisher, body, request, &at, submission_id)
                 .await
                 .map(PostOutcome::Scheduled),
             None => self
-                .publish_now(publisher, request)
+                .publish_now(publisher, request, submission_id)
                 .await
                 .map(PostOutcome::Published),
         }
@@ -177,6 +207,7 @@ impl PublishingService {
         body: &Value,
         request: PostRequest,
         at: &str,
+        id: Uuid,
     ) -> Result<PostScheduled, ApiError> {
         let Publisher { user, plan } = publisher;
         let scheduled_at = parse_scheduled_at(at)?;
@@ -200,7 +231,8 @@ impl PublishingService {
         let platform = prepared.request.platform;
         let row = self
             .store
-            .insert_scheduled_post(
+            .insert_scheduled_post_as(
+                id,
                 NewScheduledPost {
                     user_id: user.id,
                     account_id: prepared.account.id,
@@ -214,30 +246,19 @@ impl PublishingService {
             )
             .await?;
         self.wake_scheduler();
-        Ok(PostScheduled {
-            success: true,
-            scheduled: true,
-            scheduled_post_id: row.id,
-            platform,
-            scheduled_at,
-            message: format!(
-                "Post scheduled for {} on {}",
-                crate::domain::time::iso(scheduled_at),
-                platform.as_str()
-            ),
-        })
+        Ok(PostScheduled::of(row.id, platform, scheduled_at))
     }
 
     async fn publish_now(
         &self,
         publisher: Publisher<'_>,
         request: PostRequest,
+        submission_id: Uuid,
     ) -> Result<PostPublished, ApiError> {
         let Publisher { user, plan } = publisher;
         let prepared = self.prepare(user, plan, request).await?;
         let platform = prepared.request.platform;
         let time_limit = self.time_limit(&prepared.plan);
-        let submission_id = crate::store::new_row_id();
         let (ask_for_row, asked) = oneshot::channel();
         let receiver = self
             .enqueue_with(user, prepared, submission_id, None, Some(asked))

@@ -145,8 +145,20 @@ impl Store {
         new: NewScheduledPost,
         now: DateTime<Utc>,
     ) -> Result<scheduled_post::Model, DbErr> {
+        self.insert_scheduled_post_as(super::new_row_id(), new, now)
+            .await
+    }
+
+    /// [`Self::insert_scheduled_post`] with the id chosen beforehand (an idempotency key's claim
+    /// names it, so a retry can find what its first request scheduled).
+    pub async fn insert_scheduled_post_as(
+        &self,
+        id: Uuid,
+        new: NewScheduledPost,
+        now: DateTime<Utc>,
+    ) -> Result<scheduled_post::Model, DbErr> {
         let inserted = scheduled_post::ActiveModel {
-            id: Set(super::new_row_id()),
+            id: Set(id),
             user_id: Set(new.user_id),
             account_id: Set(new.account_id),
             platform: Set(new.platform),

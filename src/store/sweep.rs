@@ -1,6 +1,6 @@
 //! Deleting what can no longer be used: sign-in states and connection states past their
-//! expiry, dashboard sessions that expired or were revoked, and spent form tokens older than
-//! any valid one. Nothing reads these rows once
+//! expiry, dashboard sessions that expired or were revoked, spent form tokens older than
+//! any valid one, and idempotency keys past their 24 hours. Nothing reads these rows once
 //! they are dead (each lookup checks the expiry itself), so the sweep only bounds the tables.
 //!
 //! Each statement deletes at most one batch, chosen by a sub-select with a `LIMIT` (both
@@ -8,7 +8,7 @@
 //! cleared in short transactions that never hold the SQLite write lock for long.
 
 use chrono::{DateTime, Utc};
-use entity::{login_state, oauth_state, session, used_form_token};
+use entity::{idempotency_key, login_state, oauth_state, session, used_form_token};
 use sea_orm::{
     ColumnTrait, Condition, DbErr, EntityTrait, QueryFilter, QuerySelect, QueryTrait,
     sea_query::{Expr, ExprTrait, SelectStatement},
@@ -23,11 +23,16 @@ pub struct SweepCounts {
     pub oauth_states: u64,
     pub sessions: u64,
     pub form_tokens: u64,
+    pub idempotency_keys: u64,
 }
 
 impl SweepCounts {
     pub fn total(self) -> u64 {
-        self.login_states + self.oauth_states + self.sessions + self.form_tokens
+        self.login_states
+            + self.oauth_states
+            + self.sessions
+            + self.form_tokens
+            + self.idempotency_keys
     }
 }
 
@@ -40,8 +45,9 @@ pub struct SweepBounds {
 }
 
 impl Store {
-    /// Deletes the login states and connection states that expired before `now`, and the
-    /// sessions that expired before `now` or were revoked, within `bounds`.
+    /// Deletes the login states, connection states and idempotency keys that expired before
+    /// `now`, the sessions that expired before `now` or were revoked, and the spent form tokens
+    /// no valid token is as old as, within `bounds`.
     #[tracing::instrument(skip_all)]
     pub async fn sweep_expired(
         &self,
@@ -101,11 +107,24 @@ impl Store {
                     .filter(used_form_token::Column::Token.in_subquery(dead))
             })
             .await?;
+        let idempotency_keys = self
+            .delete_in_batches(bounds, || {
+                let dead = idempotency_key::Entity::find()
+                    .select_only()
+                    .column(idempotency_key::Column::Id)
+                    .filter(idempotency_key::Column::ExpiresAt.lte(now))
+                    .limit(bounds.batch)
+                    .into_query();
+                idempotency_key::Entity::delete_many()
+                    .filter(idempotency_key::Column::Id.in_subquery(dead))
+            })
+            .await?;
         Ok(SweepCounts {
             login_states,
             oauth_states,
             sessions,
             form_tokens,
+            idempotency_keys,
         })
     }
 

@@ -1,7 +1,8 @@
 //! The three authentication modes, as middlewares that run before any body is read:
 //! - [`require_api_key`]: the `service-api-key` header (programmatic endpoints). Also meters
 //!   usage (spec §8) and adds the `X-RateLimit-*` headers. [`require_api_key_unmetered`] is the
-//!   same without counting the call (reading a post's outcome).
+//!   same without counting the call (reading a post's outcome; a publish with an
+//!   `Idempotency-Key`, which its use case meters once the key is claimed).
 //! - [`require_session`]: the signed `service_session` cookie (dashboard endpoints). A
 //!   state-changing request must also come from this site ([`origin`]).
 //! - [`require_operator`]: `Authorization: Bearer <operator token>` (`/admin/*`).
@@ -101,7 +102,10 @@ pub async fn require_api_key(
 /// Middleware: authenticates the API key without counting the call or refusing it for the
 /// plan's allowance: reading a post's outcome (`GET /v2/posts…`), which a client polls after
 /// publishing, must not use up the allowance nor be refused once it is used up. The
-/// `X-RateLimit-*` headers still describe the allowance (unchanged by the call).
+/// `X-RateLimit-*` headers still describe the allowance (unchanged by the call), unless the
+/// handler set them: a publish with an `Idempotency-Key` is metered by its use case after the
+/// key is claimed (so a replayed answer is not counted again), and sends the allowance after
+/// that call.
 pub async fn require_api_key_unmetered(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,

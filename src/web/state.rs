@@ -50,6 +50,8 @@ pub struct AppState {
     pub collection: Arc<CollectionService>,
     /// Metering calls and reading usage.
     pub usage: Arc<crate::services::usage::UsageService>,
+    /// `Idempotency-Key`s of `POST /v2/posts`: claims, kept answers, replays.
+    pub idempotency: Arc<crate::services::idempotency::IdempotencyService>,
     /// Connecting accounts over OAuth.
     pub connection: Arc<ConnectionService>,
     /// The background actors, once running (operator view, readiness, draining).

@@ -39,6 +39,8 @@ mod history;
 mod hostile;
 // Sweeps of dead rows, the migration lock, the sign-in limit, user commands.
 mod housekeeping;
+// `Idempotency-Key` on `POST /v2/posts`.
+mod idempotency;
 mod ids;
 // Sign-in against the simulator's provider: JWKS, key rotation, verified e-mail.
 mod identity_provider;

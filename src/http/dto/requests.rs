@@ -11,7 +11,7 @@ use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use crate::domain::{post_status::PostStatus, text::parse_uuid};
+use crate::domain::{idempotency::IdempotencyKey, post_status::PostStatus, text::parse_uuid};
 use crate::services::collection::backfill::{self, BackfillDates, Yesterday};
 use crate::services::keys::{KeyName, MAX_NAME_CHARS};
 use crate::services::posts::PostSelection;
@@ -357,6 +357,33 @@ pub fn look_back(raw: Option<&str>) -> Result<LookBack, ApiError> {
                 ApiError::invalid_request(format!("days must be an integer from 1 to {MAX_DAYS}"))
             }),
     }
+}
+
+/// The `Idempotency-Key` request header of `POST /v2/posts`.
+pub const IDEMPOTENCY_KEY_HEADER: actix_web::http::header::HeaderName =
+    actix_web::http::header::HeaderName::from_static("idempotency-key");
+
+/// The `Idempotency-Key` a request sent, checked: one header line holding a key in either
+/// form; anything else is `InvalidRequest`. `None` when the header is absent.
+pub fn idempotency_key(
+    headers: &actix_web::http::header::HeaderMap,
+) -> Result<Option<IdempotencyKey>, ApiError> {
+    let mut lines = headers.get_all(&IDEMPOTENCY_KEY_HEADER);
+    let Some(value) = lines.next() else {
+        return Ok(None);
+    };
+    if lines.next().is_some() {
+        return Err(ApiError::invalid_request(
+            "Send one Idempotency-Key header, not several",
+        ));
+    }
+    IdempotencyKey::parse(value.as_bytes())
+        .map(Some)
+        .map_err(|error| {
+            ApiError::invalid_request(format!(
+                "{error}: a key is 1 to 255 printable ASCII characters, bare or as a quoted string"
+            ))
+        })
 }
 
 #[cfg(test)]
