@@ -138,7 +138,7 @@ impl Receiver {
     }
 }
 
-/// One webhook endpoint, managed with an API key.
+/// One webhook endpoint, managed with an API key (in the header every API call sends it in).
 struct Endpoint<'a> {
     app: &'a TestApp,
     key: String,
@@ -151,7 +151,7 @@ impl Endpoint<'_> {
         let response = app
             .http
             .post(app.url("/api/webhooks"))
-            .bearer_auth(key)
+            .header("service-api-key", key)
             .json(&json!({ "url": url, "description": "standardwebhooks receiver" }))
             .send()
             .await
@@ -159,7 +159,8 @@ impl Endpoint<'_> {
         let (status, body) = status_and_json(response).await;
         assert_eq!(status, 201, "{body}");
         let secret = body["secret"].as_str().unwrap().to_string();
-        assert!(secret.starts_with("whsec_"), "{body}");
+        // `whsec_` and the standard base64 of 32 bytes, padded.
+        assert!(secret.starts_with("whsec_") && secret.len() == 50, "{body}");
         let endpoint = Endpoint {
             app,
             key: key.to_string(),
@@ -171,7 +172,12 @@ impl Endpoint<'_> {
     /// `POST` to the endpoint's `path` (below `/api/webhooks/{id}`): status and body.
     async fn post(&self, path: &str) -> (u16, Value) {
         let url = self.app.url(&format!("/api/webhooks/{}{path}", self.id));
-        let response = self.app.http.post(url).bearer_auth(&self.key).send();
+        let response = self
+            .app
+            .http
+            .post(url)
+            .header("service-api-key", &self.key)
+            .send();
         status_and_json(response.await.unwrap()).await
     }
 
@@ -194,7 +200,9 @@ impl Endpoint<'_> {
         let (status, body) = self.post("/rotate-secret").await;
         assert_eq!(status, 200, "{body}");
         assert!(body["previous_secret_expires_at"].is_string(), "{body}");
-        body["secret"].as_str().unwrap().to_string()
+        let secret = body["secret"].as_str().unwrap().to_string();
+        assert!(secret.starts_with("whsec_") && secret.len() == 50, "{body}");
+        secret
     }
 
     /// The delivery log, newest first.
@@ -204,7 +212,7 @@ impl Endpoint<'_> {
             .app
             .http
             .get(self.app.url(&path))
-            .bearer_auth(&self.key);
+            .header("service-api-key", &self.key);
         let (status, body) = status_and_json(response.send().await.unwrap()).await;
         assert_eq!(status, 200, "{body}");
         body["deliveries"].as_array().unwrap().clone()
@@ -221,6 +229,21 @@ async fn publish(app: &TestApp, publisher: &Publisher, text: &str) -> (u16, Stri
         .or(body["post_submission_id"].as_str())
         .unwrap_or_else(|| panic!("no post_submission_id: {body}"));
     (status, id.to_string())
+}
+
+/// Waits for `event` about the post `id`; its `data` must be the post resource as
+/// `GET /v2/posts/{id}` reads it (the outcome is final: nothing changed since the event).
+async fn expect_post_event(app: &TestApp, receiver: &Receiver, key: &str, event: &str, id: &str) {
+    let record = receiver.post_event(event, id).await;
+    let response = app.http.get(app.url(&format!("/v2/posts/{id}")));
+    let response = response
+        .header("service-api-key", key)
+        .send()
+        .await
+        .unwrap();
+    let (status, resource) = status_and_json(response).await;
+    assert_eq!(status, 200, "{resource}");
+    assert_eq!(body_of(&record)["data"], resource["post"], "{record:#?}");
 }
 
 /// The parsed body of a delivery.
@@ -266,19 +289,20 @@ async fn every_delivery_verifies_with_the_standard_webhooks_package() {
 
     let (status, published) = publish(&app, &publisher, "delivered to a verifier").await;
     assert_eq!(status, 200);
-    let record = receiver.post_event("post.published", &published).await;
-    assert_eq!(
-        body_of(&record)["data"]["status"],
-        "published",
-        "{record:#?}"
-    );
+    expect_post_event(
+        &app,
+        &receiver,
+        &publisher.key,
+        "post.published",
+        &published,
+    )
+    .await;
 
     set_fault(&app.sim, &publisher.sim, fault(FaultKind::Permission));
     let (status, failed) = publish(&app, &publisher, "refused by the platform").await;
     assert_eq!(status, 403);
     set_fault(&app.sim, &publisher.sim, FaultSpec::default());
-    let record = receiver.post_event("post.failed", &failed).await;
-    assert_eq!(body_of(&record)["data"]["status"], "failed", "{record:#?}");
+    expect_post_event(&app, &receiver, &publisher.key, "post.failed", &failed).await;
 
     // A 500, then the retry on the schedule: the same message, id and bytes.
     receiver.fail_next(1, "webhook.test").await;
