@@ -14,6 +14,7 @@ use std::process::{Child, Command, Stdio};
 use reqwest::Client;
 use serde_json::{Value, json};
 use service_sim::state::{FaultKind, FaultSpec};
+use uuid::Uuid;
 
 use crate::helpers::{Publisher, TestApp, eventually, fault, set_fault, status_and_json};
 
@@ -219,11 +220,12 @@ impl Endpoint<'_> {
     }
 }
 
-/// Publishes `text` for `publisher`; the answer's status and `post_submission_id`.
-async fn publish(app: &TestApp, publisher: &Publisher, text: &str) -> (u16, String) {
-    let (status, body) = app
-        .post(&publisher.key, &publisher.body(json!({ "text": text })))
-        .await;
+/// Publishes `text` for `publisher` to `account` (one of the publisher's); the answer's status
+/// and `post_submission_id`.
+async fn publish(app: &TestApp, publisher: &Publisher, account: Uuid, text: &str) -> (u16, String) {
+    let mut request = publisher.body(json!({ "text": text }));
+    request["post"]["accountId"] = json!(account);
+    let (status, body) = app.post(&publisher.key, &request).await;
     let id = body["data"]["post_submission_id"]
         .as_str()
         .or(body["post_submission_id"].as_str())
@@ -287,7 +289,18 @@ async fn every_delivery_verifies_with_the_standard_webhooks_package() {
         "{test:#?}"
     );
 
-    let (status, published) = publish(&app, &publisher, "delivered to a verifier").await;
+    // An account named beyond ASCII: the signature covers the body's exact UTF-8 bytes, and
+    // the post resource in the body carries the name.
+    let named = app
+        .connect(publisher.user_id, "facebook", "Café 台北 ✓")
+        .await;
+    let (status, published) = publish(
+        &app,
+        &publisher,
+        named.account.id,
+        "delivered to a verifier",
+    )
+    .await;
     assert_eq!(status, 200);
     expect_post_event(
         &app,
@@ -299,7 +312,8 @@ async fn every_delivery_verifies_with_the_standard_webhooks_package() {
     .await;
 
     set_fault(&app.sim, &publisher.sim, fault(FaultKind::Permission));
-    let (status, failed) = publish(&app, &publisher, "refused by the platform").await;
+    let account = publisher.account.id;
+    let (status, failed) = publish(&app, &publisher, account, "refused by the platform").await;
     assert_eq!(status, 403);
     set_fault(&app.sim, &publisher.sim, FaultSpec::default());
     expect_post_event(&app, &receiver, &publisher.key, "post.failed", &failed).await;
