@@ -75,4 +75,6 @@ mod unconfirmed;
 mod usage;
 // `service user disable|enable|sessions revoke`.
 mod user_access;
+// Every delivery checked by the PyPI package `standardwebhooks`, when `.ci/webhooks` installs it.
+mod webhook_verifier;
 mod writes;
