@@ -60,6 +60,7 @@ Calls with an API key carry `X-RateLimit-Limit`, `X-RateLimit-Remaining` and \
         webhooks::rotate_webhook_secret,
         webhooks::list_deliveries,
         webhooks::replay_delivery,
+        webhooks::webhook_queue,
         accounts::list_accounts_for_key,
         scheduled::list,
         scheduled::cancel,

@@ -12,11 +12,16 @@ use crate::{
     error::ApiError,
     services::webhooks::{EndpointInput, EndpointPatch, WebhookDelivery, WebhookEndpoint},
     store::Page,
-    web::auth::{Owner, require_session_or_api_key},
+    web::auth::{Operator, Owner, require_operator, require_session_or_api_key},
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
+        web::resource("/api/admin/webhooks")
+            .wrap(from_fn(require_operator))
+            .route(web::get().to(webhook_queue)),
+    )
+    .service(
         web::scope("/api/webhooks")
             .wrap(from_fn(require_session_or_api_key))
             .route("", web::post().to(create_webhook))
@@ -304,5 +309,66 @@ pub async fn replay_delivery(
     Ok(HttpResponse::Accepted().json(WebhookQueued {
         success: true,
         message_id,
+    }))
+}
+
+/// `GET /api/admin/webhooks`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WebhookQueue {
+    pub success: bool,
+    /// Messages waiting for an attempt (every endpoint, every instance).
+    pub queue_depth: u64,
+    /// When the oldest of them was queued; `null` when none waits.
+    #[schema(required = true, format = DateTime)]
+    pub oldest_pending_at: Option<String>,
+    /// Events written and not yet fanned out into messages.
+    pub events_waiting: u64,
+    /// Endpoints failing now or disabled, longest failing first (at most 50).
+    pub failing_endpoints: Vec<FailingEndpoint>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FailingEndpoint {
+    pub id: uuid::Uuid,
+    pub user_id: uuid::Uuid,
+    pub url: String,
+    pub is_active: bool,
+    /// Since when its attempts have failed with no success.
+    #[schema(required = true, format = DateTime)]
+    pub failing_since: Option<String>,
+    #[schema(required = true)]
+    pub disabled_reason: Option<String>,
+}
+
+/// The delivery queue across every user: its depth, its oldest message, and the endpoints
+/// failing or disabled.
+#[utoipa::path(get, path = "/api/admin/webhooks", tag = "ops", security(("operator_token" = [])),
+    responses(
+        (status = 200, description = "The queue", body = WebhookQueue),
+        (status = 401, description = "Missing or wrong operator token", body = ErrorBody),
+    ))]
+pub async fn webhook_queue(
+    state: web::Data<AppState>,
+    _operator: Operator,
+) -> Result<HttpResponse, ApiError> {
+    let stats = state.webhooks.queue().await?;
+    let iso = crate::domain::time::iso;
+    Ok(HttpResponse::Ok().json(WebhookQueue {
+        success: true,
+        queue_depth: stats.queue_depth,
+        oldest_pending_at: stats.oldest_pending_at.map(iso),
+        events_waiting: stats.events_waiting,
+        failing_endpoints: stats
+            .failing
+            .into_iter()
+            .map(|e| FailingEndpoint {
+                id: e.id,
+                user_id: e.user_id,
+                url: e.url,
+                is_active: e.is_active,
+                failing_since: e.failing_since.map(iso),
+                disabled_reason: e.disabled_reason,
+            })
+            .collect(),
     }))
 }
