@@ -75,4 +75,9 @@ mod unconfirmed;
 mod usage;
 // `service user disable|enable|sessions revoke`.
 mod user_access;
+// Webhooks: what is delivered and how, with a recording receiver; the endpoints' routes.
+mod webhook_delivery;
+mod webhook_events;
+mod webhook_receiver;
+mod webhooks;
 mod writes;
