@@ -416,24 +416,27 @@ async fn a_success_starts_the_five_days_over() {
     let publisher = app.publisher("facebook", "pro").await;
     let me = Caller::Key(&publisher.key);
     let endpoint = create_ok(&app, me, &receiver.url("/hook"), None).await;
-    receiver.reply(Reply::status(500));
-    let failed = send_test(&app, me, &endpoint).await;
-    wait_for_message(&app, me, &endpoint, &failed, "failed", 1).await;
+    // Each publish's message, answered with `status`; its outcome in the log.
+    let event = async |status: u16, outcome: &str| {
+        receiver.reply(Reply::status(status));
+        let text = format!("{outcome} at {}", app.clock_now());
+        publish(&app, &publisher, &text).await;
+        let count = messages(&app, me, &endpoint).await.len();
+        eventually(&format!("message {count} {outcome}"), async || {
+            newest(&app, me, &endpoint).await["status"] == outcome
+        })
+        .await;
+    };
+    event(500, "failed").await;
     app.clock.advance(Duration::days(3));
-    let delivered = send_test(&app, me, &endpoint).await;
-    wait_for_message(&app, me, &endpoint, &delivered, "delivered", 1).await;
+    event(204, "delivered").await;
     app.clock.advance(Duration::days(1));
-    receiver.reply(Reply::status(500));
-    let again = send_test(&app, me, &endpoint).await;
-    wait_for_message(&app, me, &endpoint, &again, "failed", 1).await;
+    event(500, "failed").await;
     app.clock.advance(Duration::days(2));
-    receiver.reply(Reply::status(500));
-    publish(&app, &publisher, "six days after the first failure").await;
-    eventually("the publish's message to fail", async || {
-        newest(&app, me, &endpoint).await["status"] == "failed"
-    })
-    .await;
+    // Six days after the first failure, two after the last success.
+    event(500, "failed").await;
     assert_eq!(listed(&app, me, &endpoint).await["is_active"], true);
+    assert_eq!(messages(&app, me, &endpoint).await.len(), 4);
 }
 
 /// A failed message is sent again on request: the same id and the same bytes.
