@@ -180,6 +180,7 @@ pub enum SealedColumn {
     AccountAccessToken,
     AccountRefreshToken,
     OAuthCodeVerifier,
+    WebhookSecret,
 }
 
 impl SealedColumn {
@@ -189,6 +190,7 @@ impl SealedColumn {
             Self::AccountAccessToken => "accounts.access_token_enc",
             Self::AccountRefreshToken => "accounts.refresh_token_enc",
             Self::OAuthCodeVerifier => "oauth_states.code_verifier_enc",
+            Self::WebhookSecret => "webhook_endpoints.secret_enc",
         }
     }
 }
@@ -223,6 +225,15 @@ impl Binding {
         Self {
             column: SealedColumn::OAuthCodeVerifier,
             row: state_hash.to_string(),
+        }
+    }
+
+    /// A webhook endpoint's signing secret (the current one and, during a rotation, the
+    /// previous one: both are the endpoint's, and either may be read as either).
+    pub fn webhook_secret(endpoint_id: uuid::Uuid) -> Self {
+        Self {
+            column: SealedColumn::WebhookSecret,
+            row: endpoint_id.to_string(),
         }
     }
 

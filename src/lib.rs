@@ -54,6 +54,7 @@ pub mod store;
 pub mod tokens;
 pub mod usage;
 pub mod web;
+pub mod webhook_sender;
 
 pub use startup::{Application, BuildOptions, StartupError, shutdown::stop_on_signal};
 pub use web::state::AppState;

@@ -127,7 +127,7 @@ fn is_public_v4(ip: Ipv4Addr) -> bool {
 }
 
 /// A DNS resolver that refuses names resolving to any non-public address.
-struct PublicOnlyResolver;
+pub(crate) struct PublicOnlyResolver;
 
 impl Resolve for PublicOnlyResolver {
     fn resolve(&self, name: Name) -> Resolving {

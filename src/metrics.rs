@@ -75,6 +75,21 @@ const CATALOGUE: &[(&str, &str, &str)] = &[
         "Posts settled after their claimant stopped.",
     ),
     (
+        "webhook_deliveries_total",
+        "counter",
+        "Webhook delivery attempts by outcome (delivered, retrying, failed, gone).",
+    ),
+    (
+        "webhook_first_attempt_lag_seconds",
+        "histogram",
+        "Time from an event to its message's first delivery attempt.",
+    ),
+    (
+        "webhook_queue_depth",
+        "gauge",
+        "Webhook messages waiting for an attempt (all endpoints, every instance).",
+    ),
+    (
         "db_pool_connections",
         "gauge",
         "Database pool connections by state (idle, in_use).",

@@ -28,6 +28,7 @@ use crate::{
     background::scheduler::SchedulerActor,
     background::sweeper::Sweeper,
     background::token_keeper::TokenKeeper,
+    background::webhook_delivery::WebhookDeliveryActor,
     background::{BackgroundActors, Mailbox, PendingBackground},
     clock::{SharedClock, SystemClock},
     config::{Config, ConfigError},
@@ -42,6 +43,7 @@ use crate::{
     services::publishing::SchedulerWaker,
     services::reconciling::ReconcileService,
     services::scheduling::SchedulingService,
+    services::webhooks::WebhookService,
     services::{idempotency::IdempotencyService, usage::UsageService},
     store::Store,
     store::access::{AccessCache, AccessCacheSettings},
@@ -52,6 +54,7 @@ use crate::{
         signin_limit::{SigninLimiter, TrustedProxies},
         trace,
     },
+    webhook_sender::WebhookSender,
 };
 
 /// Options that tests and embedders set; `main` uses the defaults.
@@ -147,6 +150,7 @@ impl Application {
         let limits = config.server.limits()?;
         // Refused here, naming the key, before anything starts (`Supervisor::new` reads it).
         config.publishing.actor_arbiters()?;
+        config.webhooks.check()?;
         let configured_public_url = config.server.checked_public_url()?;
         let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
         // Checked before anything starts: a bad entry names its key.
@@ -225,6 +229,7 @@ impl Application {
             scheduling: core.scheduling,
             collection: core.collection,
             connection: core.connection,
+            webhooks: core.webhooks,
             background: core.background,
             signin_limiter: signin_limiter.clone(),
             usage,
@@ -333,6 +338,7 @@ struct Core {
     scheduling: Arc<SchedulingService>,
     collection: Arc<CollectionService>,
     connection: Arc<ConnectionService>,
+    webhooks: Arc<WebhookService>,
     pending: PendingBackground,
     background: BackgroundActors,
 }
@@ -421,6 +427,8 @@ impl Core {
             chrono::Duration::seconds(config.scheduler.lease_secs.max(1) as i64),
         ));
 
+        let webhooks = webhook_service(config, store, clock, cipher, &metrics)?;
+
         // The background actors, each with the services it uses; `Application::build` runs
         // them, or `Application::start_background` later.
         let (pending, background) = crate::background::prepare(
@@ -431,6 +439,7 @@ impl Core {
                 .then(|| CollectorActor::new(collection.clone())),
             ReconcilerActor::new(reconciling),
             TokenKeeper::new(connection.clone()),
+            WebhookDeliveryActor::new(webhooks.clone()),
             Sweeper::new(
                 store.clone(),
                 clock.clone(),
@@ -444,10 +453,35 @@ impl Core {
             scheduling,
             collection,
             connection,
+            webhooks,
             pending,
             background,
         })
     }
+}
+
+/// The webhook use cases and their sender (its own HTTP client, with the private-address
+/// guard and no redirects).
+fn webhook_service(
+    config: &Config,
+    store: &Store,
+    clock: &SharedClock,
+    cipher: &TokenCipher,
+    metrics: &Arc<crate::metrics::Metrics>,
+) -> Result<Arc<WebhookService>, StartupError> {
+    let sender = WebhookSender::new(
+        &config.webhooks.allow_hosts,
+        Duration::from_secs(config.webhooks.timeout_secs),
+    )
+    .map_err(|e| ConfigError::Invalid("webhooks client", e.to_string()))?;
+    Ok(Arc::new(WebhookService::new(
+        store.clone(),
+        sender,
+        cipher.clone(),
+        config.webhooks.clone(),
+        clock.clone(),
+        metrics.clone(),
+    )))
 }
 
 /// A claimant id unique to this process.

@@ -27,7 +27,14 @@ const FLOORS: &[(u8, &str, &[&str])] = &[
     (
         2,
         "platforms and identity",
-        &["platforms", "insights", "oauth", "oidc", "media"],
+        &[
+            "platforms",
+            "insights",
+            "oauth",
+            "oidc",
+            "media",
+            "webhook_sender",
+        ],
     ),
     (1, "store", &["store"]),
     (

@@ -208,6 +208,8 @@ pub fn account_row(
         refresh_lease_until: Set(None),
         login_route: Set(Default::default()),
         token_issued_at: Set(None),
+        expiry_notice_for: Set(None),
+        data_access_notice_for: Set(None),
         created_at: Set(now),
         updated_at: Set(now),
     };

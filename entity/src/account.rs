@@ -42,6 +42,11 @@ pub struct Model {
     /// When the current access token was issued (connect or refresh); `None` on rows from
     /// before it was recorded. Instagram Login refuses to refresh a token younger than 24 h.
     pub token_issued_at: Option<DateTimeUtc>,
+    /// The token expiry an `account.token_expiring` webhook event has been written for, so
+    /// that each expiry is announced once.
+    pub expiry_notice_for: Option<DateTimeUtc>,
+    /// The same for the end of the data-access window.
+    pub data_access_notice_for: Option<DateTimeUtc>,
 }
 
 /// The login an account was connected through.

@@ -14,6 +14,10 @@ pub mod session;
 pub mod usage_counter;
 pub mod used_form_token;
 pub mod user;
+pub mod webhook_attempt;
+pub mod webhook_endpoint;
+pub mod webhook_event;
+pub mod webhook_message;
 
 /// Calls the macro `$callback` with the module of every table, each after the tables its foreign
 /// keys point at: the one list that whole-database work (`service db copy`) goes through. A
@@ -34,7 +38,11 @@ macro_rules! for_every_table {
             performance_snapshot,
             oauth_state,
             used_form_token,
-            idempotency_key
+            idempotency_key,
+            webhook_endpoint,
+            webhook_event,
+            webhook_message,
+            webhook_attempt
         )
     };
 }

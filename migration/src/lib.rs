@@ -17,6 +17,7 @@ mod m20261128_000020_user_email_verified;
 mod m20261128_000021_used_form_tokens;
 mod m20261128_000060_user_disabled;
 mod m20261129_000070_idempotency_keys;
+mod m20261129_000080_webhooks;
 
 /// The ordered list of migrations.
 pub struct Migrator;
@@ -38,6 +39,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261128_000021_used_form_tokens::Migration),
             Box::new(m20261128_000060_user_disabled::Migration),
             Box::new(m20261129_000070_idempotency_keys::Migration),
+            Box::new(m20261129_000080_webhooks::Migration),
         ]
     }
 }

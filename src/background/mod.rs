@@ -1,6 +1,6 @@
 //! The actors that work on their own and call platforms: the scheduler (due posts), the
 //! reconciler (publishes still processing), the token keeper (refreshes) and the collector
-//! (daily snapshots, with a catch-up at start); and the sweeper (expired rows), which calls
+//! (daily snapshots, with a catch-up at start); the webhook delivery actor; and the sweeper (expired rows), which calls
 //! none but starts with them.
 //!
 //! Each one's mailbox is made before the actor runs (`actix::Context::new`), so its address is
@@ -15,6 +15,7 @@ pub mod scheduler;
 pub mod sweeper;
 pub mod token_keeper;
 pub mod view;
+pub mod webhook_delivery;
 
 use std::sync::{
     Arc,
@@ -25,7 +26,7 @@ use actix::{Actor, Addr, AsyncContext, Context};
 
 use self::{
     collector::CollectorActor, reconciler::ReconcilerActor, scheduler::SchedulerActor,
-    sweeper::Sweeper, token_keeper::TokenKeeper,
+    sweeper::Sweeper, token_keeper::TokenKeeper, webhook_delivery::WebhookDeliveryActor,
 };
 
 /// An actor and the context it will run in, whose address is already handed out.
@@ -74,6 +75,7 @@ pub struct PendingBackground {
     collector: Option<Pending<CollectorActor>>,
     reconciler: Pending<ReconcilerActor>,
     token_keeper: Pending<TokenKeeper>,
+    webhooks: Pending<WebhookDeliveryActor>,
     sweeper: Sweeper,
     started: Arc<AtomicBool>,
 }
@@ -96,8 +98,10 @@ pub fn prepare(
     collector: Option<CollectorActor>,
     reconciler: ReconcilerActor,
     token_keeper: TokenKeeper,
+    webhooks: WebhookDeliveryActor,
     sweeper: Sweeper,
 ) -> (PendingBackground, BackgroundActors) {
+    let webhooks = Pending::new(Mailbox::new(), webhooks);
     let scheduler = scheduler.map(|(mailbox, actor)| Pending::new(mailbox, actor));
     let collector = collector.map(|actor| Pending::new(Mailbox::new(), actor));
     let reconciler = Pending::new(Mailbox::new(), reconciler);
@@ -115,6 +119,7 @@ pub fn prepare(
         collector,
         reconciler,
         token_keeper,
+        webhooks,
         sweeper,
         started,
     };
@@ -131,6 +136,8 @@ impl PendingBackground {
         // end, on every instance (immediate ones too, so not tied to `scheduler.enabled`).
         self.reconciler.run();
         self.token_keeper.run();
+        // Every instance delivers: each message is claimed by one at a time.
+        self.webhooks.run();
         self.sweeper.start();
         if let Some(collector) = self.collector {
             collector.run();

@@ -11,6 +11,7 @@ mod oauth;
 mod platforms;
 mod publishing;
 mod server;
+mod webhooks;
 
 pub use auth::{AuthConfig, DEFAULT_LIST_CAPACITY, SecretsConfig, UsageConfig};
 pub use load::has_file_form;
@@ -21,6 +22,7 @@ pub use server::{
     ConnectionLimits, DEFAULT_GROUP_COMMIT_MAX, DEFAULT_SQLITE_CACHE_KIB, DatabaseConfig,
     LoggingConfig, ServerConfig, SqliteSync,
 };
+pub use webhooks::WebhooksConfig;
 
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
@@ -40,6 +42,7 @@ pub struct Config {
     pub collector: CollectorConfig,
     pub oauth: OAuthConfig,
     pub logging: LoggingConfig,
+    pub webhooks: WebhooksConfig,
 }
 
 fn serialize_secret<S: serde::Serializer>(

@@ -1,6 +1,6 @@
 //! The service's ground vocabulary, shared by every floor above: the typed publish plan, a
 //! post's status as its resource tells it, a day's account numbers, a request's idempotency key, who signed in, an account
-//! token's verdicts, the API's time format, and the checks every request's text and ids pass.
+//! token's verdicts, the API's time format, webhooks' events and signatures, and the checks every request's text and ids pass.
 //! Nothing here does I/O.
 
 pub mod daily;
@@ -11,3 +11,4 @@ pub mod post_status;
 pub mod text;
 pub mod time;
 pub mod token_status;
+pub mod webhook;

@@ -78,6 +78,7 @@ pub fn operations(document: &Document) -> Vec<OperationView> {
             ("POST", &item.post),
             ("PUT", &item.put),
             ("DELETE", &item.delete),
+            ("PATCH", &item.patch),
         ];
         for (method, operation) in methods {
             if let Some(operation) = operation {

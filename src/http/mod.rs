@@ -19,6 +19,7 @@ pub mod performance;
 pub mod posts;
 pub mod scheduled;
 pub mod subscription;
+pub mod webhooks;
 
 use actix_web::{
     HttpRequest, HttpResponse,
@@ -42,6 +43,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     history::configure(cfg);
     posts::configure(cfg);
     scheduled::configure(cfg);
+    webhooks::configure(cfg);
     performance::configure(cfg);
     cron::configure(cfg);
     // Before `admin`: its `/admin` scope would otherwise take `/admin/actors`.

@@ -22,7 +22,7 @@ use utoipa::{
 
 use super::{
     accounts, admin, connect, cron, dto, history, keys, login, ops, performance, posts, scheduled,
-    subscription,
+    subscription, webhooks,
 };
 use crate::crypto::API_KEY_PREFIX;
 use crate::web::auth::SESSION_COOKIE;
@@ -52,6 +52,14 @@ Calls with an API key carry `X-RateLimit-Limit`, `X-RateLimit-Remaining` and \
         posts::create_post,
         posts::get_post,
         posts::list_posts,
+        webhooks::create_webhook,
+        webhooks::list_webhooks,
+        webhooks::delete_webhook,
+        webhooks::change_webhook,
+        webhooks::test_webhook,
+        webhooks::rotate_webhook_secret,
+        webhooks::list_deliveries,
+        webhooks::replay_delivery,
         accounts::list_accounts_for_key,
         scheduled::list,
         scheduled::cancel,
@@ -120,6 +128,7 @@ Calls with an API key carry `X-RateLimit-Limit`, `X-RateLimit-Remaining` and \
         (name = "posts", description = "Publishing and scheduling (API key)"),
         (name = "accounts", description = "Connected accounts"),
         (name = "scheduled", description = "Scheduled posts (API key)"),
+        (name = "webhooks", description = "Webhook endpoints and their delivery log (API key or session). Events: `post.published`, `post.failed`, `post.unconfirmed`, `account.token_expiring`, `account.invalid`, `webhook.test`. Messages follow the Standard Webhooks specification: headers `webhook-id`, `webhook-timestamp`, `webhook-signature` (`v1,` and the base64 HMAC-SHA256 of `id.timestamp.body` under the secret's base64-decoded key); body `{type, timestamp, data}`."),
         (name = "performance", description = "Platform figures (API key)"),
         (name = "cron", description = "Collection jobs (operator token or API key)"),
         (name = "keys", description = "API keys (session)"),

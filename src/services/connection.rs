@@ -8,6 +8,8 @@
 
 use std::{sync::Arc, time::Duration};
 
+use chrono::{DateTime, Utc};
+
 use uuid::Uuid;
 
 use crate::oauth::{self, LoginRoute, OAuthContext, OAuthError};
@@ -304,8 +306,58 @@ impl ConnectionService {
                 .await?;
             self.token_changed(account.id);
         }
+        self.announce_expiries(now).await
+    }
+
+    /// Writes an `account.token_expiring` webhook event, once per expiry, for every token (and
+    /// facebook data-access window) ending within [`EXPIRY_NOTICE_DAYS`] that the service will
+    /// not renew on its own: see [`needs_expiry_notice`].
+    async fn announce_expiries(&self, now: DateTime<Utc>) -> Result<(), sea_orm::DbErr> {
+        let horizon = now + chrono::Duration::days(EXPIRY_NOTICE_DAYS);
+        let within = |at: Option<DateTime<Utc>>| at.filter(|at| *at > now && *at <= horizon);
+        for account in self.store.accounts_nearing_expiry(now, horizon).await? {
+            if let Some(expires) = within(account.token_expires_at)
+                && needs_expiry_notice(&self.oauth, &account, expires, now)
+            {
+                self.store
+                    .note_token_expiring(account.id, false, expires, now)
+                    .await?;
+            }
+            if let Some(ends) = within(account.data_access_expires_at) {
+                self.store
+                    .note_token_expiring(account.id, true, ends, now)
+                    .await?;
+            }
+        }
         Ok(())
     }
+}
+
+/// How long before a token's end its owner is told (`account.token_expiring`).
+pub const EXPIRY_NOTICE_DAYS: i64 = 7;
+
+/// Whether a token ending at `expires` warrants telling its owner now. Tokens the service does
+/// not renew (facebook, instagram through Facebook Login) do, from seven days before. Threads
+/// and Instagram Login tokens are renewed ahead of their end (`oauth.*_refresh_days_before`):
+/// their owner is told only once a renewal is a day overdue. TikTok, YouTube and X tokens last
+/// hours and are renewed by their refresh grant; a refresh that fails marks the account invalid
+/// (`account.invalid`) instead.
+pub fn needs_expiry_notice(
+    config: &OAuthConfig,
+    account: &entity::account::Model,
+    expires: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> bool {
+    let renewed_days_before = match (account.platform, account.login_route) {
+        (Platform::Threads, _) => config.threads_refresh_days_before,
+        (Platform::Instagram, LoginRoute::InstagramLogin) => {
+            config.instagram_login_refresh_days_before
+        }
+        (Platform::Facebook | Platform::Instagram, _) => return true,
+        (Platform::Tiktok | Platform::Youtube | Platform::X, _) => return false,
+    };
+    let overdue = chrono::Duration::days(renewed_days_before.saturating_sub(1));
+    expires - now <= overdue
 }
 
 /// What the stored state names as the connection's kind: the platform, or for instagram

@@ -30,3 +30,4 @@ pub mod reconciling;
 pub mod scheduling;
 pub mod usage;
 pub mod user_access;
+pub mod webhooks;

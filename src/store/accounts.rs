@@ -5,7 +5,7 @@ use entity::account;
 use entity::platform::Platform;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, Set,
-    sea_query::Expr,
+    TransactionTrait, sea_query::Expr,
 };
 use uuid::Uuid;
 
@@ -81,6 +81,8 @@ impl Store {
             refresh_lease_until: Set(None),
             login_route: Set(new.login_route),
             token_issued_at: Set(new.token_issued_at),
+            expiry_notice_for: Set(None),
+            data_access_notice_for: Set(None),
             created_at: Set(now),
             updated_at: Set(now),
         }
@@ -145,14 +147,104 @@ impl Store {
         now: DateTime<Utc>,
     ) -> Result<(), DbErr> {
         let txn = self.begin_invalidating().await?;
-        account::Entity::update_many()
+        let was_valid = account::Entity::update_many()
             .col_expr(account::Column::IsValid, Expr::value(false))
             .col_expr(account::Column::LastError, Expr::value(reason))
             .col_expr(account::Column::UpdatedAt, Expr::value(now))
             .filter(account::Column::Id.eq(account_id))
+            .filter(account::Column::IsValid.eq(true))
             .exec(&txn)
-            .await?;
+            .await?
+            .rows_affected
+            == 1;
+        if was_valid {
+            // `account.invalid` once, when it stops being valid, in the same transaction.
+            super::outbox::account_event(&txn, account_id, "account.invalid", reason, None, now)
+                .await?;
+        } else {
+            account::Entity::update_many()
+                .col_expr(account::Column::LastError, Expr::value(reason))
+                .col_expr(account::Column::UpdatedAt, Expr::value(now))
+                .filter(account::Column::Id.eq(account_id))
+                .exec(&txn)
+                .await?;
+        }
         self.commit_invalidating(txn, &[Invalidation::Account(account_id)])
+            .await?;
+        if was_valid {
+            self.outbox_may_have_events();
+        }
+        Ok(())
+    }
+
+    /// Records that `account_id`'s token (or, with `data_access`, its data-access window)
+    /// expiring at `expires_at` has been announced, with its `account.token_expiring` event in
+    /// the same transaction; false, writing nothing, when that expiry was announced already.
+    pub async fn note_token_expiring(
+        &self,
+        account_id: Uuid,
+        data_access: bool,
+        expires_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<bool, DbErr> {
+        let column = if data_access {
+            account::Column::DataAccessNoticeFor
+        } else {
+            account::Column::ExpiryNoticeFor
+        };
+        let txn = self.db.begin().await?;
+        let noted = account::Entity::update_many()
+            .col_expr(column, Expr::value(expires_at))
+            .filter(account::Column::Id.eq(account_id))
+            .filter(
+                sea_orm::Condition::any()
+                    .add(column.is_null())
+                    .add(column.ne(expires_at)),
+            )
+            .exec(&txn)
+            .await?
+            .rows_affected
+            == 1;
+        if noted {
+            let reason = if data_access { "data_access" } else { "token" };
+            super::outbox::account_event(
+                &txn,
+                account_id,
+                "account.token_expiring",
+                reason,
+                Some(expires_at),
+                now,
+            )
+            .await?;
+        }
+        txn.commit().await?;
+        if noted {
+            self.outbox_may_have_events();
+        }
+        Ok(noted)
+    }
+
+    /// Valid, connected accounts whose token or data-access window ends between `now` and
+    /// `before`: the candidates for an `account.token_expiring` event.
+    pub async fn accounts_nearing_expiry(
+        &self,
+        now: DateTime<Utc>,
+        before: DateTime<Utc>,
+    ) -> Result<Vec<account::Model>, DbErr> {
+        let window = |column: account::Column| {
+            sea_orm::Condition::all()
+                .add(column.gt(now))
+                .add(column.lte(before))
+        };
+        account::Entity::find()
+            .filter(account::Column::Disabled.eq(false))
+            .filter(account::Column::IsValid.eq(true))
+            .filter(
+                sea_orm::Condition::any()
+                    .add(window(account::Column::TokenExpiresAt))
+                    .add(window(account::Column::DataAccessExpiresAt)),
+            )
+            .all(&self.db)
             .await
     }
 

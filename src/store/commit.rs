@@ -233,18 +233,19 @@ impl Store {
         let writes: Vec<&PublishWrite> = batch.iter().map(|(write, _)| write).collect();
         match apply_on_own_connection(writer, &writes) {
             Some(Ok(results)) => {
+                let ends = writes.iter().any(|write| write.may_end());
                 match writer.syncer() {
                     // Answered once the WAL is on disk, while this drainer writes the next batch.
                     Some(syncer) => {
                         let (store, syncer) = (self.clone(), syncer.clone());
                         tokio::spawn(async move {
                             match syncer.synced().await {
-                                Ok(()) => store.answer_committed(batch, results),
+                                Ok(()) => store.answer_committed(batch, results, ends),
                                 Err(error) => answer_failed(batch, &error),
                             }
                         });
                     }
-                    None => self.answer_committed(batch, results),
+                    None => self.answer_committed(batch, results, ends),
                 }
                 None
             }
@@ -337,7 +338,7 @@ impl Store {
     async fn run_batch_together(&self, batch: Vec<(PublishWrite, Reply)>) {
         let count = batch.len() as u64;
         match self.run_together(&batch).await {
-            Ok(results) => self.answer_committed(batch, results),
+            Ok(results) => self.answer_committed(batch, results, false),
             Err(error) => {
                 tracing::warn!(%error, writes = count, "group commit failed; retrying its writes one by one");
                 self.run_one_by_one(batch).await;
@@ -346,7 +347,11 @@ impl Store {
     }
 
     /// Answers the callers of a batch committed in one transaction.
-    fn answer_committed(&self, batch: Vec<(PublishWrite, Reply)>, results: Vec<bool>) {
+    /// With `ends`, the batch may have written webhook events: the delivery actor is woken.
+    fn answer_committed(&self, batch: Vec<(PublishWrite, Reply)>, results: Vec<bool>, ends: bool) {
+        if ends {
+            self.outbox_may_have_events();
+        }
         self.group.transactions.fetch_add(1, Ordering::Relaxed);
         self.group
             .writes
@@ -373,12 +378,33 @@ impl Store {
         let writes: Vec<&PublishWrite> = batch.iter().map(|(write, _)| write).collect();
         // An error drops `txn`, which rolls the batch back.
         let results = apply_batch(&txn, &writes).await?;
+        let outcomes: Vec<Uuid> = writes
+            .iter()
+            .zip(&results)
+            .filter(|(write, written)| **written && write.may_end())
+            .map(|(write, _)| write.submission_id())
+            .collect();
+        super::outbox::post_events(&txn, &outcomes).await?;
         let links = batch.iter().any(|(write, _)| write.links_scheduled_post());
         self.commit_publish_writes(txn, links).await?;
+        if !outcomes.is_empty() {
+            self.outbox_may_have_events();
+        }
         Ok(results)
     }
 
     async fn run_alone(&self, write: &PublishWrite) -> Result<bool, DbErr> {
+        if write.may_end() {
+            let txn = self.db.begin().await?;
+            let result = apply(&txn, write).await?;
+            if result {
+                super::outbox::post_events(&txn, &[write.submission_id()]).await?;
+            }
+            self.commit_publish_writes(txn, write.links_scheduled_post())
+                .await?;
+            self.outbox_may_have_events();
+            return Ok(result);
+        }
         if write.is_one_statement() {
             // Its own transaction already: BEGIN and COMMIT would only add round trips.
             return apply(&self.db, write).await;

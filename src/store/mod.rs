@@ -15,6 +15,7 @@ pub mod last_used;
 mod login_states;
 mod migration_lock;
 mod oauth_states;
+mod outbox;
 mod posts;
 mod publish_write;
 mod reseal;
@@ -27,6 +28,7 @@ mod sweep;
 mod usage;
 mod users;
 mod wal_sync;
+mod webhooks;
 
 use crate::config::{DEFAULT_SQLITE_CACHE_KIB, SqliteSync};
 use std::{
@@ -63,6 +65,10 @@ pub use submissions::{HistoryListing, NewSubmission, Page};
 pub use sweep::{SweepBounds, SweepCounts};
 pub use usage::Reservation;
 pub use users::UserSearch;
+pub use webhooks::{
+    AttemptNext, AttemptRecord, Delivery, EndpointChange, FanOutContext, NewEndpoint, NewMessage,
+    QueueStats,
+};
 
 /// Which of a user's scheduled posts to list: `None` is "any"; at most `limit` rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -101,6 +107,9 @@ pub struct Store {
     /// On a SQLite file, how other processes' changes to cached rows are announced
     /// ([`access::ChangeMarker`]); PostgreSQL has notifications.
     changes: Option<Arc<access::ChangeMarker>>,
+    /// Signalled after a commit that may have written webhook events, so that this instance's
+    /// delivery actor fans them out at once instead of at its next look.
+    outbox_written: Arc<tokio::sync::Notify>,
 }
 
 /// Statements sent to the database since the store connected, by kind: what the benchmarks
@@ -274,6 +283,7 @@ impl Store {
             group: Arc::default(),
             changes: sqlite_file_path(url)
                 .map(|path| Arc::new(access::ChangeMarker::for_database(path))),
+            outbox_written: Arc::default(),
         })
     }
 

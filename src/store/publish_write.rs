@@ -81,6 +81,12 @@ impl PublishWrite {
         }
     }
 
+    /// It may record an outcome (and so a webhook event): every write but the row written
+    /// before the final call.
+    pub(super) fn may_end(&self) -> bool {
+        !matches!(self, PublishWrite::BeforeFinal { .. })
+    }
+
     /// A new row with no scheduled post alongside: it can share a multi-row `INSERT`.
     pub(super) fn plain_row(&self) -> Option<&SubmissionRow> {
         match self {

@@ -468,6 +468,10 @@ impl Store {
             ))
             .exec(db)
             .await?;
+        if result.rows_affected == 1 && status == ScheduledStatus::Failed {
+            // In the same transaction (see `end_attempts`).
+            super::outbox::scheduled_failure_event(db, ended.id).await?;
+        }
         Ok(result.rows_affected == 1)
     }
 
@@ -485,7 +489,10 @@ impl Store {
         let mut written = vec![false; ended.len()];
         match ended {
             [] => {}
-            [one] => written[0] = self.end_one(one, now).await?,
+            // A failure writes its webhook event beside it: a transaction, as for many.
+            [one] if !matches!(one.end, AttemptEnd::Failed { .. }) => {
+                written[0] = self.end_one(one, now).await?
+            }
             many => {
                 let mut order: Vec<usize> = (0..many.len()).collect();
                 order.sort_by_key(|&i| many[i].id);
@@ -502,6 +509,7 @@ impl Store {
                 if changed {
                     // Also when the commit failed: its outcome may be unknown.
                     self.access.evict(Invalidation::Scheduled);
+                    self.outbox_may_have_events();
                 }
                 committed?;
             }

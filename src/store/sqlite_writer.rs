@@ -39,7 +39,7 @@ use std::{
 use chrono::{DateTime, Utc};
 use entity::post_submission::{PublishSteps, SubmissionStatus};
 use rusqlite::{ErrorCode as SqliteCode, config::DbConfig, params};
-use sea_orm::{ActiveEnum, DbErr};
+use sea_orm::{ActiveEnum, DbBackend, DbErr};
 use uuid::Uuid;
 
 use super::{
@@ -248,6 +248,19 @@ fn write_batch(
         if changed > 0 {
             found.insert(outcome.id);
         }
+    }
+    // The webhook events of the outcomes, in the same transaction (see `outbox.rs`).
+    let mut event = conn
+        .prepare_cached(&super::outbox::post_events_sql(DbBackend::Sqlite, 1))
+        .map_err(db_err)?;
+    let ended = rows
+        .iter()
+        .filter(|row| row.new.status != SubmissionStatus::Publishing)
+        .map(|row| row.id);
+    for id in ended.chain(found.iter().copied()) {
+        event
+            .execute(params![id.as_bytes().as_slice()])
+            .map_err(db_err)?;
     }
     conn.prepare_cached(COMMIT)
         .and_then(|mut commit| commit.execute([]))

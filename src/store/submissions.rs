@@ -6,7 +6,7 @@ use entity::post_submission;
 use entity::post_submission::{PostType, PublishSteps, SubmissionStatus};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, Condition, DbErr, DerivePartialModel, EntityTrait,
-    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Set, sea_query::Expr,
+    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Set, TransactionTrait, sea_query::Expr,
 };
 // `cast_as` in the listings' column expressions.
 use sea_orm::sea_query::ExprTrait as _;
@@ -204,6 +204,7 @@ impl Store {
         error_message: &str,
         now: DateTime<Utc>,
     ) -> Result<bool, DbErr> {
+        let txn = self.db.begin().await?;
         let result = post_submission::Entity::update_many()
             .col_expr(
                 post_submission::Column::Status,
@@ -218,10 +219,11 @@ impl Store {
             .filter(post_submission::Column::Id.eq(id))
             // Never overwrite an outcome already recorded (a settlement racing a late finish).
             .filter(post_submission::Column::Status.eq(SubmissionStatus::Publishing))
-            .exec(&self.db)
+            .exec(&txn)
             .await?;
         // False: the attempt ended (or became a pending check) meanwhile.
-        Ok(result.rows_affected == 1)
+        self.end_with_event(txn, id, result.rows_affected == 1)
+            .await
     }
 
     /// One submission (tests and the operator view).
@@ -257,6 +259,7 @@ impl Store {
         check_until: DateTime<Utc>,
         now: DateTime<Utc>,
     ) -> Result<bool, DbErr> {
+        let txn = self.db.begin().await?;
         let mut update = post_submission::Entity::update_many();
         if let Some(steps) = steps {
             update = update.col_expr(post_submission::Column::Steps, Expr::value(steps));
@@ -280,9 +283,10 @@ impl Store {
             .col_expr(post_submission::Column::UpdatedAt, Expr::value(now))
             .filter(post_submission::Column::Id.eq(id))
             .filter(post_submission::Column::Status.eq(SubmissionStatus::Publishing))
-            .exec(&self.db)
+            .exec(&txn)
             .await?;
-        Ok(result.rows_affected == 1)
+        self.end_with_event(txn, id, result.rows_affected == 1)
+            .await
     }
 
     /// The condition of a submission whose check is due at `now` and not held by a live claim.
@@ -415,11 +419,13 @@ impl Store {
                 post_submission::Column::ErrorMessage,
                 Expr::value(None::<String>),
             );
+        let txn = self.db.begin().await?;
         let result = Self::end_check(update, now)
             .filter(Self::check_held(id, claimant))
-            .exec(&self.db)
+            .exec(&txn)
             .await?;
-        Ok(result.rows_affected == 1)
+        self.end_with_event(txn, id, result.rows_affected == 1)
+            .await
     }
 
     /// The check ends without the post out: `failed` (it did not go out) or `unconfirmed` (no
@@ -440,11 +446,30 @@ impl Store {
             )
             .col_expr(post_submission::Column::ErrorCode, Expr::value(error_code))
             .col_expr(post_submission::Column::ErrorMessage, Expr::value(message));
+        let txn = self.db.begin().await?;
         let result = Self::end_check(update, now)
             .filter(Self::check_held(id, claimant))
-            .exec(&self.db)
+            .exec(&txn)
             .await?;
-        Ok(result.rows_affected == 1)
+        self.end_with_event(txn, id, result.rows_affected == 1)
+            .await
+    }
+
+    /// Commits an outcome's write, with its webhook event when it was written (`ended`).
+    async fn end_with_event(
+        &self,
+        txn: sea_orm::DatabaseTransaction,
+        id: Uuid,
+        ended: bool,
+    ) -> Result<bool, DbErr> {
+        if ended {
+            super::outbox::post_events(&txn, &[id]).await?;
+        }
+        txn.commit().await?;
+        if ended {
+            self.outbox_may_have_events();
+        }
+        Ok(ended)
     }
 
     fn end_check(

@@ -62,6 +62,12 @@ pub struct SessionUser {
     pub token_hash: String,
 }
 
+/// Whose data a route that takes a session or an API key works on.
+#[derive(Debug, Clone, Copy)]
+pub struct Owner {
+    pub user_id: Uuid,
+}
+
 /// Proof that the operator token was presented.
 #[derive(Debug, Clone, Copy)]
 pub struct Operator;
@@ -203,6 +209,48 @@ pub async fn require_session(
     Ok(next.call(req).await?.map_into_left_body())
 }
 
+/// Middleware of routes a backend integration and a signed-in user share (webhooks): an API
+/// key when its header is sent (authenticated, not counted against the allowance: managing
+/// webhooks is not a use of the API), otherwise a dashboard session, whose writes must come
+/// from this site, as on every session route.
+pub async fn require_session_or_api_key(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Guarded<impl MessageBody + 'static> {
+    let owner = if req.headers().contains_key(&API_KEY_HEADER) {
+        match authenticate_key(&req, Metering::Uncounted).await {
+            Ok(caller) => Owner {
+                user_id: caller.user.id,
+            },
+            Err(error) => return refuse(req, error),
+        }
+    } else {
+        let state = match state_of(&req) {
+            Ok(state) => state,
+            Err(error) => return refuse(req, error),
+        };
+        let session = match authenticate_session(&req, &state).await {
+            Ok(session) => session,
+            Err(_) => {
+                return refuse(
+                    req,
+                    ApiError::unauthorized(
+                        "Authentication required: an API key or a dashboard session",
+                    ),
+                );
+            }
+        };
+        if let Err(error) = origin::check_request(&req, &state.public_url) {
+            return refuse(req, error);
+        }
+        Owner {
+            user_id: session.user.id,
+        }
+    };
+    req.extensions_mut().insert(owner);
+    Ok(next.call(req).await?.map_into_left_body())
+}
+
 async fn authenticate_session(
     req: &ServiceRequest,
     state: &AppState,
@@ -338,6 +386,14 @@ impl FromRequest for ApiCaller {
 }
 
 impl FromRequest for SessionUser {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        from_extensions(req)
+    }
+}
+
+impl FromRequest for Owner {
     type Error = ApiError;
     type Future = Ready<Result<Self, ApiError>>;
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {

@@ -54,6 +54,8 @@ pub struct AppState {
     pub idempotency: Arc<crate::services::idempotency::IdempotencyService>,
     /// Connecting accounts over OAuth.
     pub connection: Arc<ConnectionService>,
+    /// Webhook endpoints, their delivery log and replays.
+    pub webhooks: Arc<crate::services::webhooks::WebhookService>,
     /// The background actors, once running (operator view, readiness, draining).
     pub background: BackgroundActors,
     /// The per-address limit on anonymous sign-in requests.

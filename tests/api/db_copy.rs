@@ -205,6 +205,46 @@ async fn fill(app: &TestApp) -> Publisher {
         .unwrap();
     let (status, body) = status_and_json(response).await;
     assert_eq!(status, 200, "{body}");
+    // A webhook endpoint with a delivered test message: endpoints, messages and attempts.
+    let created = app
+        .http
+        .post(app.url("/api/webhooks"))
+        .header("service-api-key", &publisher.key)
+        .json(&json!({ "url": app.media_url("hook"), "description": "copied" }))
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = status_and_json(created).await;
+    assert_eq!(status, 201, "{body}");
+    let deliveries = format!(
+        "/api/webhooks/{}/deliveries",
+        body["webhook"]["id"].as_str().unwrap()
+    );
+    let tested = app
+        .http
+        .post(app.url(&format!(
+            "/api/webhooks/{}/test",
+            body["webhook"]["id"].as_str().unwrap()
+        )))
+        .header("service-api-key", &publisher.key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(tested.status(), 202);
+    eventually("the test message attempted", async || {
+        let response = app
+            .http
+            .get(app.url(&deliveries))
+            .header("service-api-key", &publisher.key)
+            .send()
+            .await
+            .unwrap();
+        let (_, body) = status_and_json(response).await;
+        body["deliveries"][0]["attempts"]
+            .as_array()
+            .is_some_and(|attempts| !attempts.is_empty())
+    })
+    .await;
     eventually("every publish settled", async || {
         history(&app.base, &publisher).await["posts"]
             .as_array()
@@ -223,7 +263,10 @@ async fn a_sqlite_database_copied_into_postgresql_serves_the_same_keys_accounts_
     if crate::authcache::on_postgres() {
         return; // The copy starts from the SQLite database that the SQLite run gives each test.
     }
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_with(|config| {
+        config.webhooks.allow_hosts = config.publishing.media_allow_hosts.clone();
+    })
+    .await;
     let publisher = fill(&app).await;
     // The documented way with the service running: copy from a backup of it.
     let dir = tempfile::tempdir().unwrap();
@@ -259,6 +302,8 @@ async fn a_sqlite_database_copied_into_postgresql_serves_the_same_keys_accounts_
             "oauth_states",
             "used_form_tokens",
             "idempotency_keys",
+            // Fanned out as soon as written.
+            "webhook_events",
         ]
         .contains(table)
         {

@@ -9,12 +9,10 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::iso;
+/// The post resource lives with its use case: webhook messages carry it too.
+pub use crate::services::posts::{PostResource, PostResourceError};
 use crate::{
-    domain::{
-        post_status::PostStatus,
-        token_status::{TokenStatus, token_expiry},
-    },
-    services::posts::Post,
+    domain::token_status::{TokenStatus, token_expiry},
     store::{HistoryListing, ScheduledListing},
 };
 
@@ -341,72 +339,6 @@ impl From<&HistoryListing> for Submission {
                 message: row.error_message.clone(),
             }),
             scheduled_post_id: row.scheduled_post_id,
-        }
-    }
-}
-
-/// The post resource (`GET /v2/posts/{post_submission_id}`): one publish and where it stands.
-/// Every member is always present, `null` where it does not apply.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct PostResource {
-    pub post_submission_id: Uuid,
-    pub status: PostStatus,
-    pub platform: Platform,
-    pub account_id: Uuid,
-    pub page_name: String,
-    #[schema(required = true)]
-    pub post_type: Option<post_submission::PostType>,
-    /// The platform's id of the post (a thread's first post); `null` until published.
-    #[schema(required = true)]
-    pub post_id: Option<String>,
-    /// Every post on the platform, in order: a thread's posts (also those out before a thread
-    /// failed), otherwise the one `post_id`; empty while there is none.
-    pub post_ids: Vec<String>,
-    #[schema(required = true, format = DateTime)]
-    pub published_at: Option<String>,
-    /// The scheduled post this publish came from; `null` for an immediate publish.
-    #[schema(required = true)]
-    pub scheduled_post_id: Option<Uuid>,
-    /// Why it failed, or why it is `unconfirmed`; `null` otherwise.
-    #[schema(required = true)]
-    pub error: Option<PostResourceError>,
-    #[schema(format = DateTime)]
-    pub created_at: String,
-    #[schema(format = DateTime)]
-    pub updated_at: String,
-}
-
-/// A post resource's `error`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct PostResourceError {
-    /// The catalogue code recorded.
-    pub code: String,
-    pub message: String,
-    /// The platform's own words, when recorded apart from the message.
-    #[schema(required = true)]
-    pub details: Option<String>,
-}
-
-impl From<Post> for PostResource {
-    fn from(post: Post) -> Self {
-        Self {
-            post_submission_id: post.post_submission_id,
-            status: post.status,
-            platform: post.platform,
-            account_id: post.account_id,
-            page_name: post.page_name,
-            post_type: post.post_type,
-            post_id: post.post_id,
-            post_ids: post.post_ids,
-            published_at: post.published_at.map(iso),
-            scheduled_post_id: post.scheduled_post_id,
-            error: post.error.map(|error| PostResourceError {
-                code: error.code,
-                message: error.message,
-                details: error.details,
-            }),
-            created_at: iso(post.created_at),
-            updated_at: iso(post.updated_at),
         }
     }
 }

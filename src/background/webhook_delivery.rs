@@ -1,0 +1,101 @@
+//! The webhook delivery actor: looks for work every `webhooks.poll_interval_ms`, and at once
+//! when this instance's own writes may have queued some (the store's outbox signal). Each look
+//! is one pass of [`WebhookService::pass`]: fan out the outbox, claim due messages, start their
+//! attempts, at most `webhooks.max_in_flight` in flight. Passes never overlap; one asked for
+//! while another runs happens right after it, as does one after a pass that stopped at a bound.
+
+use std::{sync::Arc, time::Duration};
+
+use actix::prelude::*;
+use tokio::sync::Semaphore;
+
+use crate::services::webhooks::WebhookService;
+use crate::store::in_runtime::in_runtime;
+
+pub struct WebhookDeliveryActor {
+    service: Arc<WebhookService>,
+    slots: Arc<Semaphore>,
+    busy: bool,
+    again: bool,
+}
+
+impl WebhookDeliveryActor {
+    pub fn new(service: Arc<WebhookService>) -> Self {
+        let slots = Arc::new(Semaphore::new(service.config().max_in_flight.max(1)));
+        Self {
+            service,
+            slots,
+            busy: false,
+            again: false,
+        }
+    }
+
+    fn look(&mut self, ctx: &mut Context<Self>) {
+        if self.busy {
+            self.again = true;
+            return;
+        }
+        self.busy = true;
+        self.again = false;
+        let (service, slots) = (self.service.clone(), self.slots.clone());
+        ctx.spawn(
+            in_runtime(async move { service.pass(&slots).await })
+                .into_actor(self)
+                .map(|result, actor, ctx| {
+                    actor.busy = false;
+                    let more = match result {
+                        Ok(report) => report.more,
+                        Err(error) => {
+                            tracing::warn!(%error, "webhook delivery: cannot read the queue");
+                            false
+                        }
+                    };
+                    if actor.again || more {
+                        // A pass that stopped at its bound goes on once an attempt frees a slot,
+                        // not in a tight loop.
+                        let pause = if more && actor.slots.available_permits() == 0 {
+                            Duration::from_millis(20)
+                        } else {
+                            Duration::ZERO
+                        };
+                        ctx.run_later(pause, |actor, ctx| actor.look(ctx));
+                    }
+                }),
+        );
+    }
+}
+
+/// Look for work now.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Wake;
+
+impl Handler<Wake> for WebhookDeliveryActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: Wake, ctx: &mut Self::Context) {
+        self.look(ctx);
+    }
+}
+
+impl Actor for WebhookDeliveryActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        let every = Duration::from_millis(self.service.config().poll_interval_ms.max(1));
+        self.look(ctx);
+        ctx.run_interval(every, |actor, ctx| actor.look(ctx));
+        let (signal, me) = (self.service.signal(), ctx.address());
+        ctx.spawn(
+            async move {
+                loop {
+                    signal.notified().await;
+                    if me.try_send(Wake).is_err() {
+                        break;
+                    }
+                }
+            }
+            .into_actor(self),
+        );
+    }
+}
