@@ -13,7 +13,7 @@ use crate::helpers::{OPERATOR_TOKEN, TestApp, eventually};
 use crate::webhook_receiver::{Received, Reply, signed_by};
 use crate::webhooks::{
     Caller, Endpoint, assert_error, create_ok, deliveries, listed, message, messages, send_test,
-    spawn_with_receiver, time, wait_for_message,
+    spawn_with_receiver, spawn_with_witness, time, wait_for_message,
 };
 
 /// A message's attempts, oldest first.
@@ -284,7 +284,7 @@ async fn a_slow_endpoint_times_out_and_is_retried() {
 /// until the user enables it again, but a test is still sent (to check a fix).
 #[actix_web::test]
 async fn gone_disables_the_endpoint_until_the_user_enables_it() {
-    let (app, receiver) = spawn_with_receiver(|_| {}).await;
+    let (app, receiver, witness) = spawn_with_witness(|_| {}).await;
     let publisher = app.publisher("facebook", "pro").await;
     let me = Caller::Key(&publisher.key);
     let endpoint = create_ok(&app, me, &receiver.url("/hook"), None).await;
@@ -310,8 +310,12 @@ async fn gone_disables_the_endpoint_until_the_user_enables_it() {
     );
     assert_eq!(retried["next_attempt_at"], Value::Null, "{retried}");
 
-    // No events while disabled; the log holds none (it is written with the publish).
+    // No events while disabled: once the witness has the publish's message, the endpoint's
+    // log would have one too.
+    let published = Some(&["post.published"][..]);
+    create_ok(&app, me, &witness.url("/witness"), published).await;
     publish(&app, &publisher, "while disabled").await;
+    witness.wait_for("/witness", 1).await;
     assert_eq!(messages(&app, me, &endpoint).await.len(), 2);
     app.clock.advance(Duration::seconds(10));
     // A test still goes out, and does not enable it.
@@ -357,7 +361,8 @@ async fn gone_disables_the_endpoint_until_the_user_enables_it() {
 /// Failing continuously for five days disables an endpoint; four days do not.
 #[actix_web::test]
 async fn five_days_of_failures_disable_the_endpoint() {
-    let (app, receiver) = spawn_with_receiver(|c| c.webhooks.retry_schedule_secs = vec![0]).await;
+    let (app, receiver, witness) =
+        spawn_with_witness(|c| c.webhooks.retry_schedule_secs = vec![0]).await;
     receiver.reply_by_default(Reply::status(500));
     let publisher = app.publisher("facebook", "pro").await;
     let me = Caller::Key(&publisher.key);
@@ -401,7 +406,10 @@ async fn five_days_of_failures_disable_the_endpoint() {
             .is_some_and(|r| !r.is_empty()),
         "{shown}"
     );
+    let published = Some(&["post.published"][..]);
+    create_ok(&app, me, &witness.url("/witness"), published).await;
     publish(&app, &publisher, "disabled").await;
+    witness.wait_for("/witness", 1).await;
     assert_eq!(
         messages(&app, me, &endpoint).await.len(),
         3,
@@ -420,10 +428,11 @@ async fn a_success_starts_the_five_days_over() {
     let event = async |status: u16, outcome: &str| {
         receiver.reply(Reply::status(status));
         let text = format!("{outcome} at {}", app.clock_now());
+        let before = messages(&app, me, &endpoint).await.len();
         publish(&app, &publisher, &text).await;
-        let count = messages(&app, me, &endpoint).await.len();
-        eventually(&format!("message {count} {outcome}"), async || {
-            newest(&app, me, &endpoint).await["status"] == outcome
+        eventually(&format!("{text}: {outcome}"), async || {
+            let log = messages(&app, me, &endpoint).await;
+            log.len() == before + 1 && log[0]["status"] == outcome
         })
         .await;
     };
@@ -576,7 +585,6 @@ async fn deliveries_are_counted_by_outcome() {
         "webhook_deliveries_total{outcome=\"failed_final\"} 1",
         "# TYPE webhook_first_attempt_lag_seconds histogram",
         "webhook_first_attempt_lag_seconds_count 2",
-        "webhook_queue_depth 0",
     ] {
         assert!(text.contains(line), "missing {line:?} in\n{text}");
     }
@@ -618,6 +626,8 @@ async fn the_operator_sees_the_queue_and_the_failing_endpoints() {
     let failed_at = time(&shown["attempts"][0]["at"]);
     let view = operator_view(&app).await;
     assert_eq!(view["queue_depth"], 1, "{view}");
+    let text = metrics(&app).await;
+    assert!(text.contains("webhook_queue_depth 1"), "{text}");
     let oldest = time(&view["oldest_pending_at"]);
     assert!(
         (oldest - time(&shown["created_at"])).num_seconds().abs() <= 1,

@@ -43,7 +43,7 @@ impl Caller<'_> {
         let url = app.url(path);
         let request = match self {
             Caller::Session(dashboard) => dashboard.no_redirect.request(method, url),
-            Caller::Key(key) => app.http.request(method, url).bearer_auth(key),
+            Caller::Key(key) => app.http.request(method, url).header("service-api-key", key),
         };
         let request = match body {
             Some(body) => request.json(body),
@@ -95,6 +95,19 @@ pub async fn spawn_with_receiver(adjust: impl FnOnce(&mut Config)) -> (TestApp, 
     })
     .await;
     (app, receiver)
+}
+
+/// [`spawn_with_receiver`] with a second receiver, allowed too: a witness whose delivery shows
+/// that an event's messages have all been made (an event's messages are made together).
+pub async fn spawn_with_witness(adjust: impl FnOnce(&mut Config)) -> (TestApp, Receiver, Receiver) {
+    let witness = Receiver::start().await;
+    let host = witness.host();
+    let (app, receiver) = spawn_with_receiver(move |config| {
+        config.webhooks.allow_hosts.push(host);
+        adjust(config);
+    })
+    .await;
+    (app, receiver, witness)
 }
 
 /// Asserts a secret's form: `whsec_` and the standard base64 (padded) of 32 bytes.
@@ -385,6 +398,33 @@ async fn an_api_key_manages_endpoints_and_is_never_metered() {
     let (status, _) = Caller::Key("sk_not_a_key").get(&app, "/api/webhooks").await;
     assert_eq!(status, 401);
     assert!(list(&app, session).await.is_empty());
+}
+
+/// The interface names `Authorization: Bearer <api key>` as the key's other form.
+#[actix_web::test]
+async fn an_api_key_is_accepted_as_a_bearer_token() {
+    let (app, receiver) = spawn_with_receiver(|_| {}).await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let response = app
+        .http
+        .post(app.url("/api/webhooks"))
+        .bearer_auth(&publisher.key)
+        .json(&json!({"url": receiver.url("/hook")}))
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = status_and_json(response).await;
+    assert_eq!(status, 201, "{body}");
+    let response = app
+        .http
+        .get(app.url("/api/webhooks"))
+        .bearer_auth(&publisher.key)
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = status_and_json(response).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["webhooks"].as_array().map(Vec::len), Some(1), "{body}");
 }
 
 #[actix_web::test]
