@@ -194,6 +194,12 @@ async fn the_delivery_log_pages_newest_first() {
     let page = deliveries(&app, me, &endpoint, "?limit=2&offset=2").await;
     assert_eq!(shown(&page), [ids[0].clone()], "{page}");
     assert_eq!(page["offset"], 2, "{page}");
+    for query in ["?limit=0", "?offset=-1", "?limit=many"] {
+        let answer = me
+            .get(&app, &endpoint.path(&format!("/deliveries{query}")))
+            .await;
+        assert_error(&answer, 400, "InvalidRequest");
+    }
 }
 
 /// A 500 is retried after the schedule's 5 s (with its jitter, at most 5.5 s) with the same id
@@ -220,6 +226,11 @@ async fn a_failed_attempt_is_retried_with_the_same_id_and_body() {
 
     app.clock.advance(Duration::seconds(6));
     let sent = receiver.wait_for("/hook", 2).await;
+    let stamp = |r: &Received| r.required("webhook-timestamp").parse::<i64>().unwrap();
+    assert!(
+        stamp(&sent[1]) - stamp(&sent[0]) >= 4,
+        "the attempt's own time: {sent:?}"
+    );
     assert_eq!(sent[1].webhook_id(), sent[0].webhook_id());
     assert_eq!(sent[1].webhook_id(), message_id);
     assert_eq!(sent[1].body, sent[0].body, "the same bytes");
@@ -704,4 +715,40 @@ async fn two_instances_deliver_each_message_once() {
     sent.sort();
     ids.sort();
     assert_eq!(sent, ids, "each once");
+}
+
+/// The user can switch an endpoint off and on: off, it gets no events (a test still goes).
+#[actix_web::test]
+async fn an_endpoint_switched_off_gets_no_events_until_switched_on() {
+    let (app, receiver, witness) = spawn_with_witness(|_| {}).await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let me = Caller::Key(&publisher.key);
+    let endpoint = create_ok(&app, me, &receiver.url("/hook"), None).await;
+    let published = Some(&["post.published"][..]);
+    create_ok(&app, me, &witness.url("/witness"), published).await;
+    let (status, answer) = me
+        .patch(&app, &endpoint.path(""), &json!({"is_active": false}))
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["webhook"]["is_active"], false, "{answer}");
+    publish(&app, &publisher, "while off").await;
+    witness.wait_for("/witness", 1).await;
+    assert!(messages(&app, me, &endpoint).await.is_empty());
+    let checked = send_test(&app, me, &endpoint).await;
+    wait_for_message(&app, me, &endpoint, &checked, "delivered", 1).await;
+
+    let (status, answer) = me
+        .patch(&app, &endpoint.path(""), &json!({"is_active": true}))
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["webhook"]["is_active"], true, "{answer}");
+    publish(&app, &publisher, "on again").await;
+    let got = receiver.wait_for_event("/hook", "post.published").await;
+    assert_eq!(signed_by(&endpoint.secret, &got), [true]);
+    assert_eq!(
+        receiver.received_on("/hook").len(),
+        2,
+        "{:?}",
+        receiver.received()
+    );
 }

@@ -543,6 +543,9 @@ async fn urls_that_are_not_public_https_are_refused_and_nothing_is_created() {
     )
     .await;
     assert_error(&description, 400, "InvalidRequest");
+    for body in [json!({}), json!({"url": 5}), json!(["not an object"])] {
+        assert_error(&create(&app, me, &body).await, 400, "InvalidRequest");
+    }
     assert!(list(&app, me).await.is_empty(), "nothing created");
 
     // The limits themselves are allowed, and so is a public address over https.
