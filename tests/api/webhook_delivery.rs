@@ -752,3 +752,31 @@ async fn an_endpoint_switched_off_gets_no_events_until_switched_on() {
         receiver.received()
     );
 }
+
+/// A deleted endpoint's pending retries are not sent: a message due after them reaches the
+/// other endpoint, theirs never come.
+#[actix_web::test]
+async fn a_deleted_endpoints_retries_are_not_sent() {
+    let (app, receiver, witness) = spawn_with_witness(|_| {}).await;
+    let dashboard = app.sign_in("owner@example.com").await;
+    let me = Caller::Session(&dashboard);
+    let endpoint = create_ok(&app, me, &receiver.url("/hook"), None).await;
+    let other = create_ok(&app, me, &witness.url("/witness"), None).await;
+    receiver.reply(Reply::status(500));
+    let message_id = send_test(&app, me, &endpoint).await;
+    wait_for_message(&app, me, &endpoint, &message_id, "pending", 1).await;
+    let (status, answer) = me.delete(&app, &endpoint.path("")).await;
+    assert_eq!((status, answer), (200, json!({"success": true})));
+    let (status, _) = me.get(&app, &endpoint.path("/deliveries")).await;
+    assert_eq!(status, 404);
+
+    app.clock.advance(Duration::seconds(6));
+    let later = send_test(&app, me, &other).await;
+    wait_for_message(&app, me, &other, &later, "delivered", 1).await;
+    assert_eq!(
+        receiver.received_on("/hook").len(),
+        1,
+        "{:?}",
+        receiver.received()
+    );
+}
