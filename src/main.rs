@@ -265,7 +265,14 @@ async fn run(cli: Cli, config: Config) -> Result<(), Box<dyn std::error::Error>>
                 "re-encrypted the tokens of {} accounts with the current key",
                 report.resealed
             );
-            if report.unreadable.is_empty() {
+            let (endpoints, unreadable_endpoints) = store.reseal_webhook_secrets(&cipher).await?;
+            println!(
+                "re-encrypted the signing secrets of {endpoints} webhook endpoints with the current key"
+            );
+            for id in &unreadable_endpoints {
+                eprintln!("webhook endpoint {id}: its secret opens with no configured key");
+            }
+            if report.unreadable.is_empty() && unreadable_endpoints.is_empty() {
                 println!("secrets.previous_token_encryption_keys can now be emptied");
                 return Ok(());
             }
@@ -273,9 +280,11 @@ async fn run(cli: Cli, config: Config) -> Result<(), Box<dyn std::error::Error>>
                 eprintln!("account {id}: its tokens open with no configured key for its row");
             }
             Err(format!(
-                "{} accounts were left as they are: keep the previous keys if they should open \
-                 with one of them; otherwise they stay invalid until reconnected",
-                report.unreadable.len()
+                "{} accounts and {} webhook endpoints were left as they are: keep the previous \
+                 keys if they should open with one of them; otherwise reconnect the accounts and \
+                 rotate the endpoints' secrets",
+                report.unreadable.len(),
+                unreadable_endpoints.len()
             )
             .into())
         }

@@ -1,6 +1,6 @@
 //! The sweeper: every `auth.sweep_interval_secs` (and once at start) it deletes the sign-in
-//! states, connection states, sessions, spent form tokens and idempotency keys that can no
-//! longer be used ([`Store::sweep_expired`]).
+//! states, connection states, sessions, spent form tokens, idempotency keys and old webhook
+//! messages that can no longer be used ([`Store::sweep_expired`]).
 //! "Expired" is judged by the service's clock. Each sweep is bounded ([`SWEEP_BOUNDS`]): a
 //! backlog larger than one sweep is cleared over the following ones.
 
@@ -28,7 +28,7 @@ pub async fn sweep_once(store: &Store, clock: &SharedClock) -> Result<SweepCount
     if counts.total() > 0 {
         tracing::debug!(
             ?counts,
-            "swept expired sign-in states, connection states, sessions, form tokens and idempotency keys"
+            "swept expired sign-in states, connection states, sessions, form tokens, idempotency keys and webhook messages"
         );
     }
     Ok(counts)

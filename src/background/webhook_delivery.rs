@@ -12,6 +12,9 @@ use tokio::sync::Semaphore;
 use crate::services::webhooks::WebhookService;
 use crate::store::in_runtime::in_runtime;
 
+/// How often the queue-depth gauge is read from the database.
+const QUEUE_GAUGE_EVERY: Duration = Duration::from_secs(15);
+
 pub struct WebhookDeliveryActor {
     service: Arc<WebhookService>,
     slots: Arc<Semaphore>,
@@ -85,6 +88,18 @@ impl Actor for WebhookDeliveryActor {
         let every = Duration::from_millis(self.service.config().poll_interval_ms.max(1));
         self.look(ctx);
         ctx.run_interval(every, |actor, ctx| actor.look(ctx));
+        // The queue-depth gauge, from the database (every instance's messages).
+        ctx.run_interval(QUEUE_GAUGE_EVERY, |actor, ctx| {
+            let service = actor.service.clone();
+            ctx.spawn(
+                in_runtime(async move {
+                    if let Err(error) = service.queue().await {
+                        tracing::debug!(%error, "webhook queue gauge not refreshed");
+                    }
+                })
+                .into_actor(actor),
+            );
+        });
         let (signal, me) = (self.service.signal(), ctx.address());
         ctx.spawn(
             async move {

@@ -18,6 +18,8 @@ pub const MAX_DESCRIPTION_CHARS: usize = 500;
 pub const PREVIOUS_SECRET_HOURS: i64 = 24;
 /// How long an endpoint may fail without a success before it is disabled.
 pub const DISABLE_AFTER_DAYS: i64 = 5;
+/// How long the delivery log keeps a message after it was delivered or failed for good.
+pub const WEBHOOK_LOG_DAYS: i64 = 30;
 /// How much of a response the delivery log keeps.
 pub const RESPONSE_KEPT_BYTES: usize = 1024;
 

@@ -214,3 +214,62 @@ impl Store {
         })
     }
 }
+
+impl Store {
+    /// Re-seals every webhook endpoint's signing secrets (the current one and a rotated-out one
+    /// still signing) with `cipher`'s current key. A row whose secrets changed meanwhile (a
+    /// rotation) is read again. Answers how many endpoints were rewritten and those whose
+    /// secrets open with no configured key (left as they are).
+    pub async fn reseal_webhook_secrets(
+        &self,
+        cipher: &TokenCipher,
+    ) -> Result<(u64, Vec<Uuid>), ReEncryptError> {
+        use entity::webhook_endpoint::{self, Column};
+        let (mut resealed, mut unreadable) = (0, Vec::new());
+        let ids: Vec<Uuid> = webhook_endpoint::Entity::find()
+            .select_only()
+            .column(Column::Id)
+            .into_tuple()
+            .all(&self.db)
+            .await?;
+        for id in ids {
+            let binding = Binding::webhook_secret(id);
+            for _ in 0..MAX_ATTEMPTS {
+                let Some(row) = webhook_endpoint::Entity::find_by_id(id)
+                    .one(&self.db)
+                    .await?
+                else {
+                    break;
+                };
+                let reseal = |sealed: &str| -> Result<String, CipherError> {
+                    let plain = cipher.decrypt(&binding, sealed)?;
+                    cipher.encrypt(&binding, &plain)
+                };
+                let previous = row.previous_secret_enc.as_deref().map(reseal).transpose();
+                let (Ok(secret), Ok(previous)) = (reseal(&row.secret_enc), previous) else {
+                    unreadable.push(id);
+                    break;
+                };
+                let mut unchanged = Condition::all()
+                    .add(Column::Id.eq(id))
+                    .add(Column::SecretEnc.eq(row.secret_enc.as_str()));
+                unchanged = match &row.previous_secret_enc {
+                    Some(old) => unchanged.add(Column::PreviousSecretEnc.eq(old.as_str())),
+                    None => unchanged.add(Column::PreviousSecretEnc.is_null()),
+                };
+                let written = webhook_endpoint::Entity::update_many()
+                    .col_expr(Column::SecretEnc, Expr::value(secret))
+                    .col_expr(Column::PreviousSecretEnc, Expr::value(previous))
+                    .filter(unchanged)
+                    .exec(&self.db)
+                    .await?
+                    .rows_affected;
+                if written == 1 {
+                    resealed += 1;
+                    break;
+                }
+            }
+        }
+        Ok((resealed, unreadable))
+    }
+}

@@ -1,6 +1,7 @@
 //! Deleting what can no longer be used: sign-in states and connection states past their
 //! expiry, dashboard sessions that expired or were revoked, spent form tokens older than
-//! any valid one, and idempotency keys past their 24 hours. Nothing reads these rows once
+//! any valid one, idempotency keys past their 24 hours, and webhook messages ended 30 days ago
+//! (with their attempts). Nothing reads these rows once
 //! they are dead (each lookup checks the expiry itself), so the sweep only bounds the tables.
 //!
 //! Each statement deletes at most one batch, chosen by a sub-select with a `LIMIT` (both
@@ -8,7 +9,11 @@
 //! cleared in short transactions that never hold the SQLite write lock for long.
 
 use chrono::{DateTime, Utc};
-use entity::{idempotency_key, login_state, oauth_state, session, used_form_token};
+use entity::{
+    idempotency_key, login_state, oauth_state, session, used_form_token, webhook_message,
+};
+
+use crate::domain::webhook::WEBHOOK_LOG_DAYS;
 use sea_orm::{
     ColumnTrait, Condition, DbErr, EntityTrait, QueryFilter, QuerySelect, QueryTrait,
     sea_query::{Expr, ExprTrait, SelectStatement},
@@ -24,6 +29,7 @@ pub struct SweepCounts {
     pub sessions: u64,
     pub form_tokens: u64,
     pub idempotency_keys: u64,
+    pub webhook_messages: u64,
 }
 
 impl SweepCounts {
@@ -33,6 +39,7 @@ impl SweepCounts {
             + self.sessions
             + self.form_tokens
             + self.idempotency_keys
+            + self.webhook_messages
     }
 }
 
@@ -119,12 +126,29 @@ impl Store {
                     .filter(idempotency_key::Column::Id.in_subquery(dead))
             })
             .await?;
+        // The delivery log keeps a message for a while after it ended; its attempts go with
+        // it (their foreign key cascades).
+        let log_before = now - chrono::Duration::days(WEBHOOK_LOG_DAYS);
+        let webhook_messages = self
+            .delete_in_batches(bounds, || {
+                let dead = webhook_message::Entity::find()
+                    .select_only()
+                    .column(webhook_message::Column::Id)
+                    .filter(webhook_message::Column::Status.ne(super::webhooks::PENDING))
+                    .filter(webhook_message::Column::UpdatedAt.lt(log_before))
+                    .limit(bounds.batch)
+                    .into_query();
+                webhook_message::Entity::delete_many()
+                    .filter(webhook_message::Column::Id.in_subquery(dead))
+            })
+            .await?;
         Ok(SweepCounts {
             login_states,
             oauth_states,
             sessions,
             form_tokens,
             idempotency_keys,
+            webhook_messages,
         })
     }
 

@@ -543,28 +543,6 @@ impl Store {
             failing,
         })
     }
-
-    /// Deletes ended messages (and their attempts) last changed before `before`.
-    pub async fn sweep_webhook_messages(&self, before: DateTime<Utc>) -> Result<u64, DbErr> {
-        let ended = webhook_message::Entity::find()
-            .select_only()
-            .column(webhook_message::Column::Id)
-            .filter(webhook_message::Column::Status.ne(PENDING))
-            .filter(webhook_message::Column::UpdatedAt.lt(before));
-        let txn = self.db.begin().await?;
-        webhook_attempt::Entity::delete_many()
-            .filter(webhook_attempt::Column::MessageId.in_subquery(ended.into_query()))
-            .exec(&txn)
-            .await?;
-        let deleted = webhook_message::Entity::delete_many()
-            .filter(webhook_message::Column::Status.ne(PENDING))
-            .filter(webhook_message::Column::UpdatedAt.lt(before))
-            .exec(&txn)
-            .await?
-            .rows_affected;
-        txn.commit().await?;
-        Ok(deleted)
-    }
 }
 
 async fn insert_messages<C: ConnectionTrait>(
@@ -761,10 +739,19 @@ async fn disable_endpoint<C: ConnectionTrait>(
             webhook_message::Column::NextAttemptAt,
             Expr::value(None::<DateTime<Utc>>),
         )
+        // Those in flight too: their claim ends here, so their attempt's result is not
+        // written and they are not retried.
+        .col_expr(
+            webhook_message::Column::ClaimToken,
+            Expr::value(None::<String>),
+        )
+        .col_expr(
+            webhook_message::Column::LeaseUntil,
+            Expr::value(None::<DateTime<Utc>>),
+        )
         .col_expr(webhook_message::Column::UpdatedAt, Expr::value(now))
         .filter(webhook_message::Column::EndpointId.eq(id))
         .filter(webhook_message::Column::Status.eq(PENDING))
-        .filter(webhook_message::Column::LeaseUntil.is_null())
         .exec(db)
         .await?;
     Ok(())
