@@ -40,6 +40,7 @@ impl Caller<'_> {
         path: &str,
         body: Option<&Value>,
     ) -> (u16, Value) {
+        let method_name = method.as_str().to_string();
         let url = app.url(path);
         let request = match self {
             Caller::Session(dashboard) => dashboard.no_redirect.request(method, url),
@@ -49,7 +50,12 @@ impl Caller<'_> {
             Some(body) => request.json(body),
             None => request,
         };
-        status_and_json(request.send().await.unwrap()).await
+        let (status, answer) = status_and_json(request.send().await.unwrap()).await;
+        if let Some(route) = route_of(path) {
+            let method = method_name.to_ascii_lowercase();
+            crate::openapi::assert_documented(&method, &route, status, &answer);
+        }
+        (status, answer)
     }
 
     pub async fn get(self, app: &TestApp, path: &str) -> (u16, Value) {
@@ -67,6 +73,24 @@ impl Caller<'_> {
     pub async fn delete(self, app: &TestApp, path: &str) -> (u16, Value) {
         self.call(app, Method::DELETE, path, None).await
     }
+}
+
+/// The documented route of a path under `/api/webhooks` (every answer there is checked against
+/// the OpenAPI document).
+fn route_of(path: &str) -> Option<String> {
+    let path = path.split('?').next()?;
+    let rest = path.strip_prefix("/api/webhooks")?;
+    let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
+    let route = match parts.as_slice() {
+        [] => "",
+        [_] => "/{id}",
+        [_, "test"] => "/{id}/test",
+        [_, "rotate-secret"] => "/{id}/rotate-secret",
+        [_, "deliveries"] => "/{id}/deliveries",
+        [_, "deliveries", _, "replay"] => "/{id}/deliveries/{message_id}/replay",
+        _ => return None,
+    };
+    Some(format!("/api/webhooks{route}"))
 }
 
 /// A created endpoint: its id, its secret and the `webhook` object of the answer.
