@@ -245,49 +245,7 @@ async fn run(cli: Cli, config: Config) -> Result<(), Box<dyn std::error::Error>>
             app.run_until_stopped().await?;
             Ok(())
         }
-        Command::RotateTokenKey => {
-            let secret = |s: &Option<secrecy::SecretString>| {
-                s.as_ref()
-                    .map(|s| secrecy::ExposeSecret::expose_secret(s).to_string())
-                    .unwrap_or_default()
-            };
-            let cipher = social_service::crypto::TokenCipher::from_config_value(&secret(
-                &config.secrets.token_encryption_key,
-            ))
-            .and_then(|c| c.with_previous(&secret(&config.secrets.previous_token_encryption_keys)))
-            .map_err(|e| format!("secrets.token_encryption_key: {e}"))?;
-            let store = Store::connect(&config.database.url, 2, None).await?;
-            store.migrate().await?;
-            let report = store
-                .reseal_tokens(&cipher, social_service::store::ResealScope::Every)
-                .await?;
-            println!(
-                "re-encrypted the tokens of {} accounts with the current key",
-                report.resealed
-            );
-            let (endpoints, unreadable_endpoints) = store.reseal_webhook_secrets(&cipher).await?;
-            println!(
-                "re-encrypted the signing secrets of {endpoints} webhook endpoints with the current key"
-            );
-            for id in &unreadable_endpoints {
-                eprintln!("webhook endpoint {id}: its secret opens with no configured key");
-            }
-            if report.unreadable.is_empty() && unreadable_endpoints.is_empty() {
-                println!("secrets.previous_token_encryption_keys can now be emptied");
-                return Ok(());
-            }
-            for id in &report.unreadable {
-                eprintln!("account {id}: its tokens open with no configured key for its row");
-            }
-            Err(format!(
-                "{} accounts and {} webhook endpoints were left as they are: keep the previous \
-                 keys if they should open with one of them; otherwise reconnect the accounts and \
-                 rotate the endpoints' secrets",
-                report.unreadable.len(),
-                unreadable_endpoints.len()
-            )
-            .into())
-        }
+        Command::RotateTokenKey => rotate_token_key(&config).await,
         Command::Healthcheck => {
             use social_service::startup::healthcheck;
             let address = healthcheck::probe_address(&config)?;
@@ -393,6 +351,52 @@ async fn migrate_status(config: &Config) -> Result<(), Box<dyn std::error::Error
         println!("{name} {}", if applied { "applied" } else { "pending" });
     }
     Ok(())
+}
+
+/// `service rotate-token-key`: re-seals every account token and webhook signing secret with
+/// the current key.
+async fn rotate_token_key(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
+    let secret = |s: &Option<secrecy::SecretString>| {
+        s.as_ref()
+            .map(|s| secrecy::ExposeSecret::expose_secret(s).to_string())
+            .unwrap_or_default()
+    };
+    let cipher = social_service::crypto::TokenCipher::from_config_value(&secret(
+        &config.secrets.token_encryption_key,
+    ))
+    .and_then(|c| c.with_previous(&secret(&config.secrets.previous_token_encryption_keys)))
+    .map_err(|e| format!("secrets.token_encryption_key: {e}"))?;
+    let store = Store::connect(&config.database.url, 2, None).await?;
+    store.migrate().await?;
+    let report = store
+        .reseal_tokens(&cipher, social_service::store::ResealScope::Every)
+        .await?;
+    println!(
+        "re-encrypted the tokens of {} accounts with the current key",
+        report.resealed
+    );
+    let (endpoints, unreadable_endpoints) = store.reseal_webhook_secrets(&cipher).await?;
+    println!(
+        "re-encrypted the signing secrets of {endpoints} webhook endpoints with the current key"
+    );
+    for id in &unreadable_endpoints {
+        eprintln!("webhook endpoint {id}: its secret opens with no configured key");
+    }
+    if report.unreadable.is_empty() && unreadable_endpoints.is_empty() {
+        println!("secrets.previous_token_encryption_keys can now be emptied");
+        return Ok(());
+    }
+    for id in &report.unreadable {
+        eprintln!("account {id}: its tokens open with no configured key for its row");
+    }
+    Err(format!(
+        "{} accounts and {} webhook endpoints were left as they are: keep the previous \
+         keys if they should open with one of them; otherwise reconnect the accounts and \
+         rotate the endpoints' secrets",
+        report.unreadable.len(),
+        unreadable_endpoints.len()
+    )
+    .into())
 }
 
 /// `service backup PATH`.

@@ -313,6 +313,32 @@ impl Store {
         Ok(())
     }
 
+    /// Whether any event waits to be fanned out: a read, so that a look that finds nothing
+    /// takes no write lock (on SQLite, the publish path's writer would wait for it).
+    pub async fn webhook_events_waiting(&self) -> Result<bool, DbErr> {
+        Ok(webhook_event::Entity::find()
+            .select_only()
+            .column(webhook_event::Column::Id)
+            .into_tuple::<Uuid>()
+            .one(&self.db)
+            .await?
+            .is_some())
+    }
+
+    /// Whether a message may be due at `now` (one under an attempt counts too): a read, for
+    /// the same reason.
+    pub async fn webhook_messages_due(&self, now: DateTime<Utc>) -> Result<bool, DbErr> {
+        Ok(webhook_message::Entity::find()
+            .select_only()
+            .column(webhook_message::Column::Id)
+            .filter(webhook_message::Column::Status.eq(PENDING))
+            .filter(webhook_message::Column::NextAttemptAt.lte(now))
+            .into_tuple::<String>()
+            .one(&self.db)
+            .await?
+            .is_some())
+    }
+
     /// Fans out up to `limit` events: each is removed from the outbox and `build` turns it into
     /// messages (none when nobody takes it), all in one transaction. Of several instances each
     /// event goes to the one whose `DELETE` removed it. Answers how many events it took.

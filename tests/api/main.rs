@@ -79,5 +79,7 @@ mod user_access;
 mod webhook_delivery;
 mod webhook_events;
 mod webhook_receiver;
+// Every delivery checked by the PyPI package `standardwebhooks`, when `.ci/webhooks` installs it.
+mod webhook_verifier;
 mod webhooks;
 mod writes;

@@ -54,7 +54,7 @@ impl WebhookService {
         let now = self.clock.now();
         let schedule = self.config.retry_schedule_secs.clone();
         let mut report = PassReport::default();
-        loop {
+        while self.store.webhook_events_waiting().await? {
             let taken = self
                 .store
                 .fan_out_webhook_events(BATCH, now, |events, context| {
@@ -69,6 +69,9 @@ impl WebhookService {
         let free = (slots.available_permits() as u64).min(BATCH);
         if free == 0 {
             report.more = true;
+            return Ok(report);
+        }
+        if !self.store.webhook_messages_due(now).await? {
             return Ok(report);
         }
         let token = uuid::Uuid::new_v4().simple().to_string();
