@@ -75,6 +75,11 @@ mod unconfirmed;
 mod usage;
 // `service user disable|enable|sessions revoke`.
 mod user_access;
+// Webhooks: what is delivered and how, with a recording receiver; the endpoints' routes.
+mod webhook_delivery;
+mod webhook_events;
+mod webhook_receiver;
 // Every delivery checked by the PyPI package `standardwebhooks`, when `.ci/webhooks` installs it.
 mod webhook_verifier;
+mod webhooks;
 mod writes;
