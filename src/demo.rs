@@ -92,13 +92,15 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
     let now = state.clock.now();
     let (user_id, accounts) = seed_demo_user(&state, now).await?;
     introduce_accounts(&simulator, &state, &accounts, now)?;
+    // Before the background actors write: on SQLite, replacing an earlier run's endpoint while
+    // they write could meet a locked database.
+    let webhook_inbox = register_demo_webhook(&state, &simulator, user_id).await?;
     app.start_background();
     let key = crypto::generate_api_key();
     state
         .store
         .insert_api_key(user_id, "demo", &key, now)
         .await?;
-    let webhook_inbox = register_demo_webhook(&state, &simulator, user_id).await?;
     announce(&Ready {
         base_url: &state.public_url,
         api_key: &key.full,
