@@ -1,6 +1,7 @@
 //! `service serve --demo`: the service plus an in-process simulator, generated secrets, a demo
 //! user on the `ultra` plan with connected demo accounts on all six platforms, and a fresh API key
-//! — printed once and written as JSON (default `data/demo.json`) for scripts.
+//! — printed once and written as JSON (default `data/demo.json`) for scripts — and a webhook
+//! endpoint at the simulator's receiver, whose page shows every delivery.
 //!
 //! Secrets generated here are kept in `demo-secrets.json` next to the demo file, so a second run
 //! against the same database can still decrypt the stored demo tokens.
@@ -19,6 +20,7 @@ use crate::{
     services::operator,
     services::operator::ManualAccount,
     services::operator::PlanChange,
+    services::webhooks::EndpointInput,
 };
 use service_sim::{SimConfig, Simulator, state::SimAccount};
 
@@ -30,6 +32,8 @@ const DEMO_ISSUER: &str = "http://simulator.demo/oidc";
 const DEMO_CLIENT_ID: &str = "demo-dashboard";
 /// How long ago the demo's accounts count as connected.
 const DEMO_HISTORY_DAYS: i64 = 7;
+/// Marks the webhook endpoint the demo registers, so that the next run finds and replaces it.
+const DEMO_WEBHOOK_DESCRIPTION: &str = "The demo's receiver in the simulator";
 
 #[derive(Serialize, Deserialize)]
 struct DemoSecrets {
@@ -88,6 +92,9 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
     let now = state.clock.now();
     let (user_id, accounts) = seed_demo_user(&state, now).await?;
     introduce_accounts(&simulator, &state, &accounts, now)?;
+    // Before the background actors write: on SQLite, replacing an earlier run's endpoint while
+    // they write could meet a locked database.
+    let webhook_inbox = register_demo_webhook(&state, &simulator, user_id).await?;
     app.start_background();
     let key = crypto::generate_api_key();
     state
@@ -100,6 +107,7 @@ pub async fn run(mut config: Config, demo_file: PathBuf) -> Result<(), Box<dyn s
         operator_token: &operator_token,
         simulator: &simulator,
         accounts: &accounts,
+        webhook_inbox: &webhook_inbox,
         demo_file: &demo_file,
     })?;
 
@@ -178,6 +186,12 @@ fn point_at_simulator(config: &mut Config, simulator: &Simulator, idp_client_sec
         .publishing
         .media_allow_hosts
         .push(format!("127.0.0.1:{}", simulator.port));
+    // The simulator's webhook receiver listens on loopback, which endpoint URLs may name only
+    // when allow-listed (plain http included).
+    config
+        .webhooks
+        .allow_hosts
+        .push(format!("127.0.0.1:{}", simulator.port));
 }
 
 /// Signs the demo user in, puts them on the `ultra` plan, and connects one demo account per
@@ -255,6 +269,39 @@ fn introduce_accounts(
     Ok(())
 }
 
+/// Registers a webhook endpoint for the demo user at the simulator's receiver, which is given
+/// its secret to check signatures with; answers the receiver's page.
+async fn register_demo_webhook(
+    state: &AppState,
+    simulator: &Simulator,
+    user_id: uuid::Uuid,
+) -> Result<String, Box<dyn std::error::Error>> {
+    // The simulator listens on another port every run, so an endpoint an earlier run registered
+    // reaches nothing: it goes, or the user's endpoints would pile up to the limit.
+    for endpoint in state.webhooks.list(user_id).await? {
+        if endpoint.description.as_deref() == Some(DEMO_WEBHOOK_DESCRIPTION) {
+            state
+                .webhooks
+                .delete(user_id, &endpoint.id.to_string())
+                .await?;
+        }
+    }
+    let inbox = format!("{}/webhooks/inbox", simulator.base_url);
+    let (_, secret) = state
+        .webhooks
+        .create(
+            user_id,
+            EndpointInput {
+                url: inbox.clone(),
+                events: None,
+                description: Some(DEMO_WEBHOOK_DESCRIPTION.into()),
+            },
+        )
+        .await?;
+    simulator.webhook_inbox().add_secret(&secret)?;
+    Ok(inbox)
+}
+
 /// What the demo tells whoever started it once it is ready.
 struct Ready<'a> {
     base_url: &'a str,
@@ -262,6 +309,8 @@ struct Ready<'a> {
     operator_token: &'a str,
     simulator: &'a Simulator,
     accounts: &'a [entity::account::Model],
+    /// The simulator's page of the webhook deliveries to the demo user's endpoint.
+    webhook_inbox: &'a str,
     demo_file: &'a Path,
 }
 
@@ -273,6 +322,7 @@ fn announce(ready: &Ready<'_>) -> Result<(), Box<dyn std::error::Error>> {
         operator_token,
         simulator,
         accounts,
+        webhook_inbox,
         demo_file,
     } = *ready;
     let login_url = format!("{base_url}/auth/login?login_hint={DEMO_EMAIL}");
@@ -284,6 +334,7 @@ fn announce(ready: &Ready<'_>) -> Result<(), Box<dyn std::error::Error>> {
         "connect_url": format!("{base_url}/api/connect/threads?login_hint=Demo%20Friend"),
         "simulator_url": simulator.base_url,
         "sample_media": simulator.sample_media(),
+        "webhook_inbox_url": webhook_inbox,
         "accounts": accounts.iter().map(|a| json!({
             "account_id": a.id, "platform": a.platform, "name": a.display_name,
             // The platform's own id: the simulator's fault and read-back endpoints take it.
@@ -309,6 +360,7 @@ fn announce(ready: &Ready<'_>) -> Result<(), Box<dyn std::error::Error>> {
         "\n=== demo ready ===\n\
          service:        {base_url}\n\
          simulator:      {sim}   (published posts: {sim}/_sim/published)\n\
+         webhooks:       {webhook_inbox}   (deliveries to the demo user's endpoint, signatures checked)\n\
          API key:        {api_key}   (shown once; also in {file})\n\
          operator token: {operator_token}\n\
          operator page:  {base_url}/dashboard/operator (the demo user is an operator; sign in first)\n\

@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::{SimConfig, Simulator};
 
 /// Run the platform simulator on its own: the six platforms' APIs, a media host, control
-/// endpoints and the test identity provider.
+/// endpoints, the test identity provider and a webhook receiver.
 #[derive(Debug, clap::Args)]
 pub struct SimArgs {
     #[arg(long, default_value = "127.0.0.1:9090")]
@@ -37,6 +37,7 @@ pub async fn run(args: SimArgs) -> Result<(), Box<dyn std::error::Error>> {
          media host:    {base}/media/sample.jpg (see README)\n\
          control:       POST {base}/_sim/accounts {{\"platform\":\"x\",\"name\":\"me\"}}, \
          GET {base}/_sim/published, PUT {base}/_sim/faults/{{platform}}/{{account}}\n\
+         webhooks:      POST deliveries to {base}/webhooks/inbox, see them at the same URL\n\
          identity provider issuer: {} (client_id {})",
         sim.idp_issuer(),
         args.client_id

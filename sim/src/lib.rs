@@ -18,6 +18,8 @@
 //! - `/media/…`: a static media host ([`media`]);
 //! - `/oidc/…`: the test OpenID Connect identity provider ([`idp`]);
 //! - `/oauth/{app}/authorize` and each platform's token endpoints ([`oauth`]);
+//! - `/webhooks/…`: a webhook receiver, standing for a user's server rather than a platform
+//!   ([`webhooks`]);
 //! - `/_sim/…`: control endpoints: accounts, published items, request counts, faults, protocol
 //!   violations, the identity provider's signing key and unverified addresses ([`control`]).
 
@@ -35,6 +37,7 @@ pub mod state;
 pub mod threads;
 pub mod tiktok;
 pub mod util;
+pub mod webhooks;
 pub mod x;
 pub mod youtube;
 
@@ -78,6 +81,7 @@ pub struct Simulator {
     handle: ServerHandle,
     idp: web::Data<idp::IdpState>,
     state: web::Data<state::SimState>,
+    webhooks: web::Data<webhooks::WebhookInbox>,
 }
 
 impl Simulator {
@@ -95,8 +99,10 @@ impl Simulator {
             idp.register_client(id, secret);
         }
         let state = web::Data::new(state::SimState::new(config.processing_delay));
+        let webhooks = web::Data::new(webhooks::WebhookInbox::default());
         let idp_for_server = idp.clone();
         let state_for_server = state.clone();
+        let webhooks_for_server = webhooks.clone();
         let server = HttpServer::new(move || {
             let counted = state_for_server.clone();
             App::new()
@@ -131,6 +137,11 @@ impl Simulator {
                 .service(web::scope("/oidc").configure(idp::configure))
                 .service(web::scope("/_sim").configure(control::configure))
                 .service(web::scope("/media").configure(media::configure))
+                .service(
+                    web::scope("/webhooks")
+                        .app_data(webhooks_for_server.clone())
+                        .configure(webhooks::configure),
+                )
                 // Before the platform scopes: their catch-all routes would take these.
                 .configure(oauth::configure)
                 .configure(instagram_login::configure)
@@ -156,6 +167,7 @@ impl Simulator {
             handle,
             idp,
             state,
+            webhooks,
         })
     }
 
@@ -183,6 +195,12 @@ impl Simulator {
     /// The simulator's state (accounts, published items, faults), for in-process callers.
     pub fn state(&self) -> &state::SimState {
         &self.state
+    }
+
+    /// The webhook receiver (`/webhooks/…`): its deliveries, and the secrets it verifies them
+    /// with.
+    pub fn webhook_inbox(&self) -> &webhooks::WebhookInbox {
+        &self.webhooks
     }
 
     /// The sample media URLs the media host serves.

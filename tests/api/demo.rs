@@ -131,6 +131,119 @@ async fn the_demo_publishes_on_every_platform_and_describes_itself() {
     assert_eq!(violations["count"], 0, "{violations:#}");
 }
 
+/// The demo registers its user's webhook endpoint at the simulator's receiver: a publish by
+/// the demo key shows up there as a `post.published` delivery whose signature the receiver
+/// checked with the endpoint's secret, in JSON and on the readable page.
+#[actix_web::test]
+async fn the_demo_delivers_a_signed_webhook_for_a_publish_to_its_inbox() {
+    let demo = start_demo().await;
+    let s = &demo.summary;
+    let (base, key) = (
+        s["base_url"].as_str().unwrap(),
+        s["api_key"].as_str().unwrap(),
+    );
+    let sim = s["simulator_url"].as_str().unwrap();
+    let inbox = s["webhook_inbox_url"].as_str().unwrap();
+    assert_eq!(inbox, format!("{sim}/webhooks/inbox"));
+    let client = reqwest::Client::new();
+    let endpoints: Value = client
+        .get(format!("{base}/api/webhooks"))
+        .header("service-api-key", key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let urls: Vec<&str> = endpoints["webhooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["url"].as_str().unwrap())
+        .collect();
+    assert_eq!(urls, [inbox], "{endpoints:#}");
+
+    let facebook = s["accounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["platform"] == "facebook")
+        .unwrap();
+    let published: Value = client
+        .post(format!("{base}/v2/posts"))
+        .header("service-api-key", key)
+        .json(&json!({"post": {
+            "accountId": facebook["account_id"],
+            "content": {"text": "Hello, webhooks", "platform": "facebook",
+                        "mediaUrls": [s["sample_media"]["jpeg"]]},
+            "target": {"targetType": "facebook"},
+        }}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let submission = published["data"]["post_submission_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{published:#}"))
+        .to_string();
+
+    let mut deliveries = Value::Null;
+    crate::helpers::eventually("the post.published delivery", async || {
+        deliveries = client
+            .get(inbox)
+            .header("accept", "application/json")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        deliveries["deliveries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| {
+                d["body"]["type"] == "post.published"
+                    && d["body"]["data"]["post_submission_id"] == submission.as_str()
+            })
+    })
+    .await;
+    let delivery = deliveries["deliveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["body"]["type"] == "post.published")
+        .unwrap();
+    assert_eq!(delivery["signature_verified"], true, "{delivery:#}");
+    assert_eq!(delivery["body"]["data"]["status"], "published");
+    assert!(
+        delivery["webhook_id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("msg_")),
+        "{delivery:#}"
+    );
+    assert!(
+        delivery["webhook_signature"]
+            .as_str()
+            .is_some_and(|sig| sig.starts_with("v1,")),
+        "{delivery:#}"
+    );
+
+    let page = client.get(inbox).send().await.unwrap();
+    assert!(
+        page.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    let page = page.text().await.unwrap();
+    assert!(page.contains("post.published") && page.contains(&submission));
+    let violations = sim_violations(sim).await;
+    assert_eq!(violations["count"], 0, "{violations:#}");
+}
+
 /// Splits a printed shell command into words: single quotes group, `\`+newline continues.
 fn shell_words(command: &str) -> Vec<String> {
     let command = command.replace("\\\n", " ");
