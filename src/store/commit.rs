@@ -394,6 +394,11 @@ impl Store {
     }
 
     async fn run_alone(&self, write: &PublishWrite) -> Result<bool, DbErr> {
+        if let Some(statement) = one_statement_with_event(self.backend(), write) {
+            let found = returned_ids(self.db.query_all_raw(statement).await?)?;
+            self.outbox_may_have_events();
+            return Ok(found.contains(&write.submission_id()));
+        }
         if write.may_end() {
             let txn = self.db.begin().await?;
             let result = apply(&txn, write).await?;
@@ -733,6 +738,68 @@ fn mark_published(outcomes: &[&PublishedOutcome<'_>]) -> sea_orm::sea_query::Upd
     update
 }
 
+/// `publishing → failed | unconfirmed` of a `Failed` write (`None` for any other write). Never
+/// overwrites an outcome already recorded (a settlement racing a late finish).
+fn mark_failed(write: &PublishWrite) -> Option<sea_orm::UpdateMany<post_submission::Entity>> {
+    let PublishWrite::Failed {
+        id,
+        status,
+        error_code,
+        message,
+        steps,
+        now,
+        ..
+    } = write
+    else {
+        return None;
+    };
+    let mut update = post_submission::Entity::update_many();
+    if let Some(steps) = steps {
+        update = update.col_expr(post_submission::Column::Steps, Expr::value(steps.clone()));
+    }
+    Some(
+        update
+            .col_expr(
+                post_submission::Column::Status,
+                Expr::value(status.as_str()),
+            )
+            .col_expr(
+                post_submission::Column::ErrorCode,
+                Expr::value(error_code.as_str()),
+            )
+            .col_expr(
+                post_submission::Column::ErrorMessage,
+                Expr::value(message.as_str()),
+            )
+            .col_expr(post_submission::Column::UpdatedAt, Expr::value(*now))
+            .filter(post_submission::Column::Id.eq(*id))
+            .filter(post_submission::Column::Status.eq(SubmissionStatus::Publishing)),
+    )
+}
+
+/// On PostgreSQL, a lone outcome that touches no scheduled post as one statement with its
+/// webhook event (see [`super::outbox::with_post_events`]): one round trip, as without webhooks.
+fn one_statement_with_event(backend: DbBackend, write: &PublishWrite) -> Option<Statement> {
+    if backend != DbBackend::Postgres || write.links_scheduled_post() {
+        return None;
+    }
+    let update = match write {
+        PublishWrite::Published { .. } => {
+            let outcomes: Vec<PublishedOutcome<'_>> =
+                PublishedOutcome::of(write).into_iter().collect();
+            let outcomes: Vec<&PublishedOutcome<'_>> = outcomes.iter().collect();
+            backend.build(&mark_published(&outcomes))
+        }
+        PublishWrite::Failed { .. } => {
+            let mut update = sea_orm::QueryTrait::into_query(mark_failed(write)?);
+            update.returning_col(post_submission::Column::Id);
+            backend.build(&update)
+        }
+        _ => return None,
+    };
+    super::outbox::with_post_events(update)
+}
+
 async fn apply<C: ConnectionTrait>(db: &C, write: &PublishWrite) -> Result<bool, DbErr> {
     match write {
         PublishWrite::BeforeFinal { row, claim } => {
@@ -769,15 +836,7 @@ async fn apply<C: ConnectionTrait>(db: &C, write: &PublishWrite) -> Result<bool,
             let found = returned_ids(db.query_all(&mark_published(&outcomes)).await?)?;
             Ok(found.contains(id))
         }
-        PublishWrite::Failed {
-            id,
-            status,
-            error_code,
-            message,
-            steps,
-            now,
-            unlink,
-        } => {
+        PublishWrite::Failed { id, unlink, .. } => {
             if let Some(claim) = unlink {
                 scheduled_post::Entity::update_many()
                     .col_expr(
@@ -789,30 +848,10 @@ async fn apply<C: ConnectionTrait>(db: &C, write: &PublishWrite) -> Result<bool,
                     .exec(db)
                     .await?;
             }
-            let mut update = post_submission::Entity::update_many();
-            if let Some(steps) = steps {
-                update =
-                    update.col_expr(post_submission::Column::Steps, Expr::value(steps.clone()));
-            }
-            let result = update
-                .col_expr(
-                    post_submission::Column::Status,
-                    Expr::value(status.as_str()),
-                )
-                .col_expr(
-                    post_submission::Column::ErrorCode,
-                    Expr::value(error_code.as_str()),
-                )
-                .col_expr(
-                    post_submission::Column::ErrorMessage,
-                    Expr::value(message.as_str()),
-                )
-                .col_expr(post_submission::Column::UpdatedAt, Expr::value(*now))
-                .filter(post_submission::Column::Id.eq(*id))
-                // Never overwrite an outcome already recorded (a settlement racing a late finish).
-                .filter(post_submission::Column::Status.eq(SubmissionStatus::Publishing))
-                .exec(db)
-                .await?;
+            let Some(update) = mark_failed(write) else {
+                return Ok(false);
+            };
+            let result = update.exec(db).await?;
             Ok(result.rows_affected == 1)
         }
     }

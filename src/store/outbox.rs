@@ -48,6 +48,31 @@ pub(super) fn post_events_sql(backend: DbBackend, count: usize) -> String {
     )
 }
 
+/// PostgreSQL: `update` (an `UPDATE` of history rows ending in `RETURNING "id"`) and the event
+/// of every row it changed to an outcome, in one statement: the update in a data-modifying
+/// `WITH`, whose returned rows (the new values; the rest of the statement sees the old ones)
+/// feed the insert. Answers the changed rows' ids, as `update` did. `None` when `update` does
+/// not have that form.
+pub(super) fn with_post_events(update: Statement) -> Option<Statement> {
+    let head = update.sql.strip_suffix(r#" RETURNING "id""#)?;
+    let sql = format!(
+        "WITH changed AS ({head} RETURNING id, user_id, status, post_id, result, published_at, \
+         error_code, error_message, updated_at), \
+         events AS (INSERT INTO webhook_events (id, user_id, event_type, subject_id, status, \
+         post_id, result, published_at, error_code, error_message, occurred_at) \
+         SELECT gen_random_uuid(), s.user_id, 'post', s.id, s.status, s.post_id, \
+         CAST(s.result AS TEXT), s.published_at, s.error_code, s.error_message, s.updated_at \
+         FROM changed s WHERE s.status IN ('published', 'failed', 'unconfirmed') \
+         AND {SUBSCRIBED}) \
+         SELECT id FROM changed"
+    );
+    Some(Statement {
+        sql,
+        values: update.values,
+        db_backend: update.db_backend,
+    })
+}
+
 /// Writes the events of history rows `ids` on `db` (the caller's transaction).
 pub(super) async fn post_events<C: ConnectionTrait>(db: &C, ids: &[Uuid]) -> Result<(), DbErr> {
     if ids.is_empty() {
