@@ -178,6 +178,11 @@ fn point_at_simulator(config: &mut Config, simulator: &Simulator, idp_client_sec
         .publishing
         .media_allow_hosts
         .push(format!("127.0.0.1:{}", simulator.port));
+    // Webhook endpoints on the simulator are deliverable (plain http on loopback).
+    config
+        .webhooks
+        .allow_hosts
+        .push(format!("127.0.0.1:{}", simulator.port));
 }
 
 /// Signs the demo user in, puts them on the `ultra` plan, and connects one demo account per
