@@ -533,6 +533,7 @@ async fn the_main_pages_read_and_their_forms_work_with_javascript_off() {
         b.shot("published").await;
         for (page, heading) in [
             ("/dashboard/accounts", "Accounts"),
+            ("/dashboard/webhooks", "Webhooks"),
             ("/dashboard/scheduled", "Scheduled"),
             ("/dashboard/history", "History"),
             ("/dashboard/performance", "Performance"),
