@@ -1,5 +1,6 @@
 //! The dashboard: server-rendered HTML pages for the signed-in user (sign-in, Overview,
-//! Accounts, API keys, Compose, Scheduled, History, Performance, and the operator pages).
+//! Accounts, API keys, Webhooks with each endpoint's delivery log, Compose, Scheduled, History,
+//! Performance, and the operator pages).
 //!
 //! - Templates live in `templates/` (askama: compiled and type-checked with the crate); view
 //!   models are built here from the same store and services the JSON handlers call; the page
@@ -21,6 +22,8 @@ pub mod operator;
 pub mod overview;
 pub mod performance;
 pub mod scheduled;
+pub mod webhook_log;
+pub mod webhooks;
 
 use actix_web::{HttpRequest, HttpResponse, Responder, middleware::from_fn, web};
 use askama::Template;
@@ -71,6 +74,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route("", web::get().to(overview::page))
             .configure(accounts::configure)
             .configure(keys::configure)
+            .configure(webhooks::configure)
+            .configure(webhook_log::configure)
             // Compose and Scheduled pages.
             .configure(compose::configure)
             .configure(scheduled::configure)

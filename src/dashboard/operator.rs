@@ -1,7 +1,10 @@
 //! The operator pages: `GET /dashboard/operator` shows the live actor view (every account actor,
 //! filterable by platform and state, refreshing itself through `static/app.js`), the scheduler's,
 //! collector's and reconciler's state as panels, and a usage table of users and plans with a plan
-//! change form per user (`POST /dashboard/operator/users/{id}/plan`).
+//! change form per user (`POST /dashboard/operator/users/{id}/plan`), and the webhook delivery
+//! queue (depth, oldest waiting message, failing or disabled endpoints) from
+//! [`WebhookService::queue`](crate::services::webhooks::WebhookService::queue), as
+//! `GET /api/admin/webhooks` reads it.
 //!
 //! - The data is that of the JSON views, from the same functions: [`crate::background::view::view`]
 //!   (`GET /api/admin/actors`), the store's users and [`crate::services::operator::set_user_plan`]
@@ -86,6 +89,21 @@ pub struct UserRow {
     pub created: When,
 }
 
+/// An endpoint whose deliveries fail, or that is disabled.
+pub struct FailingRow {
+    pub url: String,
+    /// The owner's e-mail when the usage table lists them, else their id.
+    pub user: String,
+    pub failing_since: Option<When>,
+    pub disabled_reason: Option<String>,
+}
+
+/// The webhook delivery queue.
+pub struct WebhookPanel {
+    pub rows: Vec<PanelRow>,
+    pub failing: Vec<FailingRow>,
+}
+
 /// A filter's option.
 pub struct Choice {
     pub value: &'static str,
@@ -103,6 +121,7 @@ struct OperatorPage {
     self_href: String,
     actors: Vec<ActorRow>,
     panels: Vec<Panel>,
+    webhooks: WebhookPanel,
     users: Vec<UserRow>,
 }
 
@@ -227,6 +246,42 @@ fn panels(t: T, view: &actors_view::ActorsView, now: chrono::DateTime<chrono::Ut
     ]
 }
 
+async fn webhook_panel(
+    state: &AppState,
+    t: T,
+    users: &[entity::user::Model],
+) -> Result<WebhookPanel, ApiError> {
+    let now = state.clock.now();
+    let queue = state.webhooks.queue().await?;
+    let emails: std::collections::HashMap<Uuid, &str> = users
+        .iter()
+        .filter_map(|user| Some((user.id, user.email.as_deref()?)))
+        .collect();
+    Ok(WebhookPanel {
+        rows: vec![
+            row(t.s(Msg::OpQueueDepth), queue.queue_depth),
+            when_row(
+                t.s(Msg::OpOldestPending),
+                queue.oldest_pending_at.map(|at| When::new(t, at, now)),
+                t,
+            ),
+            row(t.s(Msg::OpEventsWaiting), queue.events_waiting),
+        ],
+        failing: queue
+            .failing
+            .into_iter()
+            .map(|endpoint| FailingRow {
+                user: emails
+                    .get(&endpoint.user_id)
+                    .map_or_else(|| endpoint.user_id.to_string(), |e| e.to_string()),
+                url: endpoint.url,
+                failing_since: endpoint.failing_since.map(|at| When::new(t, at, now)),
+                disabled_reason: endpoint.disabled_reason,
+            })
+            .collect(),
+    })
+}
+
 #[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
 async fn page(
     req: HttpRequest,
@@ -298,6 +353,7 @@ async fn page(
     let panels = panels(t, &view, now);
     let listed = state.store.list_users(USERS_SHOWN).await?;
     let usages = state.usage.of_users(&listed).await?;
+    let webhooks = webhook_panel(&state, t, &listed).await?;
     let mut users = Vec::new();
     for (user, usage) in listed.into_iter().zip(usages) {
         let usage = usage_text(t, &usage);
@@ -345,6 +401,7 @@ async fn page(
         self_href,
         actors,
         panels,
+        webhooks,
         users,
     };
     Ok(render(&req, page))

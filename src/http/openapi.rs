@@ -104,6 +104,16 @@ Calls with an API key carry `X-RateLimit-Limit`, `X-RateLimit-Remaining` and \
         pages::key_create,
         pages::key_delete_confirm,
         pages::key_delete,
+        pages::webhooks,
+        pages::webhook_create,
+        pages::webhook_log,
+        pages::webhook_test,
+        pages::webhook_rotate,
+        pages::webhook_enable,
+        pages::webhook_disable,
+        pages::webhook_delete_confirm,
+        pages::webhook_delete,
+        pages::webhook_replay,
         pages::compose,
         pages::compose_submit,
         pages::scheduled,
@@ -451,6 +461,60 @@ pub mod pages {
         key_delete,
         "/dashboard/keys/{id}/delete",
         "Delete an API key.",
+        "id"
+    );
+    page!(webhooks, "/dashboard/webhooks", "Webhook endpoints.");
+    form!(
+        webhook_create,
+        "/dashboard/webhooks",
+        "Add a webhook endpoint (the answer shows its secret once)."
+    );
+    page!(
+        webhook_log,
+        "/dashboard/webhooks/{id}",
+        "A webhook endpoint's delivery log.",
+        "id"
+    );
+    form!(
+        webhook_test,
+        "/dashboard/webhooks/{id}/test",
+        "Send a test message to a webhook endpoint.",
+        "id"
+    );
+    form!(
+        webhook_rotate,
+        "/dashboard/webhooks/{id}/rotate-secret",
+        "Rotate a webhook endpoint's secret (the answer shows the new one once).",
+        "id"
+    );
+    form!(
+        webhook_enable,
+        "/dashboard/webhooks/{id}/enable",
+        "Enable a webhook endpoint.",
+        "id"
+    );
+    form!(
+        webhook_disable,
+        "/dashboard/webhooks/{id}/disable",
+        "Disable a webhook endpoint.",
+        "id"
+    );
+    page!(
+        webhook_delete_confirm,
+        "/dashboard/webhooks/{id}/delete",
+        "Confirm deleting a webhook endpoint.",
+        "id"
+    );
+    form!(
+        webhook_delete,
+        "/dashboard/webhooks/{id}/delete",
+        "Delete a webhook endpoint.",
+        "id"
+    );
+    form!(
+        webhook_replay,
+        "/dashboard/webhooks/{id}/replay",
+        "Replay one message of a webhook endpoint's log (`message_id` in the form).",
         "id"
     );
     page!(compose, "/dashboard/compose", "Compose a post.");

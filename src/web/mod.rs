@@ -306,6 +306,7 @@ pub enum Nav {
     Overview,
     Accounts,
     Keys,
+    Webhooks,
     // Compose and Scheduled pages.
     Compose,
     Scheduled,

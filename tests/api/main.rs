@@ -29,6 +29,8 @@ mod dashboard_compose;
 mod dashboard_history;
 // Operator pages.
 mod dashboard_operator;
+// The Webhooks page and delivery log.
+mod dashboard_webhooks;
 // `service db copy`: SQLite into PostgreSQL.
 mod db_copy;
 mod demo;

@@ -160,6 +160,64 @@ async fn a_new_key_is_shown_once_and_never_again() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_endpoint_is_added_tested_and_its_delivery_replayed() {
+    journey("webhooks", Js::On, async |b: &Browser| {
+        b.sign_in("demo@example.com").await;
+        b.click("nav.nav a[href='/dashboard/webhooks']").await;
+        b.wait_path("/dashboard/webhooks").await;
+        // The simulator serves no page at this path: its 404 is what each attempt records.
+        let url = format!("{}/hooks/browser", b.sim);
+        b.fill("#wh-url", &url).await;
+        b.fill("#wh-description", "from the browser").await;
+        b.click("form.webhook-add button[type=submit]").await;
+        let secret = b
+            .find("#new-secret")
+            .await
+            .prop("value")
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(secret.starts_with("whsec_"), "{secret}");
+        b.wait_text(".created .warning", "not be shown again").await;
+        b.shot("added").await;
+        let row = format!("//main//tr[.//code[@class='webhook-url' and text()='{url}']]");
+        let in_row = async |css: &str| {
+            b.client
+                .find(fantoccini::Locator::XPath(&row))
+                .await
+                .unwrap()
+                .find(fantoccini::Locator::Css(css))
+                .await
+                .unwrap()
+        };
+        in_row("button.send-test").await.click().await.unwrap();
+        b.wait_text("p.notice", "test message was queued").await;
+        assert!(!b.client.source().await.unwrap().contains(&secret));
+        in_row("a.log-link").await.click().await.unwrap();
+        b.wait_text("h1", "Delivery log").await;
+        // The attempt is made in the background: reload until the log shows it.
+        b.wait_until("the test's attempt", async || {
+            b.client.refresh().await.ok()?;
+            let status = b.find_all("tr.attempt td.http-status").await;
+            let first = status.first()?.text().await.ok()?;
+            (first == "404").then_some(())
+        })
+        .await;
+        b.wait_text("li.message code.event", "webhook.test").await;
+        b.shot("log").await;
+        b.click("li.message button.replay").await;
+        b.wait_text("p.notice", "queued again").await;
+        b.wait_until("the replay's attempt", async || {
+            b.client.refresh().await.ok()?;
+            (b.find_all("li.message tr.attempt").await.len() >= 2).then_some(())
+        })
+        .await;
+        b.shot("replayed").await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_post_shows_the_error_by_its_field_then_publishes() {
     journey("publish", Js::On, async |b: &Browser| {
         b.sign_in("demo@example.com").await;
@@ -475,6 +533,7 @@ async fn the_main_pages_read_and_their_forms_work_with_javascript_off() {
         b.shot("published").await;
         for (page, heading) in [
             ("/dashboard/accounts", "Accounts"),
+            ("/dashboard/webhooks", "Webhooks"),
             ("/dashboard/scheduled", "Scheduled"),
             ("/dashboard/history", "History"),
             ("/dashboard/performance", "Performance"),
