@@ -12,6 +12,8 @@ use tokio::sync::Semaphore;
 use crate::services::webhooks::WebhookService;
 use crate::store::in_runtime::in_runtime;
 
+/// How long a wake waits for others to join it.
+const WAKE_WINDOW: Duration = Duration::from_millis(25);
 /// How often the queue-depth gauge is read from the database.
 const QUEUE_GAUGE_EVERY: Duration = Duration::from_secs(15);
 
@@ -20,6 +22,8 @@ pub struct WebhookDeliveryActor {
     slots: Arc<Semaphore>,
     busy: bool,
     again: bool,
+    /// A look is set for the end of the wake window.
+    waking: bool,
 }
 
 impl WebhookDeliveryActor {
@@ -30,6 +34,7 @@ impl WebhookDeliveryActor {
             slots,
             busy: false,
             again: false,
+            waking: false,
         }
     }
 
@@ -77,7 +82,16 @@ impl Handler<Wake> for WebhookDeliveryActor {
     type Result = ();
 
     fn handle(&mut self, _msg: Wake, ctx: &mut Self::Context) {
-        self.look(ctx);
+        // Wakes within a short window make one look: under a stream of publishes each commit
+        // wakes the actor, and one pass per commit would cost more database work than the
+        // messages it sends.
+        if !self.waking {
+            self.waking = true;
+            ctx.run_later(WAKE_WINDOW, |actor, ctx| {
+                actor.waking = false;
+                actor.look(ctx);
+            });
+        }
     }
 }
 
