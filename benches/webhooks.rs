@@ -537,16 +537,26 @@ async fn with_and_without(
                 .await
                 .unwrap();
             let before = received.count("b");
+            let commits = state.store.group_commit_stats();
             let (rate, errors) =
                 publish_load(base, &p, knobs.connections, knobs.seconds, offset).await;
             offset += 1_000_000;
+            let commits = {
+                let after = state.store.group_commit_stats();
+                (
+                    after.transactions - commits.transactions,
+                    after.handed_to_pool - commits.handed_to_pool,
+                )
+            };
             let (depth, waiting) = queue(state).await;
             let arrived = received.count("b") - before;
             let drained = drain(state, knobs.drain).await;
             println!(
-                "    round {} {:<3}: {rate:>7.0} publishes/s, {errors} errors; {arrived} messages arrived in the run, {depth} pending and {waiting} events waiting at its end{}",
+                "    round {} {:<3}: {rate:>7.0} publishes/s, {errors} errors; {arrived} messages arrived in the run, {depth} pending and {waiting} events waiting at its end; {} group commits, {} of them through the pool{}",
                 round + 1,
                 if active { "on" } else { "off" },
+                commits.0,
+                commits.1,
                 if drained {
                     ""
                 } else {

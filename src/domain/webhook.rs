@@ -193,6 +193,23 @@ pub fn new_message_id() -> String {
     format!("msg_{}", uuid::Uuid::new_v4().simple())
 }
 
+/// The id of the message that carries event `event_id` to endpoint `endpoint_id`: derived from
+/// the two, so that an event fanned out twice (a fan-out cut off before it removed its events,
+/// or two instances at once) makes each message once.
+pub fn message_id_for(event_id: uuid::Uuid, endpoint_id: uuid::Uuid) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::new()
+        .chain_update(event_id.as_bytes())
+        .chain_update(endpoint_id.as_bytes())
+        .finalize();
+    let mut id = String::with_capacity(36);
+    id.push_str("msg_");
+    for byte in &digest[..16] {
+        id.push_str(&format!("{byte:02x}"));
+    }
+    id
+}
+
 /// Whether `raw` has the form of a message id (anything else names no message).
 pub fn is_message_id(raw: &str) -> bool {
     raw.strip_prefix("msg_")
@@ -224,6 +241,20 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn an_events_message_to_an_endpoint_has_one_id_of_the_message_form() {
+        let (event, endpoint, other) = (
+            uuid::Uuid::new_v4(),
+            uuid::Uuid::new_v4(),
+            uuid::Uuid::new_v4(),
+        );
+        let id = message_id_for(event, endpoint);
+        assert!(is_message_id(&id), "{id}");
+        assert_eq!(id, message_id_for(event, endpoint));
+        assert_ne!(id, message_id_for(event, other));
+        assert_ne!(id, message_id_for(other, endpoint));
+    }
 
     #[test]
     fn event_sets_default_collapse_and_refuse_unknown_names() {

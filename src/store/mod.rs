@@ -28,6 +28,7 @@ mod sweep;
 mod usage;
 mod users;
 mod wal_sync;
+mod webhook_queue;
 mod webhooks;
 
 use crate::config::{DEFAULT_SQLITE_CACHE_KIB, SqliteSync};
@@ -65,10 +66,8 @@ pub use submissions::{HistoryListing, NewSubmission, Page};
 pub use sweep::{SweepBounds, SweepCounts};
 pub use usage::Reservation;
 pub use users::UserSearch;
-pub use webhooks::{
-    AttemptNext, AttemptRecord, Delivery, EndpointChange, FanOutContext, NewEndpoint, NewMessage,
-    QueueStats,
-};
+pub use webhook_queue::{AttemptNext, AttemptRecord, Claim, FanOutContext, FannedOut, NewMessage};
+pub use webhooks::{Delivery, EndpointChange, NewEndpoint, QueueStats};
 
 /// Which of a user's scheduled posts to list: `None` is "any"; at most `limit` rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -463,11 +462,12 @@ fn sqlite_file_path(url: &str) -> Option<&str> {
     }
 }
 
-/// Placeholder `n` (1-based) in the backend's raw SQL dialect.
+/// Placeholder `n` (1-based) in the backend's raw SQL dialect: numbered on both, so that a
+/// statement may use one value twice.
 fn placeholder(backend: DbBackend, n: usize) -> String {
     match backend {
         DbBackend::Postgres => format!("${n}"),
-        _ => "?".to_string(),
+        _ => format!("?{n}"),
     }
 }
 

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, Statement, Value};
 use uuid::Uuid;
 
-use super::Store;
+use super::{IDS_PER_STATEMENT, Store, placeholder};
 
 /// A new random id in SQL: the batch statements write many rows at once. SQLite stores ids as
 /// 16-byte blobs.
@@ -18,24 +18,13 @@ fn new_id(backend: DbBackend) -> &'static str {
     }
 }
 
-/// The `n`th parameter of `backend`.
-fn param(backend: DbBackend, n: usize) -> String {
-    match backend {
-        DbBackend::Postgres => format!("${n}"),
-        _ => format!("?{n}"),
-    }
-}
-
-/// Ids per statement: far below SQLite's limit on bound variables.
-const IDS_PER_STATEMENT: usize = 500;
-
 const SUBSCRIBED: &str =
     "EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.user_id = s.user_id AND e.is_active)";
 
 /// The events of the publishing history rows `ids` whose status is an outcome (a row still
 /// `publishing` reports nothing), each with the row's changing columns as they are now.
 pub(super) fn post_events_sql(backend: DbBackend, count: usize) -> String {
-    let params: Vec<String> = (1..=count).map(|n| param(backend, n)).collect();
+    let params: Vec<String> = (1..=count).map(|n| placeholder(backend, n)).collect();
     format!(
         "INSERT INTO webhook_events (id, user_id, event_type, subject_id, status, post_id, \
          result, published_at, error_code, error_message, occurred_at) \
@@ -106,7 +95,7 @@ pub(super) async fn scheduled_failure_event<C: ConnectionTrait>(
          FROM scheduled_posts s WHERE s.id = {} AND s.status = 'failed' \
          AND s.submission_id IS NULL AND {SUBSCRIBED}",
         new_id(backend),
-        param(backend, 1)
+        placeholder(backend, 1)
     );
     db.execute_raw(Statement::from_sql_and_values(
         backend,
@@ -127,7 +116,7 @@ pub(super) async fn account_event<C: ConnectionTrait>(
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
     let backend = db.get_database_backend();
-    let p = |n| param(backend, n);
+    let p = |n| placeholder(backend, n);
     let sql = format!(
         "INSERT INTO webhook_events (id, user_id, event_type, subject_id, reason, expires_at, \
          occurred_at) \

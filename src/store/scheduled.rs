@@ -324,11 +324,15 @@ impl Store {
         let backend = self.backend();
         let postgres = backend == DbBackend::Postgres;
         let sql = if postgres {
-            "UPDATE scheduled_posts SET status = 'publishing', claimed_by = $1, claimed_at = $2, \
-             lease_until = $3, attempts = attempts + 1, updated_at = $2 \
-             WHERE status = 'scheduled' AND id IN (\
+            // The pick is a materialized CTE, run once: as a subquery of `IN`, PostgreSQL may
+            // run it again for each row it updates, and posts that tie on `next_attempt_at`
+            // could then be picked beyond the limit.
+            "WITH picked AS MATERIALIZED (\
                SELECT id FROM scheduled_posts WHERE status = 'scheduled' AND next_attempt_at <= $2 \
                ORDER BY next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED) \
+             UPDATE scheduled_posts SET status = 'publishing', claimed_by = $1, claimed_at = $2, \
+             lease_until = $3, attempts = attempts + 1, updated_at = $2 \
+             WHERE status = 'scheduled' AND id IN (SELECT id FROM picked) \
              RETURNING *"
         } else {
             "UPDATE scheduled_posts SET status = 'publishing', claimed_by = ?, claimed_at = ?, \

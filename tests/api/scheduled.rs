@@ -1214,3 +1214,31 @@ async fn ends_written_together_skip_a_post_whose_claim_was_lost() {
     assert_eq!(third.next_attempt_at, later);
     assert_eq!(third.error.as_deref(), Some("try later"));
 }
+
+/// A claim takes at most its limit, also of posts due at the same instant, and the database
+/// holds exactly the posts it answers as claimed.
+#[actix_web::test]
+async fn a_claim_takes_no_more_than_its_limit_of_posts_due_together() {
+    use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
+    let app = TestApp::spawn_with(|_| {}).await;
+    let publisher = app.publisher("threads", "pro").await;
+    for i in 0..8 {
+        schedule_ok(&app, &publisher, json!({"text": format!("tied {i}")}), 120).await;
+    }
+    // Past their time for this claim only; the service's own clock has not moved.
+    let later = app.clock_now() + chrono::Duration::seconds(300);
+    let claimed = app
+        .state
+        .store
+        .claim_due_posts("probe", later, later + chrono::Duration::seconds(60), 3)
+        .await
+        .unwrap();
+    let ids: Vec<_> = claimed.iter().map(|p| p.id).collect();
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    let held = entity::scheduled_post::Entity::find()
+        .filter(entity::scheduled_post::Column::ClaimedBy.eq("probe"))
+        .count(app.state.store.connection())
+        .await
+        .unwrap();
+    assert_eq!(held, 3);
+}

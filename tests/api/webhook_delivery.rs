@@ -780,3 +780,96 @@ async fn a_deleted_endpoints_retries_are_not_sent() {
         receiver.received()
     );
 }
+
+/// With room for one attempt at a time, a burst of events still reaches every endpoint, each
+/// message once: what a pass cannot start waits for the next.
+#[actix_web::test]
+async fn one_attempt_at_a_time_still_sends_every_message_once() {
+    let (app, receiver) = spawn_with_receiver(|c| c.webhooks.max_in_flight = 1).await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let me = Caller::Key(&publisher.key);
+    let published = Some(&["post.published"][..]);
+    let first = create_ok(&app, me, &receiver.url("/first"), published).await;
+    let second = create_ok(&app, me, &receiver.url("/second"), published).await;
+    for n in 0..6 {
+        publish(&app, &publisher, &format!("burst {n}")).await;
+    }
+    for endpoint in [&first, &second] {
+        eventually("every message delivered", async || {
+            let log = messages(&app, me, endpoint).await;
+            log.len() == 6 && log.iter().all(|m| m["status"] == "delivered")
+        })
+        .await;
+        for shown in messages(&app, me, endpoint).await {
+            assert_eq!(attempts(&shown).len(), 1, "{shown}");
+        }
+    }
+    for path in ["/first", "/second"] {
+        let mut ids: Vec<String> = receiver
+            .received_on(path)
+            .iter()
+            .map(|r| r.webhook_id().to_string())
+            .collect();
+        assert_eq!(ids.len(), 6, "{path}: {:?}", receiver.received());
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), 6, "{path}: each message once");
+    }
+}
+
+/// An event still in the outbox after its messages were made (a fan-out cut off before it
+/// removed the event, or two instances taking it at once) is fanned out again without a
+/// second message: the receiver gets it once.
+#[actix_web::test]
+async fn an_event_fanned_out_twice_is_delivered_once() {
+    use sea_orm::ActiveModelTrait;
+    let (app, receiver) = spawn_with_receiver(|_| {}).await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let me = Caller::Key(&publisher.key);
+    let endpoint = create_ok(&app, me, &receiver.url("/hook"), None).await;
+    let event = entity::webhook_event::Model {
+        id: uuid::Uuid::new_v4(),
+        user_id: publisher.user_id,
+        event_type: "account.invalid".into(),
+        subject_id: publisher.account.id,
+        status: None,
+        post_id: None,
+        result: None,
+        published_at: None,
+        error_code: None,
+        error_message: None,
+        reason: Some("The token was revoked".into()),
+        expires_at: None,
+        occurred_at: app.clock_now(),
+    };
+    let db = app.state.store.connection();
+    for round in 1..=2 {
+        entity::webhook_event::ActiveModel::from(event.clone())
+            .insert(db)
+            .await
+            .unwrap();
+        eventually("the event fanned out", async || {
+            use sea_orm::EntityTrait;
+            entity::webhook_event::Entity::find_by_id(event.id)
+                .one(db)
+                .await
+                .unwrap()
+                .is_none()
+        })
+        .await;
+        let log = messages(&app, me, &endpoint).await;
+        assert_eq!(log.len(), 1, "round {round}: {log:?}");
+        assert_eq!(log[0]["event"], "account.invalid", "{log:?}");
+    }
+    receiver.wait_for_event("/hook", "account.invalid").await;
+    eventually("the message delivered", async || {
+        messages(&app, me, &endpoint).await[0]["status"] == "delivered"
+    })
+    .await;
+    assert_eq!(
+        receiver.received_on("/hook").len(),
+        1,
+        "{:?}",
+        receiver.received()
+    );
+}

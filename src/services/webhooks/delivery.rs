@@ -18,12 +18,14 @@ use super::{WebhookService, messages};
 use crate::{
     crypto::Binding,
     domain::webhook::{DISABLE_AFTER_DAYS, WebhookSecret, attempt_due, signature_header},
-    store::{AttemptNext, AttemptRecord},
+    store::{AttemptNext, AttemptRecord, Claim},
     webhook_sender::Signed,
 };
 
-/// Events fanned out per transaction, and messages claimed per pass at most.
-const BATCH: u64 = 500;
+/// Events fanned out per transaction, and messages claimed per claim at most.
+const BATCH: usize = 500;
+/// How long a batch of attempt results waits for others to join it.
+const RECORD_WINDOW: std::time::Duration = std::time::Duration::from_millis(20);
 /// A claim outlives its attempt's time limit by this much before another instance may take it.
 const LEASE_MARGIN_SECS: i64 = 60;
 
@@ -49,61 +51,79 @@ impl AttemptQueue {
 }
 
 impl WebhookService {
-    /// One pass: fan out, claim, start attempts (each holding one of `slots`).
+    /// One pass: claim the messages due (retries, and fresh ones an earlier pass had no room
+    /// for), then fan out the outbox, claiming the fresh messages as they are created; start an
+    /// attempt for each claimed message, each holding one of `slots`.
     pub async fn pass(self: &Arc<Self>, slots: &Arc<Semaphore>) -> Result<PassReport, DbErr> {
         let now = self.clock.now();
         let schedule = self.config.retry_schedule_secs.clone();
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        let lease_until =
+            now + Duration::seconds(self.config.timeout_secs as i64 + LEASE_MARGIN_SECS);
+        let claim = |slots: &Semaphore| Claim {
+            token: &token,
+            lease_until,
+            max: slots.available_permits().min(BATCH),
+        };
         let mut report = PassReport::default();
-        while self.store.webhook_events_waiting().await? {
-            let taken = self
+        let first = claim(slots);
+        if first.max == 0 {
+            // Every slot is taken: the pass goes on once an attempt ends.
+            report.more = true;
+        } else if self.store.webhook_messages_due(now).await? {
+            let claimed = self.store.claim_webhook_messages(&first, now).await?;
+            report.more |= claimed.len() == first.max;
+            let ids: HashSet<uuid::Uuid> = claimed.iter().map(|m| m.endpoint_id).collect();
+            let endpoints: HashMap<uuid::Uuid, webhook_endpoint::Model> = self
                 .store
-                .fan_out_webhook_events(BATCH, now, |events, context| {
+                .webhook_endpoints_by_id(&ids)
+                .await?
+                .into_iter()
+                .map(|e| (e.id, e))
+                .collect();
+            let claimed = claimed
+                .into_iter()
+                .filter_map(|m| Some((endpoints.get(&m.endpoint_id)?.clone(), m)));
+            self.start(claimed, &token, slots, &mut report);
+        }
+        while self.store.webhook_events_waiting().await? {
+            let fanned = self
+                .store
+                .fan_out_webhook_events(BATCH as u64, now, &claim(slots), |events, context| {
                     messages::fan_out(events, context, &schedule, now)
                 })
                 .await?;
-            report.fanned_out += taken;
-            if (taken as u64) < BATCH {
+            report.fanned_out += fanned.events;
+            report.more |= fanned.unclaimed_due;
+            self.start(fanned.claimed, &token, slots, &mut report);
+            if fanned.events < BATCH {
                 break;
             }
         }
-        let free = (slots.available_permits() as u64).min(BATCH);
-        if free == 0 {
-            report.more = true;
-            return Ok(report);
-        }
-        if !self.store.webhook_messages_due(now).await? {
-            return Ok(report);
-        }
-        let token = uuid::Uuid::new_v4().simple().to_string();
-        let lease = now + Duration::seconds(self.config.timeout_secs as i64 + LEASE_MARGIN_SECS);
-        let claimed = self
-            .store
-            .claim_webhook_messages(&token, now, lease, free)
-            .await?;
-        report.more = claimed.len() as u64 == free;
-        let ids: HashSet<uuid::Uuid> = claimed.iter().map(|m| m.endpoint_id).collect();
-        let endpoints: HashMap<uuid::Uuid, webhook_endpoint::Model> = self
-            .store
-            .webhook_endpoints_by_id(&ids)
-            .await?
-            .into_iter()
-            .map(|e| (e.id, e))
-            .collect();
-        for message in claimed {
-            let Some(endpoint) = endpoints.get(&message.endpoint_id).cloned() else {
-                continue;
-            };
+        Ok(report)
+    }
+
+    /// Starts an attempt for each claimed message while a slot is free. A message left
+    /// without one keeps its claim until the lease runs out, and is attempted then.
+    fn start(
+        self: &Arc<Self>,
+        claimed: impl IntoIterator<Item = (webhook_endpoint::Model, webhook_message::Model)>,
+        token: &str,
+        slots: &Arc<Semaphore>,
+        report: &mut PassReport,
+    ) {
+        for (endpoint, message) in claimed {
             let Ok(permit) = slots.clone().try_acquire_owned() else {
+                report.more = true;
                 break;
             };
             report.started += 1;
             let service = self.clone();
-            let token = token.clone();
+            let token = token.to_string();
             tokio::spawn(async move {
                 service.attempt(message, endpoint, token, permit).await;
             });
         }
-        Ok(report)
     }
 
     /// The secrets that sign at `now`: the current one, then a rotated-out one still in its
@@ -220,7 +240,9 @@ impl WebhookService {
     }
 
     /// Queues an attempt's result; the first to find no writer writing becomes it, and writes
-    /// what is queued, batch after batch, until nothing is.
+    /// what is queued, batch after batch, until nothing is. Each batch first waits a moment
+    /// for others to join it: under a stream of deliveries, a transaction per handful of
+    /// results would hold SQLite's one write lock far more often than the results need.
     async fn record(&self, record: AttemptRecord) {
         {
             let mut queue = self.attempts.lock();
@@ -230,6 +252,7 @@ impl WebhookService {
             }
         }
         loop {
+            tokio::time::sleep(RECORD_WINDOW).await;
             let batch = {
                 let mut queue = self.attempts.lock();
                 if queue.0.is_empty() {

@@ -13,7 +13,7 @@ use crate::{
     domain::{
         post_status::PostStatus,
         time::iso,
-        webhook::{EventSet, WebhookEvent, attempt_due, new_message_id},
+        webhook::{EventSet, WebhookEvent, attempt_due, message_id_for, new_message_id},
     },
     services::posts::{Post, PostError, PostResource},
     store::{FanOutContext, NewMessage},
@@ -75,7 +75,7 @@ pub(super) fn fan_out(
                 continue;
             }
             messages.push(NewMessage {
-                id: new_message_id(),
+                id: message_id_for(event.id, endpoint.id),
                 endpoint_id: endpoint.id,
                 user_id: endpoint.user_id,
                 event_type: kind.as_str().into(),
