@@ -22,35 +22,30 @@ impl Store {
         disabled: bool,
         now: DateTime<Utc>,
     ) -> Result<Vec<user::Model>, DbErr> {
+        // The write comes first: a transaction that read first and then wrote would, on
+        // SQLite, fail at once ("database is locked") if another connection wrote in between.
         let txn = self.begin_invalidating().await?;
-        let users = user::Entity::find()
+        let users = user::Entity::update_many()
+            .col_expr(
+                user::Column::DisabledAt,
+                Expr::value(disabled.then_some(now)),
+            )
+            .col_expr(user::Column::UpdatedAt, Expr::value(now))
             .filter(super::users::email_is(email))
-            .all(&txn)
+            .exec_with_returning(&txn)
             .await?;
         let ids: Vec<Uuid> = users.iter().map(|user| user.id).collect();
         if ids.is_empty() {
             txn.commit().await?;
             return Ok(Vec::new());
         }
-        user::Entity::update_many()
-            .col_expr(
-                user::Column::DisabledAt,
-                Expr::value(disabled.then_some(now)),
-            )
-            .col_expr(user::Column::UpdatedAt, Expr::value(now))
-            .filter(user::Column::Id.is_in(ids.clone()))
-            .exec(&txn)
-            .await?;
         if disabled {
             revoke_sessions(&txn, &ids, now).await?;
         }
         let what: Vec<Invalidation> = ids.iter().copied().map(Invalidation::User).collect();
         self.commit_invalidating(txn, &what).await?;
         self.tell_other_processes(&what);
-        user::Entity::find()
-            .filter(user::Column::Id.is_in(ids))
-            .all(&self.db)
-            .await
+        Ok(users)
     }
 
     /// Revokes the live sessions of every user with e-mail `email`; how many were revoked.
