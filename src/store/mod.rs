@@ -58,9 +58,7 @@ pub use oauth_states::StateOwner;
 pub use posts::{PostFilter, PostRecord};
 pub use publish_write::{AttemptClaim, PublishWrite, SubmissionRow};
 pub use reseal::{ReEncryptError, ResealReport, ResealScope, RowReseal};
-pub use scheduled::{
-    AttemptEnd, CancelOutcome, EndedAttempt, IDS_PER_STATEMENT, NewScheduledPost, ScheduledListing,
-};
+pub use scheduled::{AttemptEnd, CancelOutcome, EndedAttempt, NewScheduledPost, ScheduledListing};
 pub use snapshots::SnapshotClaim;
 pub use submissions::{HistoryListing, NewSubmission, Page};
 pub use sweep::{SweepBounds, SweepCounts};
@@ -461,6 +459,11 @@ fn sqlite_file_path(url: &str) -> Option<&str> {
         Some(path)
     }
 }
+
+/// Ids per statement when a statement lists many rows: far below SQLite's limit on bound
+/// variables (999 before 3.32), and small enough that one statement holds SQLite's write lock
+/// only briefly.
+pub const IDS_PER_STATEMENT: usize = 500;
 
 /// Placeholder `n` (1-based) in the backend's raw SQL dialect: numbered on both, so that a
 /// statement may use one value twice.

@@ -14,7 +14,7 @@ use sea_orm::{
 use sea_orm::sea_query::ExprTrait as _;
 use uuid::Uuid;
 
-use super::{ScheduledFilter, Store};
+use super::{IDS_PER_STATEMENT, ScheduledFilter, Store};
 use crate::store::access::Invalidation;
 
 /// A scheduled post as `GET /api/scheduled-posts` lists it: only the columns the list returns
@@ -54,11 +54,6 @@ pub struct NewScheduledPost {
     pub content: serde_json::Value,
     pub scheduled_at: DateTime<Utc>,
 }
-
-/// Ids per statement when a statement lists many posts: far below SQLite's limit on bound
-/// variables (999 before 3.32), and small enough that one statement holds SQLite's write lock
-/// only briefly.
-pub const IDS_PER_STATEMENT: usize = 500;
 
 /// How an attempt ended: the post's next state.
 #[derive(Debug, Clone, PartialEq, Eq)]
