@@ -89,6 +89,8 @@ pub enum ErrorCode {
     IdempotencyKeyReused,
     /// `POST /v2/posts`: the first request with this `Idempotency-Key` is still running.
     IdempotencyKeyInUse,
+    /// An upload would take the user's media past `media.quota_bytes_per_user`.
+    MediaQuotaExceeded,
 }
 
 impl ErrorCode {
@@ -137,6 +139,7 @@ impl ErrorCode {
             Self::PublishingUnconfirmed => "PublishingUnconfirmed",
             Self::IdempotencyKeyReused => "IdempotencyKeyReused",
             Self::IdempotencyKeyInUse => "IdempotencyKeyInUse",
+            Self::MediaQuotaExceeded => "MediaQuotaExceeded",
         }
     }
 
@@ -155,6 +158,7 @@ impl ErrorCode {
             | Self::InvalidMediaType
             | Self::InvalidMediaUrl
             | Self::MediaTooLarge
+            | Self::MediaQuotaExceeded
             | Self::TextRequired
             | Self::MediaRequired
             | Self::InvalidCarouselSize

@@ -34,11 +34,13 @@ use crate::{
     config::{Config, ConfigError},
     crypto::{SessionSigner, TokenCipher},
     media::MediaFetcher,
+    media::objects::MediaObjects,
     oidc::OidcClient,
     publish::run::PublishDeps,
     services::collection::CollectionService,
     services::collection::schedule::DailySchedule,
     services::connection::ConnectionService,
+    services::media::MediaService,
     services::publishing::PublishingService,
     services::publishing::SchedulerWaker,
     services::reconciling::ReconcileService,
@@ -151,6 +153,7 @@ impl Application {
         // Refused here, naming the key, before anything starts (`Supervisor::new` reads it).
         config.publishing.actor_arbiters()?;
         config.webhooks.check()?;
+        config.media.check()?;
         let configured_public_url = config.server.checked_public_url()?;
         let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
         // Checked before anything starts: a bad entry names its key.
@@ -230,6 +233,7 @@ impl Application {
             collection: core.collection,
             connection: core.connection,
             webhooks: core.webhooks,
+            media: core.media,
             background: core.background,
             signin_limiter: signin_limiter.clone(),
             usage,
@@ -339,6 +343,7 @@ struct Core {
     collection: Arc<CollectionService>,
     connection: Arc<ConnectionService>,
     webhooks: Arc<WebhookService>,
+    media: Arc<MediaService>,
     pending: PendingBackground,
     background: BackgroundActors,
 }
@@ -428,6 +433,13 @@ impl Core {
         ));
 
         let webhooks = webhook_service(config, store, clock, cipher, &metrics)?;
+        let uploads = Arc::new(MediaService::new(
+            store.clone(),
+            MediaObjects::open(&config.media)?,
+            clock.clone(),
+            config.media.clone(),
+            public_url.to_string(),
+        ));
 
         // The background actors, each with the services it uses; `Application::build` runs
         // them, or `Application::start_background` later.
@@ -454,6 +466,7 @@ impl Core {
             collection,
             connection,
             webhooks,
+            media: uploads,
             pending,
             background,
         })

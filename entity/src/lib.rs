@@ -5,6 +5,8 @@ pub mod account;
 pub mod api_key;
 pub mod idempotency_key;
 pub mod login_state;
+pub mod media_usage;
+pub mod medium;
 pub mod oauth_state;
 pub mod performance_snapshot;
 pub mod platform;
@@ -42,7 +44,9 @@ macro_rules! for_every_table {
             webhook_endpoint,
             webhook_event,
             webhook_message,
-            webhook_attempt
+            webhook_attempt,
+            medium,
+            media_usage
         )
     };
 }

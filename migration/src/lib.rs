@@ -18,6 +18,7 @@ mod m20261128_000021_used_form_tokens;
 mod m20261128_000060_user_disabled;
 mod m20261129_000070_idempotency_keys;
 mod m20261129_000080_webhooks;
+mod m20261129_000090_media;
 
 /// The ordered list of migrations.
 pub struct Migrator;
@@ -40,6 +41,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261128_000060_user_disabled::Migration),
             Box::new(m20261129_000070_idempotency_keys::Migration),
             Box::new(m20261129_000080_webhooks::Migration),
+            Box::new(m20261129_000090_media::Migration),
         ]
     }
 }

@@ -7,6 +7,7 @@
 
 mod auth;
 mod load;
+mod media;
 mod oauth;
 mod platforms;
 mod publishing;
@@ -15,6 +16,7 @@ mod webhooks;
 
 pub use auth::{AuthConfig, DEFAULT_LIST_CAPACITY, SecretsConfig, UsageConfig};
 pub use load::has_file_form;
+pub use media::{MediaConfig, MediaStoreKind};
 pub use oauth::OAuthConfig;
 pub use platforms::PlatformsConfig;
 pub use publishing::{CollectorConfig, MAX_ACTOR_ARBITERS, PublishingConfig, SchedulerConfig};
@@ -43,6 +45,7 @@ pub struct Config {
     pub oauth: OAuthConfig,
     pub logging: LoggingConfig,
     pub webhooks: WebhooksConfig,
+    pub media: MediaConfig,
 }
 
 fn serialize_secret<S: serde::Serializer>(

@@ -13,6 +13,7 @@ pub mod dto;
 pub mod history;
 pub mod keys;
 pub mod login;
+pub mod media;
 pub mod openapi;
 pub mod ops;
 pub mod performance;
@@ -44,6 +45,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     posts::configure(cfg);
     scheduled::configure(cfg);
     webhooks::configure(cfg);
+    media::configure(cfg);
     performance::configure(cfg);
     cron::configure(cfg);
     // Before `admin`: its `/admin` scope would otherwise take `/admin/actors`.

@@ -21,8 +21,8 @@ use utoipa::{
 };
 
 use super::{
-    accounts, admin, connect, cron, dto, history, keys, login, ops, performance, posts, scheduled,
-    subscription, webhooks,
+    accounts, admin, connect, cron, dto, history, keys, login, media, ops, performance, posts,
+    scheduled, subscription, webhooks,
 };
 use crate::crypto::API_KEY_PREFIX;
 use crate::web::auth::SESSION_COOKIE;
@@ -61,6 +61,11 @@ Calls with an API key carry `X-RateLimit-Limit`, `X-RateLimit-Remaining` and \
         webhooks::list_deliveries,
         webhooks::replay_delivery,
         webhooks::webhook_queue,
+        media::upload_media,
+        media::list_media,
+        media::get_medium,
+        media::delete_medium,
+        media::serve_medium,
         accounts::list_accounts_for_key,
         scheduled::list,
         scheduled::cancel,
@@ -140,6 +145,7 @@ Calls with an API key carry `X-RateLimit-Limit`, `X-RateLimit-Remaining` and \
         (name = "accounts", description = "Connected accounts"),
         (name = "scheduled", description = "Scheduled posts (API key)"),
         (name = "webhooks", description = "Webhook endpoints and their delivery log (API key or session). Events: `post.published`, `post.failed`, `post.unconfirmed`, `account.token_expiring`, `account.invalid`, `webhook.test`. Messages follow the Standard Webhooks specification: headers `webhook-id`, `webhook-timestamp`, `webhook-signature` (`v1,` and the base64 HMAC-SHA256 of `id.timestamp.body` under the secret's base64-decoded key); body `{type, timestamp, data}`."),
+        (name = "media", description = "Uploaded media (API key or session): JPEG, PNG, WEBP, MP4 and MOV files, typed by their bytes, served at unguessable public URLs for `mediaUrls` and `coverUrl`"),
         (name = "performance", description = "Platform figures (API key)"),
         (name = "cron", description = "Collection jobs (operator token or API key)"),
         (name = "keys", description = "API keys (session)"),

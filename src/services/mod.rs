@@ -22,6 +22,7 @@ pub mod connection;
 pub mod db_copy;
 pub mod idempotency;
 pub mod keys;
+pub mod media;
 pub mod operator;
 pub mod performance;
 pub mod posts;

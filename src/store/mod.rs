@@ -13,6 +13,7 @@ mod idempotency;
 pub mod in_runtime;
 pub mod last_used;
 mod login_states;
+mod media;
 mod migration_lock;
 mod oauth_states;
 mod outbox;

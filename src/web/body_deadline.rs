@@ -1,4 +1,5 @@
-//! The request-body deadline (`server.request_body_timeout_secs`).
+//! The request-body deadline (`server.request_body_timeout_secs`; `media.upload_timeout_secs`
+//! for uploads).
 //!
 //! actix-http times out a stalled request *head* (`server.request_head_timeout_ms`) but not a
 //! stalled body: a handler awaiting `web::Json` would wait for the rest of a `Content-Length: 200`
@@ -28,7 +29,7 @@ use actix_web::{
     body::{BodySize, BoxBody, MessageBody},
     dev::{Payload, ServiceRequest, ServiceResponse},
     error::PayloadError,
-    http::ConnectionType,
+    http::{ConnectionType, Method},
     middleware::Next,
     web,
 };
@@ -40,6 +41,9 @@ use crate::{
     AppState,
     error::{ApiError, ErrorCode},
 };
+
+/// The path uploads are sent to: its body deadline is `media.upload_timeout_secs`.
+pub const UPLOAD_PATH: &str = "/v2/media";
 
 /// The cause inside the `PayloadError` a [`DeadlinePayload`] fails with, so that extractor
 /// error handlers can tell it from other read errors by type.
@@ -153,9 +157,17 @@ pub async fn body_deadline(
         // No body (actix saw neither Content-Length nor Transfer-Encoding): nothing to wait for.
         return Ok(next.call(req).await?.map_into_boxed_body());
     }
+    // Uploads have their own, longer deadline: a large file at a modest speed.
+    let upload = req.method() == Method::POST && req.path() == UPLOAD_PATH;
     let limit = req
         .app_data::<web::Data<AppState>>()
-        .map(|state| Duration::from_secs(state.config.server.request_body_timeout_secs))
+        .map(|state| {
+            Duration::from_secs(if upload {
+                state.config.media.upload_timeout_secs
+            } else {
+                state.config.server.request_body_timeout_secs
+            })
+        })
         .unwrap_or(Duration::from_secs(30));
     let inner = Rc::new(RefCell::new(payload));
     let progress = Rc::new(Cell::new(BodyProgress::Reading));

@@ -56,6 +56,8 @@ pub struct AppState {
     pub connection: Arc<ConnectionService>,
     /// Webhook endpoints, their delivery log and replays.
     pub webhooks: Arc<crate::services::webhooks::WebhookService>,
+    /// Uploaded media: uploads, the user's library, the public file URLs.
+    pub media: Arc<crate::services::media::MediaService>,
     /// The background actors, once running (operator view, readiness, draining).
     pub background: BackgroundActors,
     /// The per-address limit on anonymous sign-in requests.

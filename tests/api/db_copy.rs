@@ -181,6 +181,17 @@ async fn fill(app: &TestApp) -> Publisher {
         .await
         .unwrap();
     assert_eq!(cancelled.status(), 200);
+    // An uploaded file (its row and its owner's storage total).
+    let uploaded = app
+        .http
+        .post(app.url("/v2/media"))
+        .header("service-api-key", &publisher.key)
+        .header("content-type", "image/png")
+        .body(b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\0\x02\0\0\0\x02\x08\x06\0\0\0".repeat(4))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(uploaded.status(), 201);
     let (_, spare_id) = app.create_key(&publisher.dashboard, "spare").await;
     let revoked = publisher
         .dashboard

@@ -93,6 +93,8 @@ pub struct TestApp {
     /// What the service was built with (a second instance reuses it).
     pub config: Config,
     pg_schema: Option<String>,
+    /// The local media store's directory.
+    pub media_dir: tempfile::TempDir,
     _db: TestDb,
 }
 
@@ -320,6 +322,9 @@ impl TestApp {
         // own tests set it back.
         config.auth.signin_rate_per_minute = 1_000_000;
         config.auth.signin_burst = 100_000;
+        // Each test's uploads in a directory of its own, gone with the test.
+        let media_dir = tempfile::tempdir().unwrap();
+        config.media.local_dir = media_dir.path().display().to_string();
         adjust(&mut config);
 
         let clock = ManualClock::new(Utc::now());
@@ -361,6 +366,7 @@ impl TestApp {
             sqlite_url,
             config,
             pg_schema,
+            media_dir,
             _db: db,
         }
     }

@@ -74,6 +74,7 @@ mod sim_meta_spec;
 mod slow_clients;
 mod token_binding;
 mod unconfirmed;
+mod uploads;
 mod usage;
 // `service user disable|enable|sessions revoke`.
 mod user_access;

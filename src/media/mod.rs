@@ -34,6 +34,8 @@ const MAX_REDIRECTS: usize = 5;
 /// How long a probe may take in all.
 const PROBE_DEADLINE: Duration = Duration::from_secs(30);
 
+pub mod objects;
+
 pub use crate::domain::plan::{MediaKind, MediaRef};
 
 /// Why a media URL was refused, or a download for an upload failed. Every variant displays its

@@ -1,0 +1,383 @@
+//! Uploaded media: `POST /v2/media` (a raw body or a multipart form, with an API key or the
+//! dashboard session), the caller's library (`GET`, `DELETE /v2/media…`), and the public file
+//! URL platforms fetch (exact type and length, ranges, `ETag`, headers that keep a browser from
+//! running it). What is refused (bytes that are no accepted type or disagree with the declared
+//! one, a file over the size limit, one past the user's quota) is a catalogue error that keeps
+//! nothing.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use reqwest::{StatusCode, header};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::helpers::{TestApp, status_and_json};
+
+/// A valid PNG header of `width` × `height` followed by `padding` bytes.
+fn png(width: u32, height: u32, padding: usize) -> Vec<u8> {
+    let mut bytes = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+    bytes.extend_from_slice(&width.to_be_bytes());
+    bytes.extend_from_slice(&height.to_be_bytes());
+    bytes.extend_from_slice(&[8, 6, 0, 0, 0, 0, 0, 0, 0]);
+    bytes.extend((0..padding).map(|i| (i % 251) as u8));
+    bytes
+}
+
+fn mp4(padding: usize) -> Vec<u8> {
+    let mut bytes = b"\0\0\0\x18ftypmp42\0\0\0\0mp42isom".to_vec();
+    bytes.extend(std::iter::repeat_n(7u8, padding));
+    bytes
+}
+
+/// `POST /v2/media` with the raw file as the body.
+async fn upload(app: &TestApp, key: &str, content_type: &str, body: Vec<u8>) -> (u16, Value) {
+    let response = app
+        .http
+        .post(app.url("/v2/media"))
+        .header("service-api-key", key)
+        .header(header::CONTENT_TYPE, content_type)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let (status, answer) = status_and_json(response).await;
+    crate::openapi::assert_documented("post", "/v2/media", status, &answer);
+    (status, answer)
+}
+
+async fn library(app: &TestApp, key: &str) -> Value {
+    let response = app
+        .http
+        .get(app.url("/v2/media"))
+        .header("service-api-key", key)
+        .send()
+        .await
+        .unwrap();
+    let (status, answer) = status_and_json(response).await;
+    assert_eq!(status, 200, "{answer}");
+    crate::openapi::assert_documented("get", "/v2/media", status, &answer);
+    answer
+}
+
+/// The files in the local media store.
+fn stored_files(app: &TestApp) -> usize {
+    std::fs::read_dir(app.media_dir.path())
+        .map(|dir| dir.count())
+        .unwrap_or(0)
+}
+
+#[actix_rt::test]
+async fn an_uploaded_image_is_typed_by_its_bytes_and_served_at_its_url() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let file = png(1080, 1350, 5_000);
+    // Declared as a generic type: the bytes decide.
+    let (status, answer) = upload(
+        &app,
+        &publisher.key,
+        "application/octet-stream",
+        file.clone(),
+    )
+    .await;
+    assert_eq!(status, 201, "{answer}");
+    let media = &answer["media"];
+    assert_eq!(media["content_type"], "image/png");
+    assert_eq!(media["size"], file.len());
+    assert_eq!(media["sha256"], format!("{:x}", Sha256::digest(&file)));
+    assert_eq!(
+        (media["width"].as_u64(), media["height"].as_u64()),
+        (Some(1080), Some(1350))
+    );
+    let url = media["url"].as_str().unwrap().to_string();
+    assert!(url.starts_with(&app.base) && url.ends_with(".png"), "{url}");
+
+    // Served without authentication, with its exact type and length and safe headers.
+    let served = app.http.get(&url).send().await.unwrap();
+    assert_eq!(served.status(), StatusCode::OK);
+    let headers = served.headers().clone();
+    assert_eq!(headers[header::CONTENT_TYPE], "image/png");
+    assert_eq!(
+        headers[header::CONTENT_LENGTH],
+        file.len().to_string().as_str()
+    );
+    assert_eq!(headers[header::ACCEPT_RANGES], "bytes");
+    assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+    assert_eq!(headers[header::CONTENT_SECURITY_POLICY], "sandbox");
+    let etag = headers[header::ETAG].to_str().unwrap().to_string();
+    assert_eq!(served.bytes().await.unwrap(), Bytes::from(file.clone()));
+
+    // A range, as video fetchers ask for.
+    let part = app
+        .http
+        .get(&url)
+        .header(header::RANGE, "bytes=100-199")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(part.status(), StatusCode::PARTIAL_CONTENT);
+    assert_eq!(
+        part.headers()[header::CONTENT_RANGE],
+        format!("bytes 100-199/{}", file.len()).as_str()
+    );
+    assert_eq!(
+        part.bytes().await.unwrap(),
+        Bytes::from(file[100..200].to_vec())
+    );
+    let tail = app
+        .http
+        .get(&url)
+        .header(header::RANGE, "bytes=-10")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(tail.status(), StatusCode::PARTIAL_CONTENT);
+    assert_eq!(
+        tail.bytes().await.unwrap(),
+        Bytes::from(file[file.len() - 10..].to_vec())
+    );
+    let beyond = app
+        .http
+        .get(&url)
+        .header(header::RANGE, format!("bytes={}-", file.len()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(beyond.status(), StatusCode::RANGE_NOT_SATISFIABLE);
+    assert_eq!(
+        beyond.headers()[header::CONTENT_RANGE],
+        format!("bytes */{}", file.len()).as_str()
+    );
+    let unchanged = app
+        .http
+        .get(&url)
+        .header(header::IF_NONE_MATCH, &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unchanged.status(), StatusCode::NOT_MODIFIED);
+    let head = app.http.head(&url).send().await.unwrap();
+    assert_eq!(head.status(), StatusCode::OK);
+    assert_eq!(
+        head.headers()[header::CONTENT_LENGTH],
+        file.len().to_string().as_str()
+    );
+
+    // Neither another token, another extension nor another id serves it.
+    let id = media["id"].as_str().unwrap();
+    let (_, file_part) = url.rsplit_once('/').unwrap();
+    let token = file_part.trim_end_matches(".png");
+    let other_token = format!(
+        "{}{}",
+        &token[..token.len() - 1],
+        if token.ends_with('A') { 'B' } else { 'A' }
+    );
+    for wrong in [
+        format!(
+            "{}/media/{}/{other_token}.png",
+            app.base,
+            id.replace('-', "")
+        ),
+        format!("{}/media/{}/{token}.jpg", app.base, id.replace('-', "")),
+        format!(
+            "{}/media/{}/{token}.png",
+            app.base,
+            uuid::Uuid::new_v4().simple()
+        ),
+        format!("{}/media/not-an-id/x.png", app.base),
+    ] {
+        let response = app.http.get(&wrong).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::NOT_FOUND, "{wrong}");
+        let (_, body) = status_and_json(response).await;
+        assert_eq!(body["error"], "NotFound");
+    }
+}
+
+#[actix_rt::test]
+async fn a_form_upload_from_the_dashboard_lands_in_the_users_library_and_delete_removes_it() {
+    let app = TestApp::spawn().await;
+    let owner = app.publisher("facebook", "pro").await;
+    let file = mp4(20_000);
+    let form = reqwest::multipart::Form::new()
+        .text("note", "ignored")
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(file.clone())
+                .file_name("clip.mp4")
+                .mime_str("video/mp4")
+                .unwrap(),
+        );
+    let response = owner
+        .dashboard
+        .no_redirect
+        .post(app.url("/v2/media"))
+        .header(header::ORIGIN, &app.base)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let (status, answer) = status_and_json(response).await;
+    assert_eq!(status, 201, "{answer}");
+    let media = answer["media"].clone();
+    assert_eq!(media["content_type"], "video/mp4");
+    assert_eq!(media["width"], Value::Null);
+    assert!(media["url"].as_str().unwrap().ends_with(".mp4"));
+    let id = media["id"].as_str().unwrap().to_string();
+
+    let listed = library(&app, &owner.key).await;
+    assert_eq!(listed["total"], 1);
+    assert_eq!(listed["media"][0], media);
+
+    // Another user sees it as an unknown id: the same 404.
+    let stranger = app.publisher("facebook", "pro").await;
+    let look = |key: String, id: String| {
+        let app = &app;
+        async move {
+            let response = app
+                .http
+                .get(app.url(&format!("/v2/media/{id}")))
+                .header("service-api-key", key)
+                .send()
+                .await
+                .unwrap();
+            status_and_json(response).await
+        }
+    };
+    let (theirs, theirs_body) = look(stranger.key.clone(), id.clone()).await;
+    let (unknown, unknown_body) =
+        look(stranger.key.clone(), uuid::Uuid::new_v4().to_string()).await;
+    assert_eq!((theirs, unknown), (404, 404));
+    assert_eq!(theirs_body, unknown_body);
+    let delete = |key: String| {
+        let app = &app;
+        let id = id.clone();
+        async move {
+            let response = app
+                .http
+                .delete(app.url(&format!("/v2/media/{id}")))
+                .header("service-api-key", key)
+                .send()
+                .await
+                .unwrap();
+            status_and_json(response).await
+        }
+    };
+    assert_eq!(delete(stranger.key.clone()).await.0, 404);
+    let (mine, _) = look(owner.key.clone(), id.clone()).await;
+    assert_eq!(mine, 200);
+
+    assert_eq!(delete(owner.key.clone()).await.0, 200);
+    assert_eq!(library(&app, &owner.key).await["total"], 0);
+    let gone = app
+        .http
+        .get(media["url"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gone.status(), StatusCode::NOT_FOUND);
+    assert_eq!(stored_files(&app), 0);
+}
+
+#[actix_rt::test]
+async fn files_that_are_not_accepted_media_are_refused_and_nothing_is_kept() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let svg = b"<svg xmlns='http://www.w3.org/2000/svg' width='10' height='10'></svg>".to_vec();
+    let html = b"<!DOCTYPE html><html><script>alert(1)</script></html>".to_vec();
+    for (declared, body) in [
+        ("image/svg+xml", svg),
+        ("image/png", html),
+        // PNG bytes declared as a JPEG.
+        ("image/jpeg", png(10, 10, 100)),
+        ("video/mp4", b"GIF89a\x01\0\x01\0\0\0\0".repeat(10)),
+        ("image/png", Vec::new()),
+    ] {
+        let (status, answer) = upload(&app, &publisher.key, declared, body).await;
+        assert_eq!(
+            (status, answer["error"].as_str()),
+            (400, Some("InvalidMediaType")),
+            "{declared}: {answer}"
+        );
+    }
+    assert_eq!(library(&app, &publisher.key).await["total"], 0);
+    assert_eq!(stored_files(&app), 0);
+}
+
+#[actix_rt::test]
+async fn a_file_over_the_limit_is_refused_as_soon_as_it_crosses_it() {
+    let app = TestApp::spawn_with(|config| config.media.max_bytes = 64 * 1024).await;
+    let publisher = app.publisher("facebook", "pro").await;
+    // A body that sends more than the limit and then never ends: the answer cannot wait for it.
+    let head = png(100, 100, 100 * 1024);
+    let body = futures_util::stream::iter([Ok::<_, std::io::Error>(Bytes::from(head))])
+        .chain(futures_util::stream::pending());
+    let response = tokio::time::timeout(
+        Duration::from_secs(20),
+        app.http
+            .post(app.url("/v2/media"))
+            .header("service-api-key", &publisher.key)
+            .header(header::CONTENT_TYPE, "image/png")
+            .body(reqwest::Body::wrap_stream(body))
+            .send(),
+    )
+    .await
+    .expect("the refusal came before the body ended")
+    .unwrap();
+    let (status, answer) = status_and_json(response).await;
+    assert_eq!(
+        (status, answer["error"].as_str()),
+        (400, Some("MediaTooLarge")),
+        "{answer}"
+    );
+    assert_eq!(library(&app, &publisher.key).await["total"], 0);
+    assert_eq!(stored_files(&app), 0);
+}
+
+#[actix_rt::test]
+async fn uploads_past_the_users_quota_are_refused_even_when_sent_together() {
+    let file = png(50, 50, 10_000);
+    let size = file.len() as u64;
+    let app = TestApp::spawn_with(|config| config.media.quota_bytes_per_user = 2 * size).await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let sent = futures_util::future::join_all(
+        (0..6).map(|_| upload(&app, &publisher.key, "image/png", file.clone())),
+    )
+    .await;
+    let accepted = sent.iter().filter(|(status, _)| *status == 201).count();
+    assert_eq!(accepted, 2, "{sent:?}");
+    for (status, answer) in sent.iter().filter(|(status, _)| *status != 201) {
+        assert_eq!(
+            (*status, answer["error"].as_str()),
+            (400, Some("MediaQuotaExceeded")),
+            "{answer}"
+        );
+    }
+    let listed = library(&app, &publisher.key).await;
+    assert_eq!(listed["total"], 2);
+    assert_eq!(stored_files(&app), 2);
+
+    // Deleting one makes room for one.
+    let id = listed["media"][0]["id"].as_str().unwrap();
+    let response = app
+        .http
+        .delete(app.url(&format!("/v2/media/{id}")))
+        .header("service-api-key", &publisher.key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        upload(&app, &publisher.key, "image/png", file.clone())
+            .await
+            .0,
+        201
+    );
+    assert_eq!(upload(&app, &publisher.key, "image/png", file).await.0, 400);
+    // Another user has a quota of their own.
+    let other = app.publisher("facebook", "pro").await;
+    assert_eq!(
+        upload(&app, &other.key, "image/png", png(5, 5, 10)).await.0,
+        201
+    );
+}
