@@ -121,7 +121,10 @@ async fn tiktok_small_file_upload_is_one_chunk() {
     result.unwrap();
     let items = published(&h, "tiktok", &account);
     assert_eq!(items[0].extra["total_chunk_count"], 1);
-    assert_eq!(items[0].extra["uploaded_bytes"], 512 * 1024);
+    assert_eq!(
+        items[0].extra["uploaded_bytes"],
+        service_sim::media::SAMPLE_MOV.len()
+    );
 }
 
 #[actix_web::test]
@@ -470,9 +473,12 @@ async fn youtube_video_with_a_thumbnail() {
         item.text.as_deref(),
         Some("A long description.\nWith two lines.")
     );
-    assert_eq!(item.extra["bytes"], 512 * 1024);
+    assert_eq!(item.extra["bytes"], service_sim::media::SAMPLE_MP4.len());
     assert_eq!(item.extra["thumbnail"]["content_type"], "image/jpeg");
-    assert_eq!(item.extra["thumbnail"]["bytes"], 48 * 1024);
+    assert_eq!(
+        item.extra["thumbnail"]["bytes"],
+        service_sim::media::SAMPLE_JPG.len()
+    );
 
     assert_eq!(steps["final_started"], true);
     let sessions = step_ids(&steps, "upload_session");

@@ -84,7 +84,7 @@ async fn four_images_are_uploaded_and_attached() {
     assert_eq!(items[0].id, published.post_id);
     let described = items[0].extra["media"].as_array().unwrap();
     assert_eq!(described[0]["media_type"], "image/jpeg");
-    assert_eq!(described[0]["size"], 48 * 1024);
+    assert_eq!(described[0]["size"], service_sim::media::SAMPLE_JPG.len());
     assert_eq!(described[1]["media_type"], "image/png");
     assert_eq!(described[2]["media_type"], "image/webp");
     assert!(described.iter().all(|m| m["category"] == "tweet_image"));
