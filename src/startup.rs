@@ -34,7 +34,7 @@ use crate::{
     config::{Config, ConfigError},
     crypto::{SessionSigner, TokenCipher},
     media::MediaFetcher,
-    media::objects::MediaObjects,
+    media::{objects::MediaObjects, own::OwnMedia},
     oidc::OidcClient,
     publish::run::PublishDeps,
     services::collection::CollectionService,
@@ -360,11 +360,18 @@ impl Core {
     ) -> Result<Self, StartupError> {
         let platform_client = crate::platforms::client(&config.platforms)
             .map_err(|e| ConfigError::Invalid("http client", e.to_string()))?;
+        // Uploaded files: served at our public URL, and read from the store when a post uses one.
+        let own_media = Arc::new(OwnMedia::new(
+            store.clone(),
+            MediaObjects::open(&config.media)?,
+            public_url,
+        ));
         let media = MediaFetcher::new(
             &config.publishing.media_allow_hosts,
             config.publishing.max_media_bytes,
         )
-        .map_err(|e| ConfigError::Invalid("media client", e.to_string()))?;
+        .map_err(|e| ConfigError::Invalid("media client", e.to_string()))?
+        .with_own(own_media.clone());
         let metrics = Arc::new(crate::metrics::Metrics::default());
         let deps = Arc::new(PublishDeps {
             store: store.clone(),
@@ -435,7 +442,7 @@ impl Core {
         let webhooks = webhook_service(config, store, clock, cipher, &metrics)?;
         let uploads = Arc::new(MediaService::new(
             store.clone(),
-            MediaObjects::open(&config.media)?,
+            own_media,
             clock.clone(),
             config.media.clone(),
             public_url.to_string(),

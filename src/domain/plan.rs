@@ -20,6 +20,8 @@ pub struct MediaRef {
     pub content_type: String,
     /// `Content-Length` as the probe saw it, when the server sent one.
     pub size: Option<u64>,
+    /// An image's width and height, when known (our own uploads).
+    pub dimensions: Option<(u32, u32)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

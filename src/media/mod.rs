@@ -35,8 +35,10 @@ const MAX_REDIRECTS: usize = 5;
 const PROBE_DEADLINE: Duration = Duration::from_secs(30);
 
 pub mod objects;
+pub mod own;
 
 pub use crate::domain::plan::{MediaKind, MediaRef};
+use own::OwnMedia;
 
 /// Why a media URL was refused, or a download for an upload failed. Every variant displays its
 /// message alone: the probe maps it to the catalogue ([`MediaError::into_api_error`]), an
@@ -172,6 +174,8 @@ pub struct MediaFetcher {
     trusted: reqwest::Client,
     allow: Arc<HashSet<String>>,
     max_bytes: u64,
+    /// Our own media URLs, read from the media store rather than over the network.
+    own: Option<Arc<OwnMedia>>,
 }
 
 /// An open download: headers read, body not yet.
@@ -179,19 +183,22 @@ pub struct MediaDownload {
     pub url: String,
     pub content_type: String,
     pub content_length: Option<u64>,
-    response: reqwest::Response,
+    body: BodyStream,
 }
+
+/// A download's body, from the network or from the media store.
+type BodyStream = futures_util::stream::BoxStream<'static, Result<Bytes, std::io::Error>>;
 
 impl MediaDownload {
     /// The body as a streaming request body for an upload.
     pub fn into_body(self) -> reqwest::Body {
-        reqwest::Body::wrap_stream(self.response.bytes_stream())
+        reqwest::Body::wrap_stream(self.body)
     }
 
     /// Reads the body in pieces of at most `chunk_bytes` (one piece in memory at a time).
     pub fn into_chunks(self, chunk_bytes: usize) -> ChunkReader {
         ChunkReader {
-            stream: Box::pin(self.response.bytes_stream()),
+            stream: self.body,
             pending: Vec::new(),
             chunk_bytes: chunk_bytes.max(1),
             done: false,
@@ -201,9 +208,7 @@ impl MediaDownload {
 
 /// Re-chunks a byte stream into pieces of a fixed size (the last may be shorter).
 pub struct ChunkReader {
-    stream: std::pin::Pin<
-        Box<dyn futures_util::Stream<Item = Result<Bytes, reqwest::Error>> + Send + 'static>,
-    >,
+    stream: BodyStream,
     pending: Vec<u8>,
     chunk_bytes: usize,
     done: bool,
@@ -259,7 +264,64 @@ impl MediaFetcher {
             trusted,
             allow: Arc::new(allow),
             max_bytes,
+            own: None,
         })
+    }
+
+    /// Reads our own media URLs from `own`'s store.
+    pub fn with_own(mut self, own: Arc<OwnMedia>) -> Self {
+        self.own = Some(own);
+        self
+    }
+
+    /// The medium behind `url` when it is one of ours: `Ok(None)` for other URLs.
+    async fn own_medium(
+        &self,
+        url: &Url,
+    ) -> Result<
+        Option<(
+            Arc<OwnMedia>,
+            entity::medium::Model,
+            crate::domain::media::MediaFormat,
+        )>,
+        MediaError,
+    > {
+        let Some((own, path)) = self
+            .own
+            .as_ref()
+            .and_then(|own| Some((own.clone(), own.file_path(url)?)))
+        else {
+            return Ok(None);
+        };
+        let found = own.find(&path).await.map_err(|e| {
+            MediaError::DownloadFailed(format!("Media URL {url} could not be looked up: {e}"))
+        })?;
+        match found {
+            Some((row, format)) => Ok(Some((own, row, format))),
+            None => Err(MediaError::DownloadFailed(format!(
+                "Media URL {url} answered HTTP 404; it must answer 200"
+            ))),
+        }
+    }
+
+    /// One of our own files, opened from the media store.
+    async fn open_own(&self, url: &Url) -> Result<Option<MediaDownload>, MediaError> {
+        let Some((own, row, format)) = self.own_medium(url).await? else {
+            return Ok(None);
+        };
+        let read = own.objects().read(row.id, None).await.map_err(|e| {
+            MediaError::DownloadFailed(format!("Media URL {url} could not be read: {e}"))
+        })?;
+        let body = read
+            .stream
+            .map(|piece| piece.map_err(|e| std::io::Error::other(e.to_string())))
+            .boxed();
+        Ok(Some(MediaDownload {
+            url: url.to_string(),
+            content_type: format.content_type().to_string(),
+            content_length: Some(read.size),
+            body,
+        }))
     }
 
     pub fn max_bytes(&self) -> u64 {
@@ -333,6 +395,9 @@ impl MediaFetcher {
     /// Opens a media URL: follows up to five redirects, checking every hop, and returns once the
     /// headers of a 200 response are in.
     pub async fn open(&self, url: &Url) -> Result<MediaDownload, MediaError> {
+        if let Some(own) = self.open_own(url).await? {
+            return Ok(own);
+        }
         let mut current = url.clone();
         for _ in 0..=MAX_REDIRECTS {
             let client = self.check_hop(&current)?;
@@ -385,11 +450,15 @@ impl MediaFetcher {
                 })
                 .unwrap_or_default();
             let content_length = response.content_length();
+            let body = response
+                .bytes_stream()
+                .map(|piece| piece.map_err(std::io::Error::other))
+                .boxed();
             return Ok(MediaDownload {
                 url: current.to_string(),
                 content_type,
                 content_length,
-                response,
+                body,
             });
         }
         Err(MediaError::DownloadFailed(format!(
@@ -408,6 +477,30 @@ impl MediaFetcher {
     /// The probe: the URL answers 200 with an accepted content type and a size within the
     /// limit. Nothing is downloaded beyond the headers.
     pub async fn probe(&self, raw: &str, accept: Accept) -> Result<MediaRef, MediaError> {
+        // Our own files are looked up, not fetched, at the URL as given (the public URL may be
+        // plain http on a private network).
+        if let Ok(url) = Url::parse(raw.trim())
+            && let Some((_, row, format)) = self.own_medium(&url).await?
+        {
+            let kind = classify(format.content_type(), accept).ok_or_else(|| {
+                MediaError::InvalidType(format!(
+                    "Unsupported media type '{}' at {url}; accepted: {}",
+                    format.content_type(),
+                    accepted_list(accept)
+                ))
+            })?;
+            let dimensions = row
+                .width
+                .zip(row.height)
+                .and_then(|(w, h)| Some((u32::try_from(w).ok()?, u32::try_from(h).ok()?)));
+            return Ok(MediaRef {
+                url: url.to_string(),
+                kind,
+                content_type: format.content_type().to_string(),
+                size: u64::try_from(row.size).ok(),
+                dimensions,
+            });
+        }
         let url = self.normalize(raw)?;
         // One deadline for the whole probe, redirects included (read timeouts restart per read).
         let download = tokio::time::timeout(PROBE_DEADLINE, self.open(&url))
@@ -442,6 +535,7 @@ impl MediaFetcher {
             kind,
             content_type: download.content_type,
             size: download.content_length,
+            dimensions: None,
         })
     }
 }

@@ -105,6 +105,7 @@ pub async fn resume(
         kind: MediaKind::Image,
         content_type: t.content_type.clone(),
         size: None,
+        dimensions: None,
     });
     Ok(Some(api.finish(video_id, thumbnail.as_ref()).await))
 }

@@ -2,7 +2,7 @@
 //! quota checked as it streams, nothing kept when it is refused), listing, reading and deleting
 //! a user's files, and opening one for its public URL.
 
-use std::ops::Range;
+use std::{ops::Range, sync::Arc};
 
 use bytes::Bytes;
 use chrono::{DateTime, Duration, Utc};
@@ -10,16 +10,18 @@ use entity::medium;
 use futures_util::{Stream, StreamExt};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::{
     clock::SharedClock,
     config::MediaConfig,
-    domain::media::{HEADER_BYTES, MediaFormat, SNIFF_BYTES, image_dimensions, is_token},
+    domain::media::{HEADER_BYTES, MediaFormat, SNIFF_BYTES, image_dimensions},
     error::{ApiError, ErrorCode},
-    media::objects::{MediaObjects, ObjectError, ObjectRead, ObjectWriter},
+    media::{
+        objects::{ObjectError, ObjectRead, ObjectWriter},
+        own::{FilePath, OwnMedia},
+    },
     store::{Page, Store},
 };
 
@@ -79,7 +81,7 @@ impl ByteRange {
 
 pub struct MediaService {
     store: Store,
-    objects: MediaObjects,
+    own: Arc<OwnMedia>,
     clock: SharedClock,
     config: MediaConfig,
     public_url: String,
@@ -129,14 +131,14 @@ struct Intake {
 impl MediaService {
     pub fn new(
         store: Store,
-        objects: MediaObjects,
+        own: Arc<OwnMedia>,
         clock: SharedClock,
         config: MediaConfig,
         public_url: String,
     ) -> Self {
         Self {
             store,
-            objects,
+            own,
             clock,
             config,
             public_url,
@@ -233,7 +235,7 @@ impl MediaService {
         match recorded {
             Ok(true) => Ok(self.shown(&row)),
             Ok(false) | Err(_) => {
-                if let Err(error) = self.objects.delete(id).await {
+                if let Err(error) = self.own.objects().delete(id).await {
                     tracing::warn!(%error, %id, "media store: a refused upload's file stays until the sweep");
                 }
                 match recorded {
@@ -307,7 +309,7 @@ impl MediaService {
                 ),
             ));
         }
-        let mut writer = self.objects.writer(id);
+        let mut writer = self.own.objects().writer(id);
         writer.write(&intake.head).await.map_err(store_error)?;
         intake.writer = Some((format, writer));
         Ok(())
@@ -343,7 +345,7 @@ impl MediaService {
         if deleted.is_none() {
             return Err(Self::not_found());
         }
-        if let Err(error) = self.objects.delete(id).await {
+        if let Err(error) = self.own.objects().delete(id).await {
             tracing::warn!(%error, %id, "media store: a deleted medium's file stays until the sweep");
         }
         Ok(())
@@ -357,19 +359,12 @@ impl MediaService {
         token: &str,
         extension: &str,
     ) -> Result<Option<(medium::Model, MediaFormat)>, ApiError> {
-        let (Ok(id), true, Some(format)) = (
-            Uuid::try_parse(id),
-            is_token(token),
-            MediaFormat::from_extension(extension),
-        ) else {
-            return Ok(None);
+        let path = FilePath {
+            id: id.to_string(),
+            token: token.to_string(),
+            extension: extension.to_string(),
         };
-        let Some(row) = self.store.find_medium(id).await? else {
-            return Ok(None);
-        };
-        let matches: bool = row.token.as_bytes().ct_eq(token.as_bytes()).into();
-        let same_format = MediaFormat::from_content_type(&row.content_type) == Some(format);
-        Ok((matches && same_format).then_some((row, format)))
+        Ok(self.own.find(&path).await?)
     }
 
     /// The size and hash of the medium a public URL names (`HEAD`, and checks before a read).
@@ -397,7 +392,7 @@ impl MediaService {
         let Some((row, format)) = self.served_row(id, token, extension).await? else {
             return Ok(None);
         };
-        match self.objects.read(row.id, range).await {
+        match self.own.objects().read(row.id, range).await {
             Ok(read) => Ok(Some(ServedMedium {
                 format,
                 sha256: row.sha256,
@@ -434,7 +429,7 @@ mod tests {
     #[test]
     fn tokens_are_long_and_url_safe() {
         let token = new_token();
-        assert!(is_token(&token), "{token}");
+        assert!(crate::domain::media::is_token(&token), "{token}");
         assert_ne!(token, new_token());
     }
 }

@@ -47,6 +47,7 @@ fn missing_image(h: &Harness) -> MediaRef {
         kind: MediaKind::Image,
         content_type: "image/jpeg".into(),
         size: Some(1000),
+        dimensions: None,
     }
 }
 
@@ -475,6 +476,7 @@ async fn instagram_media_fetch_failures() {
             kind: MediaKind::Video,
             content_type: "video/mp4".into(),
             size: None,
+            dimensions: None,
         },
         cover_url: None,
         caption: "x".into(),

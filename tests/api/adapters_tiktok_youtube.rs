@@ -45,6 +45,7 @@ fn missing(h: &Harness, name: &str, kind: MediaKind, content_type: &str) -> Medi
         kind,
         content_type: content_type.into(),
         size: None,
+        dimensions: None,
     }
 }
 

@@ -381,3 +381,116 @@ async fn uploads_past_the_users_quota_are_refused_even_when_sent_together() {
         201
     );
 }
+
+/// Requests our server answered for media file URLs, from its metrics.
+fn file_requests(app: &TestApp) -> u64 {
+    app.state
+        .metrics
+        .render()
+        .lines()
+        .filter(|line| {
+            line.starts_with("http_requests_total{")
+                && line.contains("route=\"/media/{id}/{file}\"")
+        })
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[actix_rt::test]
+async fn posts_use_uploaded_files_which_the_service_reads_from_its_store() {
+    let app = TestApp::spawn().await;
+    // x: the service uploads the bytes itself, reading the file from the store.
+    let x = app.publisher("x", "ultra").await;
+    let jpeg = service_sim::media::SAMPLE_JPG.to_vec();
+    let (status, answer) = upload(&app, &x.key, "image/jpeg", jpeg.clone()).await;
+    assert_eq!(status, 201, "{answer}");
+    assert_eq!(
+        (
+            answer["media"]["width"].as_u64(),
+            answer["media"]["height"].as_u64()
+        ),
+        (Some(1080), Some(1080))
+    );
+    let url = answer["media"]["url"].as_str().unwrap().to_string();
+    let (status, answer) = app
+        .post(
+            &x.key,
+            &x.body(serde_json::json!({"text": "from an upload", "mediaUrls": [url]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let items = app.published(&x.sim);
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].extra["media"][0]["size"], jpeg.len());
+    assert_eq!(
+        file_requests(&app),
+        0,
+        "the file was read from the store, not fetched"
+    );
+
+    // instagram: the platform fetches the file from its public URL.
+    let instagram = app.publisher("instagram", "pro").await;
+    let (_, answer) = upload(
+        &app,
+        &instagram.key,
+        "image/png",
+        service_sim::media::SAMPLE_PNG.to_vec(),
+    )
+    .await;
+    let url = answer["media"]["url"].as_str().unwrap().to_string();
+    let (status, answer) = app
+        .post(
+            &instagram.key,
+            &instagram.body(serde_json::json!({"text": "square", "mediaUrls": [url]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(app.published(&instagram.sim).len(), 1);
+    assert!(file_requests(&app) >= 1, "the platform fetched the file");
+
+    // An image instagram would refuse for its shape is refused before any call.
+    let (_, answer) = upload(&app, &instagram.key, "image/png", png(1080, 1920, 100)).await;
+    let tall = answer["media"]["url"].as_str().unwrap().to_string();
+    let (status, answer) = app
+        .post(
+            &instagram.key,
+            &instagram.body(serde_json::json!({"text": "tall", "mediaUrls": [tall]})),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["error"].as_str()),
+        (400, Some("InvalidMediaType")),
+        "{answer}"
+    );
+    assert_eq!(app.published(&instagram.sim).len(), 1);
+
+    // A deleted file's URL no longer publishes.
+    let id = answer_id(&app, &instagram.key).await;
+    let deleted = app
+        .http
+        .delete(app.url(&format!("/v2/media/{id}")))
+        .header("service-api-key", &instagram.key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), StatusCode::OK);
+    let (status, answer) = app
+        .post(
+            &instagram.key,
+            &instagram.body(serde_json::json!({"text": "gone", "mediaUrls": [url]})),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["error"].as_str()),
+        (400, Some("MediaDownloadFailed")),
+        "{answer}"
+    );
+    crate::helpers::assert_no_violations(&app.sim);
+}
+
+/// The id of the caller's oldest medium.
+async fn answer_id(app: &TestApp, key: &str) -> String {
+    let listed = library(app, key).await;
+    let media = listed["media"].as_array().unwrap();
+    media.last().unwrap()["id"].as_str().unwrap().to_string()
+}

@@ -18,6 +18,28 @@ fn all_images(media: &[MediaRef]) -> bool {
     media.iter().all(|m| m.kind == MediaKind::Image)
 }
 
+/// Instagram's feed takes images from 4:5 (portrait) to 1.91:1 (landscape); it refuses others
+/// when the container is created (error 36003). Checked where the size is known: our uploads.
+fn instagram_aspect(media: &[MediaRef]) -> Result<(), ApiError> {
+    for image in media.iter().filter(|m| m.kind == MediaKind::Image) {
+        let Some((width, height)) = image.dimensions else {
+            continue;
+        };
+        let (w, h) = (u64::from(width), u64::from(height));
+        // 4:5 ≤ w:h ≤ 1.91:1, in integers: 4h ≤ 5w and 100w ≤ 191h.
+        if h == 0 || 4 * h > 5 * w || 100 * w > 191 * h {
+            return Err(ApiError::new(
+                ErrorCode::InvalidMediaType,
+                format!(
+                    "instagram takes images with an aspect ratio from 4:5 to 1.91:1; {} is {width}x{height}",
+                    image.url
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Step 4: the request and its probed media (in `mediaUrls` order; the cover separately) → the
 /// plan.
 pub fn build_plan(
@@ -41,6 +63,9 @@ pub fn build_plan(
         return Err(ApiError::invalid_request(
             "coverUrl applies only to instagram reels (one video)",
         ));
+    }
+    if request.platform == Platform::Instagram {
+        instagram_aspect(&media)?;
     }
     let plan = match request.platform {
         Platform::Facebook => PublishPlan::Facebook(match media.len() {

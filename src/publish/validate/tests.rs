@@ -24,6 +24,14 @@ fn code_of(result: Result<impl std::fmt::Debug, ApiError>) -> String {
     }
 }
 
+/// `ok`, or the error's code.
+fn verdict(result: Result<PublishPlan, ApiError>) -> String {
+    match result {
+        Ok(_) => "ok".into(),
+        Err(e) => e.code.as_str().to_string(),
+    }
+}
+
 fn media(kind: MediaKind, i: usize) -> MediaRef {
     let (ext, content_type) = match kind {
         MediaKind::Image => ("jpg", "image/jpeg"),
@@ -34,6 +42,7 @@ fn media(kind: MediaKind, i: usize) -> MediaRef {
         kind,
         content_type: content_type.into(),
         size: Some(1000),
+        dimensions: None,
     }
 }
 
@@ -375,5 +384,57 @@ fn tiktok_draft_and_instagram_cover() {
             Some(cover)
         )),
         "InvalidRequest"
+    );
+}
+
+#[test]
+fn instagram_images_of_a_known_size_keep_to_its_aspect_ratios() {
+    let sized = |i: usize, width: u32, height: u32| MediaRef {
+        dimensions: Some((width, height)),
+        ..media(MediaKind::Image, i)
+    };
+    let one = |image: MediaRef| {
+        let request =
+            parse_request(&body("instagram", json!("c"), json!(["https://a/i.jpg"]))).unwrap();
+        verdict(build_plan(&request, vec![image], None))
+    };
+    // 4:5, square and 1.91:1 are the bounds and what lies between.
+    for (width, height) in [(1080, 1350), (1080, 1080), (1910, 1000), (1080, 566)] {
+        assert_eq!(one(sized(0, width, height)), "ok", "{width}x{height}");
+    }
+    for (width, height) in [
+        (1080, 1351),
+        (1080, 1920),
+        (1911, 1000),
+        (4000, 100),
+        (100, 0),
+    ] {
+        assert_eq!(
+            one(sized(0, width, height)),
+            "InvalidMediaType",
+            "{width}x{height}"
+        );
+    }
+    // Every image of a carousel; sizes that are not known are left to the platform.
+    let request = parse_request(&body(
+        "instagram",
+        json!("c"),
+        json!(["https://a/1.jpg", "https://a/2.jpg", "https://a/3.jpg"]),
+    ))
+    .unwrap();
+    let items = vec![
+        media(MediaKind::Image, 0),
+        sized(1, 1080, 1080),
+        sized(2, 720, 1280),
+    ];
+    assert_eq!(
+        verdict(build_plan(&request, items, None)),
+        "InvalidMediaType"
+    );
+    // Other platforms take any aspect ratio.
+    let request = parse_request(&body("facebook", json!("c"), json!(["https://a/i.jpg"]))).unwrap();
+    assert_eq!(
+        verdict(build_plan(&request, vec![sized(0, 4000, 100)], None)),
+        "ok"
     );
 }
