@@ -90,6 +90,16 @@ const CATALOGUE: &[(&str, &str, &str)] = &[
         "Webhook messages waiting for an attempt (all endpoints, every instance).",
     ),
     (
+        "media_uploads_total",
+        "counter",
+        "Uploads by outcome (stored, refused: type, size or quota, failed: the store).",
+    ),
+    (
+        "media_swept_total",
+        "counter",
+        "Uploaded files removed by the media sweep, by reason (expired; object_without_row: a file with no medium; row_without_object: a medium whose file was gone).",
+    ),
+    (
         "db_pool_connections",
         "gauge",
         "Database pool connections by state (idle, in_use).",

@@ -365,6 +365,8 @@ impl Core {
             store.clone(),
             MediaObjects::open(&config.media)?,
             public_url,
+            clock.clone(),
+            config.media.retention(),
         ));
         let media = MediaFetcher::new(
             &config.publishing.media_allow_hosts,
@@ -443,6 +445,7 @@ impl Core {
         let uploads = Arc::new(MediaService::new(
             store.clone(),
             own_media,
+            metrics.clone(),
             clock.clone(),
             config.media.clone(),
             public_url.to_string(),
@@ -463,7 +466,8 @@ impl Core {
                 store.clone(),
                 clock.clone(),
                 Duration::from_secs(config.auth.sweep_interval_secs),
-            ),
+            )
+            .with_media(uploads.clone()),
         );
         Ok(Self {
             supervisor,

@@ -57,6 +57,11 @@ impl Default for MediaConfig {
 }
 
 impl MediaConfig {
+    /// `retention_days` as a duration.
+    pub fn retention(&self) -> chrono::Duration {
+        chrono::Duration::days(i64::try_from(self.retention_days.min(36_500)).unwrap_or(7))
+    }
+
     /// Refuses values that cannot work.
     pub fn check(&self) -> Result<(), ConfigError> {
         if self.max_bytes == 0 {

@@ -480,8 +480,9 @@ impl MediaFetcher {
         // Our own files are looked up, not fetched, at the URL as given (the public URL may be
         // plain http on a private network).
         if let Ok(url) = Url::parse(raw.trim())
-            && let Some((_, row, format)) = self.own_medium(&url).await?
+            && let Some((own, row, format)) = self.own_medium(&url).await?
         {
+            own.touch(row.id).await;
             let kind = classify(format.content_type(), accept).ok_or_else(|| {
                 MediaError::InvalidType(format!(
                     "Unsupported media type '{}' at {url}; accepted: {}",

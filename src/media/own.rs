@@ -4,6 +4,7 @@
 //! rather than fetching our own URL over the network (which the private-address guard would
 //! refuse on a private network anyway).
 
+use chrono::Duration;
 use entity::medium;
 use sea_orm::DbErr;
 use subtle::ConstantTimeEq;
@@ -12,6 +13,7 @@ use uuid::Uuid;
 
 use super::objects::MediaObjects;
 use crate::{
+    clock::SharedClock,
     domain::media::{MediaFormat, is_token},
     store::Store,
 };
@@ -37,20 +39,49 @@ impl FilePath {
 }
 
 /// The media this service hosts.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct OwnMedia {
     store: Store,
     objects: MediaObjects,
     /// `server.public_url`, parsed; `None` when it does not parse (then no URL is ours).
     base: Option<Url>,
+    clock: SharedClock,
+    /// How long a file is kept after a post uses it (`media.retention_days`).
+    retention: Duration,
+}
+
+impl std::fmt::Debug for OwnMedia {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OwnMedia")
+            .field("objects", &self.objects)
+            .field("base", &self.base)
+            .finish_non_exhaustive()
+    }
 }
 
 impl OwnMedia {
-    pub fn new(store: Store, objects: MediaObjects, public_url: &str) -> Self {
+    pub fn new(
+        store: Store,
+        objects: MediaObjects,
+        public_url: &str,
+        clock: SharedClock,
+        retention: Duration,
+    ) -> Self {
         Self {
             store,
             objects,
             base: Url::parse(&format!("{}/", public_url.trim_end_matches('/'))).ok(),
+            clock,
+            retention,
+        }
+    }
+
+    /// A post uses medium `id`: it is kept `media.retention_days` from now at least. A failure
+    /// is logged, not raised: the post goes on, and the file is kept at least as long as before.
+    pub async fn touch(&self, id: Uuid) {
+        let now = self.clock.now();
+        if let Err(error) = self.store.touch_medium(id, now, now + self.retention).await {
+            tracing::warn!(%error, %id, "media: a use could not be recorded");
         }
     }
 

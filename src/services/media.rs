@@ -22,6 +22,7 @@ use crate::{
         objects::{ObjectError, ObjectRead, ObjectWriter},
         own::{FilePath, OwnMedia},
     },
+    metrics::Metrics,
     store::{Page, Store},
 };
 
@@ -82,6 +83,7 @@ impl ByteRange {
 pub struct MediaService {
     store: Store,
     own: Arc<OwnMedia>,
+    metrics: Arc<Metrics>,
     clock: SharedClock,
     config: MediaConfig,
     public_url: String,
@@ -132,6 +134,7 @@ impl MediaService {
     pub fn new(
         store: Store,
         own: Arc<OwnMedia>,
+        metrics: Arc<Metrics>,
         clock: SharedClock,
         config: MediaConfig,
         public_url: String,
@@ -139,6 +142,7 @@ impl MediaService {
         Self {
             store,
             own,
+            metrics,
             clock,
             config,
             public_url,
@@ -212,7 +216,13 @@ impl MediaService {
                 Err(error)
             }
         };
-        let format = finished?;
+        let format = match finished {
+            Ok(format) => format,
+            Err(error) => {
+                self.count_upload(&error);
+                return Err(error);
+            }
+        };
         let now = self.clock.now();
         let dimensions = image_dimensions(format, &intake.head);
         let row = medium::Model {
@@ -233,20 +243,36 @@ impl MediaService {
             .insert_medium(row.clone(), self.config.quota_bytes_per_user)
             .await;
         match recorded {
-            Ok(true) => Ok(self.shown(&row)),
+            Ok(true) => {
+                self.metrics
+                    .inc("media_uploads_total", &[("outcome", "stored")]);
+                Ok(self.shown(&row))
+            }
             Ok(false) | Err(_) => {
                 if let Err(error) = self.own.objects().delete(id).await {
                     tracing::warn!(%error, %id, "media store: a refused upload's file stays until the sweep");
                 }
-                match recorded {
+                let error = match recorded {
                     Ok(_) => {
                         let used = self.store.media_bytes(user_id).await.unwrap_or(used);
-                        Err(over_quota(self.config.quota_bytes_per_user, used))
+                        over_quota(self.config.quota_bytes_per_user, used)
                     }
-                    Err(error) => Err(error.into()),
-                }
+                    Err(error) => error.into(),
+                };
+                self.count_upload(&error);
+                Err(error)
             }
         }
+    }
+
+    fn count_upload(&self, error: &ApiError) {
+        let outcome = if error.code.status().is_server_error() {
+            "failed"
+        } else {
+            "refused"
+        };
+        self.metrics
+            .inc("media_uploads_total", &[("outcome", outcome)]);
     }
 
     /// Reads `body` into `intake`: the type from the first bytes, then each piece into the
@@ -316,7 +342,7 @@ impl MediaService {
     }
 
     fn retention(&self) -> Duration {
-        Duration::days(i64::try_from(self.config.retention_days).unwrap_or(7))
+        self.config.retention()
     }
 
     /// `user_id`'s media, newest first, with their count.
@@ -400,6 +426,76 @@ impl MediaService {
             })),
             Err(ObjectError::NotFound) => Ok(None),
             Err(error) => Err(store_error(error)),
+        }
+    }
+}
+
+/// What one sweep of the media did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MediaSweep {
+    /// Media past their time, deleted.
+    pub expired: u64,
+    /// Media past their time kept for a scheduled post that still names them.
+    pub kept: u64,
+    /// Files with no medium (an upload cut off before its row, a row deleted while its file
+    /// could not be), deleted.
+    pub objects_without_row: u64,
+    /// Media whose file was gone, deleted.
+    pub rows_without_object: u64,
+}
+
+/// Expired media deleted per sweep at most.
+const SWEEP_LIMIT: u64 = 10_000;
+/// A file or row younger than this is left out of the reconciliation: an upload writes its
+/// file before its row, and a listing may miss a file written while it runs.
+const RECONCILE_GRACE: Duration = Duration::hours(1);
+
+impl MediaService {
+    /// Deletes media past their time (unless a scheduled post still names them: those are kept
+    /// another `media.retention_days`), then reconciles the store's files with the media rows.
+    pub async fn sweep(&self) -> Result<MediaSweep, ApiError> {
+        let now = self.clock.now();
+        let mut report = MediaSweep {
+            kept: self
+                .store
+                .keep_media_of_scheduled_posts(now, now + self.retention())
+                .await?,
+            ..MediaSweep::default()
+        };
+        for id in self.store.expired_media(now, SWEEP_LIMIT).await? {
+            if self.store.delete_expired_medium(id, now).await?.is_some() {
+                report.expired += 1;
+                self.forget_file(id, "expired").await;
+            }
+        }
+        let files = self.own.objects().list().await.map_err(store_error)?;
+        let cutoff = now - RECONCILE_GRACE;
+        let listed: Vec<Uuid> = files.iter().map(|(id, _)| *id).collect();
+        let with_rows = self.store.media_exist(&listed).await?;
+        for (id, written) in &files {
+            if *written < cutoff && !with_rows.contains(id) {
+                report.objects_without_row += 1;
+                self.forget_file(*id, "object_without_row").await;
+            }
+        }
+        let listed: std::collections::HashSet<Uuid> = listed.into_iter().collect();
+        for id in self.store.media_created_before(cutoff).await? {
+            if !listed.contains(&id) && self.store.delete_medium(None, id).await?.is_some() {
+                report.rows_without_object += 1;
+                self.metrics
+                    .inc("media_swept_total", &[("reason", "row_without_object")]);
+            }
+        }
+        Ok(report)
+    }
+
+    /// Deletes medium `id`'s file and counts why.
+    async fn forget_file(&self, id: Uuid, reason: &str) {
+        match self.own.objects().delete(id).await {
+            Ok(()) => self.metrics.inc("media_swept_total", &[("reason", reason)]),
+            Err(error) => {
+                tracing::warn!(%error, %id, "media sweep: a file could not be deleted; the next sweep tries again");
+            }
         }
     }
 }

@@ -5,8 +5,8 @@
 use chrono::{DateTime, Utc};
 use entity::{media_usage, medium};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
-    QuerySelect, Statement, TransactionTrait, Value,
+    ColumnTrait, ConnectionTrait, DbBackend, DbErr, DeleteMany, EntityTrait, PaginatorTrait,
+    QueryFilter, QueryOrder, QuerySelect, Statement, TransactionTrait, Value, sea_query::Expr,
 };
 use uuid::Uuid;
 
@@ -87,11 +87,22 @@ impl Store {
         user_id: Option<Uuid>,
         id: Uuid,
     ) -> Result<Option<medium::Model>, DbErr> {
+        self.delete_medium_where(id, |delete| match user_id {
+            Some(user_id) => delete.filter(medium::Column::UserId.eq(user_id)),
+            None => delete,
+        })
+        .await
+    }
+
+    /// Deletes medium `id` if `narrow` still lets it, and takes its size off its owner's total,
+    /// in one transaction.
+    async fn delete_medium_where(
+        &self,
+        id: Uuid,
+        narrow: impl FnOnce(DeleteMany<medium::Entity>) -> DeleteMany<medium::Entity>,
+    ) -> Result<Option<medium::Model>, DbErr> {
         let txn = self.db.begin().await?;
-        let mut delete = medium::Entity::delete_many().filter(medium::Column::Id.eq(id));
-        if let Some(user_id) = user_id {
-            delete = delete.filter(medium::Column::UserId.eq(user_id));
-        }
+        let delete = narrow(medium::Entity::delete_many().filter(medium::Column::Id.eq(id)));
         let Some(deleted) = delete.exec_with_returning(&txn).await?.into_iter().next() else {
             txn.rollback().await?;
             return Ok(None);
@@ -112,17 +123,108 @@ impl Store {
         Ok(Some(deleted))
     }
 
-    /// Media whose time is up at `now`, at most `limit`.
-    pub async fn expired_media(
+    /// A post used medium `id` at `now`: it is kept until `expires_at` at least.
+    pub async fn touch_medium(
+        &self,
+        id: Uuid,
+        now: DateTime<Utc>,
+        expires_at: DateTime<Utc>,
+    ) -> Result<(), DbErr> {
+        medium::Entity::update_many()
+            .col_expr(medium::Column::LastUsedAt, Expr::value(now))
+            .col_expr(medium::Column::ExpiresAt, Expr::value(expires_at))
+            .filter(medium::Column::Id.eq(id))
+            .filter(medium::Column::ExpiresAt.lt(expires_at))
+            .exec(&self.db)
+            .await?;
+        Ok(())
+    }
+
+    /// Moves on to `until` the expiry of media whose time is up at `now` but that a scheduled
+    /// post still waiting or publishing names (its `request` holds the medium's URL, whose
+    /// token is unique); answers how many.
+    pub async fn keep_media_of_scheduled_posts(
         &self,
         now: DateTime<Utc>,
-        limit: u64,
-    ) -> Result<Vec<medium::Model>, DbErr> {
+        until: DateTime<Utc>,
+    ) -> Result<u64, DbErr> {
+        let backend = self.db.get_database_backend();
+        let contains = match backend {
+            DbBackend::Postgres => "strpos(CAST(s.request AS TEXT), m.token) > 0",
+            _ => "instr(s.request, m.token) > 0",
+        };
+        let sql = format!(
+            "UPDATE media SET expires_at = {until} WHERE expires_at <= {now} AND id IN (\
+             SELECT m.id FROM media m WHERE m.expires_at <= {now} AND EXISTS (\
+             SELECT 1 FROM scheduled_posts s WHERE s.user_id = m.user_id \
+             AND s.status IN ('scheduled', 'publishing') AND {contains}))",
+            until = placeholder(backend, 1),
+            now = placeholder(backend, 2),
+        );
+        let kept = self
+            .db
+            .execute_raw(Statement::from_sql_and_values(
+                backend,
+                sql,
+                [Value::from(until), Value::from(now)],
+            ))
+            .await?;
+        Ok(kept.rows_affected())
+    }
+
+    /// Ids of media whose time is up at `now`, at most `limit`.
+    pub async fn expired_media(&self, now: DateTime<Utc>, limit: u64) -> Result<Vec<Uuid>, DbErr> {
         medium::Entity::find()
+            .select_only()
+            .column(medium::Column::Id)
             .filter(medium::Column::ExpiresAt.lte(now))
             .order_by_asc(medium::Column::ExpiresAt)
             .limit(limit)
+            .into_tuple()
             .all(&self.db)
             .await
+    }
+
+    /// Deletes medium `id` if its time is still up at `now` (a post may have used it since it
+    /// was found), taking its size off its owner's total; the deleted row.
+    pub async fn delete_expired_medium(
+        &self,
+        id: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<Option<medium::Model>, DbErr> {
+        self.delete_medium_where(id, |delete| {
+            delete.filter(medium::Column::ExpiresAt.lte(now))
+        })
+        .await
+    }
+
+    /// Ids of every medium created before `before` (the reconciliation's side of the rows).
+    pub async fn media_created_before(&self, before: DateTime<Utc>) -> Result<Vec<Uuid>, DbErr> {
+        medium::Entity::find()
+            .select_only()
+            .column(medium::Column::Id)
+            .filter(medium::Column::CreatedAt.lt(before))
+            .into_tuple()
+            .all(&self.db)
+            .await
+    }
+
+    /// Whether any of `ids` has a row.
+    pub async fn media_exist(
+        &self,
+        ids: &[Uuid],
+    ) -> Result<std::collections::HashSet<Uuid>, DbErr> {
+        let mut found = std::collections::HashSet::new();
+        for chunk in ids.chunks(super::IDS_PER_STATEMENT) {
+            let rows: Vec<Uuid> = medium::Entity::find()
+                .select_only()
+                .column(medium::Column::Id)
+                .filter(medium::Column::Id.is_in(chunk.iter().copied()))
+                .into_tuple()
+                .all(&self.db)
+                .await?;
+            found.extend(rows);
+        }
+        Ok(found)
     }
 }

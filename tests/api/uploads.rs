@@ -494,3 +494,166 @@ async fn answer_id(app: &TestApp, key: &str) -> String {
     let media = listed["media"].as_array().unwrap();
     media.last().unwrap()["id"].as_str().unwrap().to_string()
 }
+
+/// `GET /v2/media/{id}`'s status.
+async fn medium_status(app: &TestApp, key: &str, id: &str) -> u16 {
+    let response = app
+        .http
+        .get(app.url(&format!("/v2/media/{id}")))
+        .header("service-api-key", key)
+        .send()
+        .await
+        .unwrap();
+    response.status().as_u16()
+}
+
+async fn uploaded_id(app: &TestApp, key: &str, body: Vec<u8>) -> (String, String) {
+    let (status, answer) = upload(app, key, "image/jpeg", body).await;
+    assert_eq!(status, 201, "{answer}");
+    let media = &answer["media"];
+    (
+        media["id"].as_str().unwrap().to_string(),
+        media["url"].as_str().unwrap().to_string(),
+    )
+}
+
+#[actix_rt::test]
+async fn files_are_deleted_a_retention_after_their_upload_or_their_last_use() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let jpeg = service_sim::media::SAMPLE_JPG.to_vec();
+    let (unused, _) = uploaded_id(&app, &publisher.key, jpeg.clone()).await;
+    let (used, used_url) = uploaded_id(&app, &publisher.key, jpeg.clone()).await;
+    app.clock.advance(chrono::Duration::days(3));
+    let (status, answer) = app
+        .post(
+            &publisher.key,
+            &publisher.body(serde_json::json!({"text": "photo", "mediaUrls": [used_url]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+
+    // Seven days after the upload: the unused file goes, the used one stays.
+    app.clock
+        .advance(chrono::Duration::days(4) + chrono::Duration::minutes(1));
+    let swept = app.state.media.sweep().await.unwrap();
+    assert_eq!((swept.expired, swept.kept), (1, 0), "{swept:?}");
+    assert_eq!(medium_status(&app, &publisher.key, &unused).await, 404);
+    assert_eq!(medium_status(&app, &publisher.key, &used).await, 200);
+    assert_eq!(stored_files(&app), 1);
+
+    // Seven days after its use, the used one goes too, and its room in the quota comes back.
+    app.clock.advance(chrono::Duration::days(3));
+    assert_eq!(app.state.media.sweep().await.unwrap().expired, 1);
+    assert_eq!(medium_status(&app, &publisher.key, &used).await, 404);
+    assert_eq!(stored_files(&app), 0);
+    assert_eq!(
+        app.state
+            .store
+            .media_bytes(publisher.user_id)
+            .await
+            .unwrap(),
+        0
+    );
+    let metrics = app.state.metrics.render();
+    assert!(
+        metrics.contains("media_swept_total{reason=\"expired\"} 2"),
+        "{metrics}"
+    );
+}
+
+#[actix_rt::test]
+async fn a_file_named_by_a_scheduled_post_is_kept_until_the_post_has_ended() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let (id, url) = uploaded_id(
+        &app,
+        &publisher.key,
+        service_sim::media::SAMPLE_JPG.to_vec(),
+    )
+    .await;
+    let at = (app.clock_now() + chrono::Duration::days(30))
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let (status, answer) = app
+        .post(
+            &publisher.key,
+            &publisher
+                .body(serde_json::json!({"text": "later", "mediaUrls": [url], "scheduledAt": at})),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let scheduled = answer["scheduledPostId"].as_str().unwrap().to_string();
+
+    app.clock.advance(chrono::Duration::days(8));
+    let swept = app.state.media.sweep().await.unwrap();
+    assert_eq!((swept.expired, swept.kept), (0, 1), "{swept:?}");
+    assert_eq!(medium_status(&app, &publisher.key, &id).await, 200);
+
+    // Cancelled, the post has ended: the file goes at the sweep after its time.
+    let cancelled = app
+        .http
+        .delete(app.url(&format!("/api/scheduled-posts/{scheduled}")))
+        .header("service-api-key", &publisher.key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cancelled.status(), StatusCode::OK);
+    app.clock.advance(chrono::Duration::days(8));
+    let swept = app.state.media.sweep().await.unwrap();
+    assert_eq!((swept.expired, swept.kept), (1, 0), "{swept:?}");
+    assert_eq!(medium_status(&app, &publisher.key, &id).await, 404);
+}
+
+#[actix_rt::test]
+async fn the_sweep_removes_files_without_media_and_media_without_files() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let jpeg = service_sim::media::SAMPLE_JPG.to_vec();
+    let (kept, kept_url) = uploaded_id(&app, &publisher.key, jpeg.clone()).await;
+    let (lost, _) = uploaded_id(&app, &publisher.key, jpeg.clone()).await;
+    // Its file disappears from the store behind the service's back.
+    std::fs::remove_file(app.media_dir.path().join(lost.replace('-', ""))).unwrap();
+    // A file no medium names.
+    let stray = uuid::Uuid::new_v4().simple().to_string();
+    std::fs::write(app.media_dir.path().join(&stray), &jpeg).unwrap();
+
+    // Younger than the reconciliation's grace: left alone.
+    let swept = app.state.media.sweep().await.unwrap();
+    assert_eq!(
+        (swept.objects_without_row, swept.rows_without_object),
+        (0, 0)
+    );
+
+    app.clock.advance(chrono::Duration::hours(2));
+    let swept = app.state.media.sweep().await.unwrap();
+    assert_eq!(
+        (
+            swept.objects_without_row,
+            swept.rows_without_object,
+            swept.expired
+        ),
+        (1, 1, 0)
+    );
+    assert!(!app.media_dir.path().join(&stray).exists());
+    assert_eq!(medium_status(&app, &publisher.key, &lost).await, 404);
+    assert_eq!(medium_status(&app, &publisher.key, &kept).await, 200);
+    assert_eq!(
+        app.http.get(&kept_url).send().await.unwrap().status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        app.state
+            .store
+            .media_bytes(publisher.user_id)
+            .await
+            .unwrap(),
+        jpeg.len() as u64
+    );
+    let metrics = app.state.metrics.render();
+    for reason in ["object_without_row", "row_without_object"] {
+        assert!(
+            metrics.contains(&format!("media_swept_total{{reason=\"{reason}\"}} 1")),
+            "{reason}: {metrics}"
+        );
+    }
+}
