@@ -93,8 +93,8 @@ pub struct TestApp {
     /// What the service was built with (a second instance reuses it).
     pub config: Config,
     pg_schema: Option<String>,
-    /// The local media store's directory.
-    pub media_dir: tempfile::TempDir,
+    /// The local media store's directory, removed with the test.
+    _media_dir: tempfile::TempDir,
     _db: TestDb,
 }
 
@@ -322,9 +322,28 @@ impl TestApp {
         // own tests set it back.
         config.auth.signin_rate_per_minute = 1_000_000;
         config.auth.signin_burst = 100_000;
-        // Each test's uploads in a directory of its own, gone with the test.
+        // Each test's uploads in a directory of its own, gone with the test; or, with
+        // `TEST_MEDIA_S3_ENDPOINT` set, in a bucket of its own on that S3-compatible server.
         let media_dir = tempfile::tempdir().unwrap();
         config.media.local_dir = media_dir.path().display().to_string();
+        if let Ok(endpoint) = std::env::var("TEST_MEDIA_S3_ENDPOINT")
+            && !endpoint.is_empty()
+        {
+            let bucket = format!("media-{}", Uuid::new_v4().simple());
+            let created = Client::new()
+                .put(format!("{}/{bucket}", endpoint.trim_end_matches('/')))
+                .send()
+                .await
+                .unwrap();
+            assert!(
+                created.status().is_success(),
+                "bucket: {}",
+                created.status()
+            );
+            config.media.store = social_service::config::MediaStoreKind::S3;
+            config.media.s3_endpoint = endpoint;
+            config.media.s3_bucket = bucket;
+        }
         adjust(&mut config);
 
         let clock = ManualClock::new(Utc::now());
@@ -366,7 +385,7 @@ impl TestApp {
             sqlite_url,
             config,
             pg_schema,
-            media_dir,
+            _media_dir: media_dir,
             _db: db,
         }
     }
@@ -552,6 +571,12 @@ impl TestApp {
             crate::openapi::assert_documented("post", "/v2/posts", 200, &answer);
         }
         (status, answer)
+    }
+
+    /// The media store the service writes uploads to (the local directory or the S3 bucket).
+    #[allow(dead_code)]
+    pub fn media_objects(&self) -> social_service::media::objects::MediaObjects {
+        social_service::media::objects::MediaObjects::open(&self.config.media).unwrap()
     }
 
     /// A file on the simulator's media host.

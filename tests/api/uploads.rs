@@ -61,11 +61,9 @@ async fn library(app: &TestApp, key: &str) -> Value {
     answer
 }
 
-/// The files in the local media store.
-fn stored_files(app: &TestApp) -> usize {
-    std::fs::read_dir(app.media_dir.path())
-        .map(|dir| dir.count())
-        .unwrap_or(0)
+/// The files in the media store.
+async fn stored_files(app: &TestApp) -> usize {
+    app.media_objects().list().await.unwrap().len()
 }
 
 #[actix_rt::test]
@@ -276,7 +274,7 @@ async fn a_form_upload_from_the_dashboard_lands_in_the_users_library_and_delete_
         .await
         .unwrap();
     assert_eq!(gone.status(), StatusCode::NOT_FOUND);
-    assert_eq!(stored_files(&app), 0);
+    assert_eq!(stored_files(&app).await, 0);
 }
 
 #[actix_rt::test]
@@ -301,7 +299,7 @@ async fn files_that_are_not_accepted_media_are_refused_and_nothing_is_kept() {
         );
     }
     assert_eq!(library(&app, &publisher.key).await["total"], 0);
-    assert_eq!(stored_files(&app), 0);
+    assert_eq!(stored_files(&app).await, 0);
 }
 
 #[actix_rt::test]
@@ -331,7 +329,7 @@ async fn a_file_over_the_limit_is_refused_as_soon_as_it_crosses_it() {
         "{answer}"
     );
     assert_eq!(library(&app, &publisher.key).await["total"], 0);
-    assert_eq!(stored_files(&app), 0);
+    assert_eq!(stored_files(&app).await, 0);
 }
 
 #[actix_rt::test]
@@ -355,7 +353,7 @@ async fn uploads_past_the_users_quota_are_refused_even_when_sent_together() {
     }
     let listed = library(&app, &publisher.key).await;
     assert_eq!(listed["total"], 2);
-    assert_eq!(stored_files(&app), 2);
+    assert_eq!(stored_files(&app).await, 2);
 
     // Deleting one makes room for one.
     let id = listed["media"][0]["id"].as_str().unwrap();
@@ -438,6 +436,7 @@ async fn posts_use_uploaded_files_which_the_service_reads_from_its_store() {
     )
     .await;
     let url = answer["media"]["url"].as_str().unwrap().to_string();
+    let square = answer["media"]["id"].as_str().unwrap().to_string();
     let (status, answer) = app
         .post(
             &instagram.key,
@@ -465,7 +464,7 @@ async fn posts_use_uploaded_files_which_the_service_reads_from_its_store() {
     assert_eq!(app.published(&instagram.sim).len(), 1);
 
     // A deleted file's URL no longer publishes.
-    let id = answer_id(&app, &instagram.key).await;
+    let id = square;
     let deleted = app
         .http
         .delete(app.url(&format!("/v2/media/{id}")))
@@ -486,13 +485,6 @@ async fn posts_use_uploaded_files_which_the_service_reads_from_its_store() {
         "{answer}"
     );
     crate::helpers::assert_no_violations(&app.sim);
-}
-
-/// The id of the caller's oldest medium.
-async fn answer_id(app: &TestApp, key: &str) -> String {
-    let listed = library(app, key).await;
-    let media = listed["media"].as_array().unwrap();
-    media.last().unwrap()["id"].as_str().unwrap().to_string()
 }
 
 /// `GET /v2/media/{id}`'s status.
@@ -540,13 +532,13 @@ async fn files_are_deleted_a_retention_after_their_upload_or_their_last_use() {
     assert_eq!((swept.expired, swept.kept), (1, 0), "{swept:?}");
     assert_eq!(medium_status(&app, &publisher.key, &unused).await, 404);
     assert_eq!(medium_status(&app, &publisher.key, &used).await, 200);
-    assert_eq!(stored_files(&app), 1);
+    assert_eq!(stored_files(&app).await, 1);
 
     // Seven days after its use, the used one goes too, and its room in the quota comes back.
     app.clock.advance(chrono::Duration::days(3));
     assert_eq!(app.state.media.sweep().await.unwrap().expired, 1);
     assert_eq!(medium_status(&app, &publisher.key, &used).await, 404);
-    assert_eq!(stored_files(&app), 0);
+    assert_eq!(stored_files(&app).await, 0);
     assert_eq!(
         app.state
             .store
@@ -612,10 +604,13 @@ async fn the_sweep_removes_files_without_media_and_media_without_files() {
     let (kept, kept_url) = uploaded_id(&app, &publisher.key, jpeg.clone()).await;
     let (lost, _) = uploaded_id(&app, &publisher.key, jpeg.clone()).await;
     // Its file disappears from the store behind the service's back.
-    std::fs::remove_file(app.media_dir.path().join(lost.replace('-', ""))).unwrap();
+    let objects = app.media_objects();
+    objects.delete(lost.parse().unwrap()).await.unwrap();
     // A file no medium names.
-    let stray = uuid::Uuid::new_v4().simple().to_string();
-    std::fs::write(app.media_dir.path().join(&stray), &jpeg).unwrap();
+    let stray = uuid::Uuid::new_v4();
+    let mut writer = objects.writer(stray);
+    writer.write(&jpeg).await.unwrap();
+    writer.finish().await.unwrap();
 
     // Younger than the reconciliation's grace: left alone.
     let swept = app.state.media.sweep().await.unwrap();
@@ -634,7 +629,14 @@ async fn the_sweep_removes_files_without_media_and_media_without_files() {
         ),
         (1, 1, 0)
     );
-    assert!(!app.media_dir.path().join(&stray).exists());
+    let left: Vec<uuid::Uuid> = objects
+        .list()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(left, [kept.parse::<uuid::Uuid>().unwrap()]);
     assert_eq!(medium_status(&app, &publisher.key, &lost).await, 404);
     assert_eq!(medium_status(&app, &publisher.key, &kept).await, 200);
     assert_eq!(
