@@ -659,3 +659,67 @@ async fn the_sweep_removes_files_without_media_and_media_without_files() {
         );
     }
 }
+
+#[actix_rt::test]
+async fn malformed_uploads_and_ranges_get_clear_answers() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let post = |content_type: Option<&'static str>, body: Vec<u8>| {
+        let app = &app;
+        let key = publisher.key.clone();
+        async move {
+            let mut request = app
+                .http
+                .post(app.url("/v2/media"))
+                .header("service-api-key", key)
+                .body(body);
+            if let Some(content_type) = content_type {
+                request = request.header(header::CONTENT_TYPE, content_type);
+            }
+            status_and_json(request.send().await.unwrap()).await
+        }
+    };
+    // A form without a `file` part, and one whose boundary is missing.
+    let (status, answer) = post(
+        Some("multipart/form-data; boundary=x"),
+        b"--x\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nhi\r\n--x--\r\n".to_vec(),
+    )
+    .await;
+    assert_eq!(
+        (status, answer["error"].as_str()),
+        (400, Some("MissingParameter")),
+        "{answer}"
+    );
+    let (status, answer) = post(Some("multipart/form-data"), b"whatever".to_vec()).await;
+    assert_eq!(
+        (status, answer["error"].as_str()),
+        (400, Some("InvalidRequest")),
+        "{answer}"
+    );
+    // No declared type: the bytes decide.
+    let (status, answer) = post(None, png(3, 4, 10)).await;
+    assert_eq!(status, 201, "{answer}");
+    let url = answer["media"]["url"].as_str().unwrap().to_string();
+    // Ranges the service does not serve in part are answered with the whole file.
+    for range in ["bytes=abc", "bytes=0-1,4-5", "items=0-3", "bytes=-"] {
+        let response = app
+            .http
+            .get(&url)
+            .header(header::RANGE, range)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{range}");
+    }
+    // Uploads need a key or a session; the file URLs need neither.
+    let anonymous = app
+        .http
+        .post(app.url("/v2/media"))
+        .header(header::CONTENT_TYPE, "image/png")
+        .body(png(3, 4, 10))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(stored_files(&app).await, 1);
+}
