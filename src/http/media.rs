@@ -292,12 +292,13 @@ pub async fn serve_medium(
 ) -> Result<HttpResponse, ApiError> {
     let (id, file) = path.into_inner();
     let (token, extension) = file.rsplit_once('.').ok_or_else(not_served)?;
-    let (format, size, sha256) = state
+    let served = state
         .media
-        .served_size(&id, token, extension)
+        .served(&id, token, extension)
         .await?
         .ok_or_else(not_served)?;
-    let etag = format!("\"{sha256}\"");
+    let (format, size) = (served.format, served.size);
+    let etag = format!("\"{}\"", served.sha256);
     let mut response = HttpResponse::Ok();
     response
         .insert_header((header::CONTENT_TYPE, format.content_type()))
@@ -332,12 +333,12 @@ pub async fn serve_medium(
             ));
     }
     let length = range.as_ref().map_or(size, |r| r.end - r.start);
-    let served = state
+    let read = state
         .media
-        .open(&id, token, extension, range)
+        .read(&served, range)
         .await?
         .ok_or_else(not_served)?;
-    let stream = served.read.stream.map(|piece| {
+    let stream = read.stream.map(|piece| {
         piece.map_err(|error| {
             tracing::warn!(%error, "media: a file could not be read to its end");
             std::io::Error::other(error.to_string())

@@ -50,11 +50,12 @@ pub struct Medium {
     pub expires_at: String,
 }
 
-/// A medium's bytes to serve, with what its response headers need.
+/// A medium a public URL names, with what its response headers need.
 pub struct ServedMedium {
+    pub id: Uuid,
     pub format: MediaFormat,
+    pub size: u64,
     pub sha256: String,
-    pub read: ObjectRead,
 }
 
 /// What a request for part of a file asks for, already parsed.
@@ -393,37 +394,33 @@ impl MediaService {
         Ok(self.own.find(&path).await?)
     }
 
-    /// The size and hash of the medium a public URL names (`HEAD`, and checks before a read).
-    pub async fn served_size(
+    /// The medium a public URL names (its format, size and hash), or `None`.
+    pub async fn served(
         &self,
         id: &str,
         token: &str,
         extension: &str,
-    ) -> Result<Option<(MediaFormat, u64, String)>, ApiError> {
+    ) -> Result<Option<ServedMedium>, ApiError> {
         Ok(self
             .served_row(id, token, extension)
             .await?
-            .map(|(row, format)| (format, u64::try_from(row.size).unwrap_or(0), row.sha256)))
+            .map(|(row, format)| ServedMedium {
+                id: row.id,
+                format,
+                size: u64::try_from(row.size).unwrap_or(0),
+                sha256: row.sha256,
+            }))
     }
 
-    /// Opens the medium a public URL names, or `range` of it (checked by the caller against
-    /// [`Self::served_size`]).
-    pub async fn open(
+    /// Reads `medium`'s file, or `range` of it (checked by the caller against its size);
+    /// `None` when the file is gone.
+    pub async fn read(
         &self,
-        id: &str,
-        token: &str,
-        extension: &str,
+        medium: &ServedMedium,
         range: Option<Range<u64>>,
-    ) -> Result<Option<ServedMedium>, ApiError> {
-        let Some((row, format)) = self.served_row(id, token, extension).await? else {
-            return Ok(None);
-        };
-        match self.own.objects().read(row.id, range).await {
-            Ok(read) => Ok(Some(ServedMedium {
-                format,
-                sha256: row.sha256,
-                read,
-            })),
+    ) -> Result<Option<ObjectRead>, ApiError> {
+        match self.own.objects().read(medium.id, range).await {
+            Ok(read) => Ok(Some(read)),
             Err(ObjectError::NotFound) => Ok(None),
             Err(error) => Err(store_error(error)),
         }
