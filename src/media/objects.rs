@@ -2,9 +2,10 @@
 //! filesystem or an S3-compatible bucket, chosen by `media.store`. Files are named by their
 //! medium's id alone, so a path never carries anything a user sent.
 //!
-//! Writes go through [`ObjectWriter`]: bytes are handed on as they arrive (a multipart upload
-//! on S3, a staging file on disk), and the object appears only when the writer finishes. An
-//! aborted writer leaves nothing behind.
+//! Writes go through [`ObjectWriter`]: bytes are handed on part by part as they arrive (a
+//! multipart upload on S3, a staging file on disk), so an upload holds a few parts in memory,
+//! never the file; the object appears only when the writer finishes. An aborted writer leaves
+//! nothing behind. A file smaller than one part is written with a single request.
 
 use std::{ops::Range, sync::Arc};
 
@@ -54,7 +55,17 @@ pub struct ObjectRead {
 #[derive(Clone)]
 pub struct MediaObjects {
     store: Arc<dyn ObjectStore>,
+    /// Bytes a writer holds before it hands them on: one part of a multipart upload.
+    part_bytes: usize,
 }
+
+/// A local file takes any piece size: an upload holds little memory.
+const LOCAL_PART_BYTES: usize = 256 * 1024;
+/// S3 refuses multipart parts under 5 MiB (but the last).
+const S3_PART_BYTES: usize = 5 * 1024 * 1024;
+/// Parts of one upload in flight at once: with the one being filled, an upload holds at most
+/// three parts in memory.
+const PARTS_IN_FLIGHT: usize = 2;
 
 impl std::fmt::Debug for MediaObjects {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -70,6 +81,10 @@ impl MediaObjects {
     /// The store `config` names; the local directory is created if it is missing. S3
     /// credentials come from the standard `AWS_*` environment variables.
     pub fn open(config: &MediaConfig) -> Result<Self, ConfigError> {
+        let part_bytes = match config.store {
+            MediaStoreKind::Local => LOCAL_PART_BYTES,
+            MediaStoreKind::S3 => S3_PART_BYTES,
+        };
         let store: Arc<dyn ObjectStore> = match config.store {
             MediaStoreKind::Local => {
                 std::fs::create_dir_all(&config.local_dir).map_err(|e| {
@@ -98,13 +113,14 @@ impl MediaObjects {
                 Arc::new(s3)
             }
         };
-        Ok(Self { store })
+        Ok(Self { store, part_bytes })
     }
 
     /// A writer for medium `id`'s file.
     pub fn writer(&self, id: Uuid) -> ObjectWriter {
         ObjectWriter {
-            inner: BufWriter::new(self.store.clone(), location(id)),
+            inner: BufWriter::with_capacity(self.store.clone(), location(id), self.part_bytes)
+                .with_max_concurrency(PARTS_IN_FLIGHT),
         }
     }
 

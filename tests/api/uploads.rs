@@ -723,3 +723,40 @@ async fn malformed_uploads_and_ranges_get_clear_answers() {
     assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
     assert_eq!(stored_files(&app).await, 1);
 }
+
+#[actix_rt::test]
+async fn a_file_of_many_parts_is_stored_and_served_whole() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("facebook", "pro").await;
+    // Over two of the S3 store's 5 MiB parts, sent in small pieces.
+    let video = mp4(12 * 1024 * 1024 + 12_345);
+    let pieces: Vec<Result<Bytes, std::io::Error>> = video
+        .chunks(64 * 1024)
+        .map(|piece| Ok(Bytes::copy_from_slice(piece)))
+        .collect();
+    let response = app
+        .http
+        .post(app.url("/v2/media"))
+        .header("service-api-key", &publisher.key)
+        .header(header::CONTENT_TYPE, "video/mp4")
+        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+            pieces,
+        )))
+        .send()
+        .await
+        .unwrap();
+    let (status, answer) = status_and_json(response).await;
+    assert_eq!(status, 201, "{answer}");
+    assert_eq!(answer["media"]["size"], video.len());
+    let digest = format!("{:x}", Sha256::digest(&video));
+    assert_eq!(answer["media"]["sha256"], digest);
+    let served = app
+        .http
+        .get(answer["media"]["url"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(served.status(), StatusCode::OK);
+    let body = served.bytes().await.unwrap();
+    assert_eq!(format!("{:x}", Sha256::digest(&body)), digest);
+}
