@@ -760,3 +760,51 @@ async fn a_file_of_many_parts_is_stored_and_served_whole() {
     let body = served.bytes().await.unwrap();
     assert_eq!(format!("{:x}", Sha256::digest(&body)), digest);
 }
+
+#[actix_rt::test]
+async fn uploads_have_a_body_deadline_of_their_own() {
+    let app = TestApp::spawn_on_system_clock(|config| {
+        config.server.request_body_timeout_secs = 1;
+        config.media.upload_timeout_secs = 4;
+    })
+    .await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let slow_upload = |stall: Option<Duration>| {
+        let app = &app;
+        let key = publisher.key.clone();
+        async move {
+            let file = png(10, 10, 2_000);
+            let (head, tail) = file.split_at(1_000);
+            let (head, tail) = (Bytes::copy_from_slice(head), Bytes::copy_from_slice(tail));
+            let body = futures_util::stream::once(async move { Ok::<_, std::io::Error>(head) })
+                .chain(futures_util::stream::once(async move {
+                    match stall {
+                        Some(pause) => tokio::time::sleep(pause).await,
+                        None => futures_util::future::pending::<()>().await,
+                    }
+                    Ok(tail)
+                }));
+            let response = app
+                .http
+                .post(app.url("/v2/media"))
+                .header("service-api-key", key)
+                .header(header::CONTENT_TYPE, "image/png")
+                .body(reqwest::Body::wrap_stream(body))
+                .send()
+                .await
+                .unwrap();
+            status_and_json(response).await
+        }
+    };
+    // Slower than every other route's deadline, within the upload's.
+    let (status, answer) = slow_upload(Some(Duration::from_secs(2))).await;
+    assert_eq!(status, 201, "{answer}");
+    // A body that stops arriving gets the catalogue's timeout at the upload's deadline.
+    let (status, answer) = slow_upload(None).await;
+    assert_eq!(
+        (status, answer["error"].as_str()),
+        (408, Some("RequestTimeout")),
+        "{answer}"
+    );
+    assert_eq!(stored_files(&app).await, 1);
+}
