@@ -1,5 +1,6 @@
 # The service's container image: the release binary on Debian, run as an unprivileged user, with
-# its SQLite database (when it uses one) on the /data volume.
+# its SQLite database (when it uses one) and uploaded media (unless they go to S3) on the /data
+# volume.
 #
 #   docker build -t social-service .        (or: podman build --format docker -t social-service .)
 #   docker run -d -p 8080:8080 -v social-data:/data --env-file secrets.env social-service
