@@ -433,9 +433,8 @@ async fn fan_out_context<C: ConnectionTrait>(
     })
 }
 
-/// Records one attempt and its message's next state; false (nothing written) when the message
-/// is no longer claimed by the attempt's pass.
-/// A failed attempt's message: retried later, or ended. `false` if the claim had ended.
+/// Records a failed attempt and its message's next state (retried later, or ended); `false`
+/// (nothing written) when the message is no longer claimed by the attempt's pass.
 async fn record_failure<C: ConnectionTrait>(db: &C, record: &AttemptRecord) -> Result<bool, DbErr> {
     use webhook_message::Column;
     let mut update = webhook_message::Entity::update_many()
