@@ -20,6 +20,11 @@
 //!
 //! A refusal is shown next to the field it concerns ([`Field::of`]), with the catalogue's code
 //! and message; the form keeps what was typed.
+//!
+//! Files: the page's upload form takes JPG, PNG, WEBP, MP4 and MOV files. With scripts on,
+//! `static/app.js` sends each chosen or dropped file to `POST /v2/media` as soon as it is picked
+//! and adds its URL to `media`; without, the form posts to [`super::compose_media`], which
+//! comes back here with the URLs in `?media=` (and their count in `?uploaded=`).
 
 use actix_web::{HttpRequest, HttpResponse, http::header, web};
 use askama::Template;
@@ -83,6 +88,35 @@ pub struct ComposeForm {
     form_token: String,
 }
 
+impl ComposeForm {
+    /// An empty form in `zone` whose media field holds `media`.
+    pub(super) fn with_media(media: String, zone: Tz) -> Self {
+        Self {
+            media,
+            tz: zone.name().to_string(),
+            ..Self::default()
+        }
+    }
+}
+
+/// What `GET /dashboard/compose` reads from its query: what the upload form sends back.
+#[derive(Debug, Default, Deserialize)]
+struct PageQuery {
+    /// The media field's text, one URL per line.
+    #[serde(default)]
+    media: String,
+    /// How many files were just uploaded (a number; anything else is ignored).
+    #[serde(default)]
+    uploaded: String,
+}
+
+/// The types the upload form offers (the media service decides from the bytes).
+const ACCEPTED_TYPES: &str = "image/jpeg,image/png,image/webp,video/mp4,video/quicktime";
+/// Where the page's script sends each file.
+const UPLOAD_API: &str = "/v2/media";
+/// The longest `?media=` read into the form; a longer one is left out.
+const MAX_PREFILLED_MEDIA: usize = 16 * 1024;
+
 /// Which field a refusal concerns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Field {
@@ -92,6 +126,8 @@ pub enum Field {
     Cover,
     Title,
     Schedule,
+    /// The upload form (a file that is not media, too large, past the quota…).
+    Upload,
     /// Not about one field (quota, plan, platform failure…): shown above the form.
     Top,
 }
@@ -159,7 +195,7 @@ pub struct Problem {
 }
 
 impl Problem {
-    fn of(error: &ApiError) -> Self {
+    pub(super) fn of(error: &ApiError) -> Self {
         Self {
             code: error.code.as_str().to_string(),
             message: error.message.clone(),
@@ -207,6 +243,12 @@ struct ComposePage {
     form: ComposeForm,
     /// This rendering's one-time token.
     token: String,
+    /// The upload form's own one-time token.
+    upload_token: String,
+    /// The upload form's hint, with the size limit filled in.
+    upload_hint: String,
+    accepted_types: &'static str,
+    upload_api: &'static str,
     draft_checked: bool,
     outcome: Option<Outcome>,
     /// The refusal and the field it concerns.
@@ -243,6 +285,20 @@ impl ComposePage {
     }
     fn top_error(&self) -> Option<&Problem> {
         self.error_for(Field::Top)
+    }
+    fn upload_error(&self) -> Option<&Problem> {
+        self.error_for(Field::Upload)
+    }
+}
+
+/// A byte count in words: whole megabytes (or kilobytes below one).
+fn size_text(bytes: u64) -> String {
+    const KB: u64 = 1024;
+    const MB: u64 = 1024 * KB;
+    if bytes >= MB {
+        format!("{} MB", bytes / MB)
+    } else {
+        format!("{} KB", bytes.div_ceil(KB))
     }
 }
 
@@ -283,17 +339,42 @@ async fn render_page(
     field_error: Option<(Field, Problem)>,
 ) -> Result<HttpResponse, ApiError> {
     let layout = Layout::signed_in(req, session, Nav::Compose);
+    render_in(req, state, session, layout, form, outcome, field_error).await
+}
+
+/// [`render_page`] in a frame of the caller's (one with a notice).
+pub(super) async fn render_in(
+    req: &HttpRequest,
+    state: &AppState,
+    session: &SessionUser,
+    layout: Layout,
+    form: ComposeForm,
+    outcome: Option<Outcome>,
+    field_error: Option<(Field, Problem)>,
+) -> Result<HttpResponse, ApiError> {
     let accounts = account_options(state, session.user.id, &form.account).await?;
-    // Without an account to choose, the account select is not shown: its refusal goes on top.
+    // Without an account to choose, neither the account select nor the upload form is shown:
+    // their refusals go on top.
     let field_error = match field_error {
-        Some((Field::Account, problem)) if accounts.is_empty() => Some((Field::Top, problem)),
+        Some((Field::Account | Field::Upload, problem)) if accounts.is_empty() => {
+            Some((Field::Top, problem))
+        }
         other => other,
     };
     let zone = form.tz.parse::<Tz>().unwrap_or_else(|_| zone_of(req));
+    let now = state.clock.now();
+    let upload_hint = layout.t.fill(
+        Msg::ComposeUploadHint,
+        &[("size", &size_text(state.media.config().max_bytes))],
+    );
     let page = ComposePage {
         layout,
         accounts,
-        token: form_token::issue(&state.signer, session.user.id, state.clock.now()),
+        token: form_token::issue(&state.signer, session.user.id, now),
+        upload_token: form_token::issue(&state.signer, session.user.id, now),
+        upload_hint,
+        accepted_types: ACCEPTED_TYPES,
+        upload_api: UPLOAD_API,
         zones: zone_options(zone),
         draft_checked: form.draft.is_some(),
         form,
@@ -304,17 +385,31 @@ async fn render_page(
     Ok(render(req, page))
 }
 
+/// `GET /dashboard/compose`: an empty form, or after the upload form, one whose media field
+/// holds the uploaded files' URLs (`?media=`), with a notice of how many came in.
 #[tracing::instrument(skip_all, fields(user_id = %session.user.id))]
 async fn page(
     req: HttpRequest,
     state: web::Data<AppState>,
     session: SessionUser,
+    query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let form = ComposeForm {
-        tz: zone_of(&req).name().to_string(),
-        ..ComposeForm::default()
+    let PageQuery { media, uploaded } = query.into_inner();
+    // Only pre-fills a field the user sees and sends; an oversized one is dropped whole.
+    let media = if media.len() <= MAX_PREFILLED_MEDIA {
+        media
+    } else {
+        String::new()
     };
-    render_page(&req, &state, &session, form, None, None).await
+    let form = ComposeForm::with_media(media, zone_of(&req));
+    let mut layout = Layout::signed_in(&req, &session, Nav::Compose);
+    if let Ok(count) = uploaded.parse::<u32>()
+        && count > 0
+    {
+        let count = count.to_string();
+        layout.notice = Some(layout.t.fill(Msg::NoticeUploaded, &[("count", &count)]));
+    }
+    render_in(&req, &state, &session, layout, form, None, None).await
 }
 
 /// Splits the text box into the parts of a thread at lines holding only `---`.
@@ -628,6 +723,23 @@ mod tests {
         assert_eq!(public_link(Platform::Facebook, "1_2"), None);
         assert_eq!(public_link(Platform::X, "1/../evil"), None);
         assert_eq!(public_link(Platform::Youtube, ""), None);
+    }
+
+    #[test]
+    fn sizes_read_in_whole_units() {
+        let cases = [
+            ("the default limit", 100 * 1024 * 1024, "100 MB"),
+            (
+                "a part of a megabyte is dropped",
+                3 * 1024 * 1024 + 5,
+                "3 MB",
+            ),
+            ("below a megabyte", 64 * 1024, "64 KB"),
+            ("a few bytes", 10, "1 KB"),
+        ];
+        for (name, bytes, want) in cases {
+            assert_eq!(size_text(bytes), want, "{name}");
+        }
     }
 
     #[test]

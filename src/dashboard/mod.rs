@@ -12,9 +12,12 @@
 //! - Every response of these routes carries a strict CSP, `nosniff` and `Referrer-Policy`
 //!   ([`page_headers`]). Templates have no inline script, style attribute or event handler.
 //! - Nothing here changes state on a GET: each change is a POST answered with a 303.
+//! - Forms post `application/x-www-form-urlencoded`, except Compose's upload form
+//!   ([`compose_media`]), whose `multipart/form-data` body streams each file to the media service.
 
 pub mod accounts;
 pub mod compose;
+pub mod compose_media;
 mod form_token;
 pub mod history;
 pub mod keys;
@@ -78,6 +81,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(webhook_log::configure)
             // Compose and Scheduled pages.
             .configure(compose::configure)
+            .configure(compose_media::configure)
             .configure(scheduled::configure)
             .configure(history::configure)
             .configure(performance::configure)

@@ -3,9 +3,7 @@
 //! fetch, with no authentication. The use cases are [`crate::services::media`]'s.
 
 use actix_multipart::Multipart;
-use actix_web::{
-    HttpRequest, HttpResponse, error::PayloadError, http::header, middleware::from_fn, web,
-};
+use actix_web::{HttpRequest, HttpResponse, http::header, middleware::from_fn, web};
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt, TryStreamExt};
 use serde::Serialize;
@@ -19,7 +17,7 @@ use crate::{
     store::Page,
     web::{
         auth::{Owner, require_session_or_api_key},
-        body_deadline::{body_timeout_error, is_deadline_error},
+        body_deadline::{multipart_error, payload_error},
     },
 };
 
@@ -31,7 +29,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(web::head().to(serve_medium)),
     )
     .service(
-        // The body deadline's `UPLOAD_PATH`.
+        // An upload route of the body deadline (`is_upload`).
         web::scope("/v2/media")
             .wrap(from_fn(require_session_or_api_key))
             .route("", web::post().to(upload_media))
@@ -59,21 +57,6 @@ pub struct MediaList {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct MediumDeleted {
     pub success: bool,
-}
-
-fn payload_error(error: PayloadError) -> ApiError {
-    if is_deadline_error(&error) {
-        body_timeout_error()
-    } else {
-        ApiError::invalid_request("The upload's body could not be read")
-    }
-}
-
-fn multipart_error(error: actix_multipart::MultipartError) -> ApiError {
-    match error {
-        actix_multipart::MultipartError::Payload(error) => payload_error(error),
-        other => ApiError::invalid_request(format!("The multipart body is malformed: {other}")),
-    }
 }
 
 /// Uploads one file: a `multipart/form-data` body with a `file` part, or the file itself as

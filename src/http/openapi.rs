@@ -121,6 +121,7 @@ Calls with an API key carry `X-RateLimit-Limit`, `X-RateLimit-Remaining` and \
         pages::webhook_replay,
         pages::compose,
         pages::compose_submit,
+        pages::compose_media,
         pages::scheduled,
         pages::scheduled_cancel_confirm,
         pages::scheduled_cancel,
@@ -523,12 +524,38 @@ pub mod pages {
         "Replay one message of a webhook endpoint's log (`message_id` in the form).",
         "id"
     );
-    page!(compose, "/dashboard/compose", "Compose a post.");
+    /// Compose a post; after the upload form, with the uploaded files' URLs in the media field.
+    #[utoipa::path(get, path = "/dashboard/compose", tag = "pages", security(("session" = [])),
+        params(
+            ("media" = Option<String>, Query, description = "The media field's text (one URL per line), as the upload form sends it back"),
+            ("uploaded" = Option<u32>, Query, description = "How many files the upload form just stored (a notice says so)"),
+        ),
+        responses(
+            (status = 200, description = "The page", content_type = "text/html", body = String),
+            (status = 303, description = "No session: to sign in", headers(("location" = String))),
+            (status = 400, description = "An error page (browsers) or the catalogue body", content((ErrorBody = "application/json"), (String = "text/html"))),
+            (status = 404, description = "Not found (an error page)", content((ErrorBody = "application/json"), (String = "text/html"))),
+        ))]
+    pub fn compose() {}
     form!(
         compose_submit,
         "/dashboard/compose",
         "Publish or schedule the composed post."
     );
+    /// Compose's upload form, for browsers without scripts: stores the files, back to Compose.
+    ///
+    /// Each `file` part streams to the media service, which types it by its bytes; the redirect
+    /// puts each stored file's URL into the media field.
+    #[utoipa::path(post, path = "/dashboard/compose/media", tag = "pages", security(("session" = [])),
+        request_body(description = "`multipart/form-data`: `form_token` (the rendered form's one-time token), `media` (the media field's text), then one `file` part per file (JPEG, PNG, WEBP, MP4 or MOV); in that order", content_type = "multipart/form-data", content = Object),
+        responses(
+            (status = 303, description = "Stored: to `/dashboard/compose?media=…&uploaded=…` (the media field with each new URL added); or no session: to sign in", headers(("location" = String))),
+            (status = 400, description = "Compose again with the reason by the upload form, nothing more stored: `InvalidMediaType`, `MediaTooLarge`, `MediaQuotaExceeded`, no file chosen, or a missing or expired form token", content_type = "text/html", body = String),
+            (status = 403, description = "A cross-site form post (an error page)", content((ErrorBody = "application/json"), (String = "text/html"))),
+            (status = 408, description = "`RequestTimeout`: the body did not arrive within `media.upload_timeout_secs` (an error page)", content((ErrorBody = "application/json"), (String = "text/html"))),
+            (status = 409, description = "This rendering of the form was sent before: Compose again, nothing stored", content_type = "text/html", body = String),
+        ))]
+    pub fn compose_media() {}
     page!(scheduled, "/dashboard/scheduled", "Scheduled posts.");
     page!(
         scheduled_cancel_confirm,

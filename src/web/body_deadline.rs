@@ -1,5 +1,5 @@
 //! The request-body deadline (`server.request_body_timeout_secs`; `media.upload_timeout_secs`
-//! for uploads).
+//! for uploads, [`is_upload`]), and what an upload's handler makes of a body that fails.
 //!
 //! actix-http times out a stalled request *head* (`server.request_head_timeout_ms`) but not a
 //! stalled body: a handler awaiting `web::Json` would wait for the rest of a `Content-Length: 200`
@@ -42,8 +42,16 @@ use crate::{
     error::{ApiError, ErrorCode},
 };
 
-/// The path uploads are sent to: its body deadline is `media.upload_timeout_secs`.
+/// The API's upload route (`POST /v2/media`).
 pub const UPLOAD_PATH: &str = "/v2/media";
+/// The Compose page's upload form, for browsers without scripts.
+pub const COMPOSE_UPLOAD_PATH: &str = "/dashboard/compose/media";
+
+/// Whether a request is an upload, whose body deadline is `media.upload_timeout_secs`: a large
+/// file at a modest speed. The one list of upload routes.
+pub fn is_upload(method: &Method, path: &str) -> bool {
+    *method == Method::POST && (path == UPLOAD_PATH || path == COMPOSE_UPLOAD_PATH)
+}
 
 /// The cause inside the `PayloadError` a [`DeadlinePayload`] fails with, so that extractor
 /// error handlers can tell it from other read errors by type.
@@ -64,6 +72,23 @@ pub fn body_timeout_error() -> ApiError {
         ErrorCode::RequestTimeout,
         "The request body was not received in time",
     )
+}
+
+/// A failed read of an upload's body: the deadline's 408, or a 400.
+pub fn payload_error(error: PayloadError) -> ApiError {
+    if is_deadline_error(&error) {
+        body_timeout_error()
+    } else {
+        ApiError::invalid_request("The upload's body could not be read")
+    }
+}
+
+/// A failed read of a `multipart/form-data` body: its payload's error, or a malformed form.
+pub fn multipart_error(error: actix_multipart::MultipartError) -> ApiError {
+    match error {
+        actix_multipart::MultipartError::Payload(error) => payload_error(error),
+        other => ApiError::invalid_request(format!("The multipart body is malformed: {other}")),
+    }
 }
 
 /// How far a request's body got, shared between the payload wrapper and the middleware.
@@ -157,8 +182,7 @@ pub async fn body_deadline(
         // No body (actix saw neither Content-Length nor Transfer-Encoding): nothing to wait for.
         return Ok(next.call(req).await?.map_into_boxed_body());
     }
-    // Uploads have their own, longer deadline: a large file at a modest speed.
-    let upload = req.method() == Method::POST && req.path() == UPLOAD_PATH;
+    let upload = is_upload(req.method(), req.path());
     let limit = req
         .app_data::<web::Data<AppState>>()
         .map(|state| {
@@ -265,6 +289,36 @@ mod tests {
         }
         assert_eq!(read, b"abcd");
         assert_eq!(progress.get(), BodyProgress::Complete);
+    }
+
+    #[test]
+    fn both_upload_routes_and_nothing_else_get_the_upload_deadline() {
+        let cases = [
+            ("the API's uploads", Method::POST, "/v2/media", true),
+            (
+                "the Compose page's form",
+                Method::POST,
+                "/dashboard/compose/media",
+                true,
+            ),
+            ("reading the library", Method::GET, "/v2/media", false),
+            (
+                "the Compose form",
+                Method::POST,
+                "/dashboard/compose",
+                false,
+            ),
+            ("one medium", Method::DELETE, "/v2/media/1", false),
+            (
+                "a longer path",
+                Method::POST,
+                "/dashboard/compose/media/x",
+                false,
+            ),
+        ];
+        for (name, method, path, want) in cases {
+            assert_eq!(is_upload(&method, path), want, "{name}");
+        }
     }
 
     #[test]

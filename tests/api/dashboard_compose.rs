@@ -1,11 +1,15 @@
 //! The Compose and Scheduled pages at the HTTP level (a cookie client, no browser): publishing
 //! and scheduling through the form (the same path and metering as `POST /v2/posts`), refusals
 //! next to their field with the catalogue's code, the scheduled list with its filters and both
-//! times, cancel through its confirmation, the cross-site refusal, and the security headers.
+//! times, cancel through its confirmation, the cross-site refusal, the security headers, and
+//! the upload form that works without scripts (files stored, their URLs in the media field).
 
 use chrono::{Duration, Utc};
 use chrono_tz::Tz;
-use reqwest::header;
+use reqwest::{
+    header,
+    multipart::{Form, Part},
+};
 use serde_json::Value;
 
 use crate::helpers::{Dashboard, Publisher, TestApp, status_and_json};
@@ -598,4 +602,281 @@ async fn a_compose_form_without_a_valid_token_publishes_nothing_and_keeps_the_te
         );
     }
     assert!(app.published(&publisher.sim).is_empty());
+}
+
+/// The upload form's one-time token on a rendered Compose page.
+pub(crate) fn upload_token(page: &str) -> String {
+    let at = page
+        .find("action=\"/dashboard/compose/media\"")
+        .unwrap_or_else(|| panic!("no upload form in:\n{page}"));
+    form_token(&page[at..])
+}
+
+/// A file as the upload form sends it: its bytes, its name and its declared type.
+type Picked<'a> = (&'a [u8], &'a str, &'a str);
+
+/// The upload form's body: its token (when given), the media field as rendered, then the files,
+/// in the order a browser sends them.
+fn upload_body(token: Option<&str>, media: &str, files: &[Picked]) -> Form {
+    let mut form = Form::new();
+    if let Some(token) = token {
+        form = form.text("form_token", token.to_string());
+    }
+    form = form.text("media", media.to_string());
+    for (bytes, name, declared) in files {
+        let part = Part::bytes(bytes.to_vec())
+            .file_name(name.to_string())
+            .mime_str(declared)
+            .unwrap();
+        form = form.part("file", part);
+    }
+    form
+}
+
+/// Posts the upload form as the browser does from our page (same origin), unless `headers`
+/// say otherwise.
+async fn send_upload(
+    app: &TestApp,
+    dashboard: &Dashboard,
+    form: Form,
+    headers: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut request = dashboard
+        .no_redirect
+        .post(app.url("/dashboard/compose/media"))
+        .header(header::ACCEPT, BROWSER_ACCEPT)
+        .multipart(form);
+    let origin = app.state.public_url.clone();
+    let same_origin = [
+        ("origin", origin.as_str()),
+        ("sec-fetch-site", "same-origin"),
+    ];
+    for (name, value) in if headers.is_empty() {
+        &same_origin[..]
+    } else {
+        headers
+    } {
+        request = request.header(*name, *value);
+    }
+    request.send().await.unwrap()
+}
+
+/// The `media` and `uploaded` values of a redirect back to Compose.
+fn prefilled(location: &str) -> (String, String) {
+    let url = url::Url::parse(&format!("http://service.test{location}")).unwrap();
+    assert_eq!(url.path(), "/dashboard/compose", "{location}");
+    let value = |name: &str| {
+        url.query_pairs()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.into_owned())
+            .unwrap_or_default()
+    };
+    (value("media"), value("uploaded"))
+}
+
+/// The files in the media store, and the user's library as the API lists it.
+async fn stored(app: &TestApp, publisher: &Publisher) -> (usize, u64) {
+    let files = app.media_objects().list().await.unwrap().len();
+    let (status, library) = status_and_json(
+        app.http
+            .get(app.url("/v2/media"))
+            .header("service-api-key", &publisher.key)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{library}");
+    (files, library["total"].as_u64().unwrap())
+}
+
+#[actix_web::test]
+async fn files_uploaded_without_scripts_fill_the_media_field_and_are_published() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let dashboard = &publisher.dashboard;
+    let account = publisher.account.id.to_string();
+    let rendered = get_page(&app, dashboard, "/dashboard/compose").await;
+    assert!(
+        rendered.contains("enctype=\"multipart/form-data\" class=\"upload\""),
+        "{rendered}"
+    );
+    assert!(rendered.contains(
+        "name=\"file\" type=\"file\" multiple required accept=\"image/jpeg,image/png,image/webp,video/mp4,video/quicktime\""
+    ));
+    assert!(rendered.contains("up to 100 MB each"), "{rendered}");
+
+    let jpeg = service_sim::media::SAMPLE_JPG;
+    let form = upload_body(
+        Some(&upload_token(&rendered)),
+        "",
+        &[(jpeg, "photo.jpg", "image/jpeg")],
+    );
+    let response = send_upload(&app, dashboard, form, &[]).await;
+    let location = see_other(&response);
+    let (media, uploaded) = prefilled(&location);
+    assert_eq!(uploaded, "1");
+    assert!(
+        media.starts_with(&format!("{}/media/", app.base)) && media.ends_with(".jpg"),
+        "{media}"
+    );
+    let first = media.clone();
+    assert_eq!(stored(&app, &publisher).await, (1, 1));
+    let served = app.http.get(&first).send().await.unwrap();
+    assert_eq!(served.bytes().await.unwrap().as_ref(), jpeg);
+
+    // Back on Compose: the URL is in the media field (and in the upload form, to keep).
+    let back = get_page(&app, dashboard, &location).await;
+    assert!(back.contains(&format!(">{first}</textarea>")), "{back}");
+    assert!(back.contains(&format!("name=\"media\" value=\"{first}\"")));
+    assert!(
+        back.contains(
+            "<p class=\"notice\" role=\"status\">Uploaded 1 file(s). Their addresses are in Media URLs.</p>"
+        ),
+        "{back}"
+    );
+
+    // A second file from that page keeps the first and comes after it.
+    let form = upload_body(
+        Some(&upload_token(&back)),
+        &first,
+        &[(service_sim::media::SAMPLE_PNG, "second.png", "image/png")],
+    );
+    let location = see_other(&send_upload(&app, dashboard, form, &[]).await);
+    let (media, _) = prefilled(&location);
+    let lines: Vec<&str> = media.lines().collect();
+    assert_eq!(lines.len(), 2, "{media}");
+    assert_eq!(lines[0], first);
+    assert!(lines[1].ends_with(".png"), "{media}");
+
+    // The compose form publishes them as it would typed URLs: an album, in that order.
+    let body = page(
+        post_form(
+            &app,
+            dashboard,
+            "/dashboard/compose",
+            &[
+                ("account", &account),
+                ("text", "Two uploaded photos"),
+                ("media", &media),
+                ("tz", "UTC"),
+            ],
+        )
+        .await,
+    )
+    .await;
+    assert!(
+        element(&body, "result-title").contains("Published to Facebook."),
+        "{body}"
+    );
+    let published = app.published(&publisher.sim);
+    assert_eq!(published.len(), 1);
+    assert_eq!(published[0].kind, "album");
+    assert_eq!(published[0].media, lines);
+}
+
+#[actix_web::test]
+async fn an_upload_from_another_site_or_without_its_form_token_stores_nothing() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let dashboard = &publisher.dashboard;
+    let jpeg: &[u8] = service_sim::media::SAMPLE_JPG;
+    let file = [(jpeg, "photo.jpg", "image/jpeg")];
+    let token = upload_token(&get_page(&app, dashboard, "/dashboard/compose").await);
+
+    for headers in [
+        [("origin", "https://evil.example")],
+        [("sec-fetch-site", "cross-site")],
+    ] {
+        let form = upload_body(Some(&token), "", &file);
+        let response = send_upload(&app, dashboard, form, &headers).await;
+        assert_eq!(response.status(), 403, "{headers:?}");
+    }
+    let other = app.publisher("threads", "pro").await;
+    let theirs = upload_token(&get_page(&app, &other.dashboard, "/dashboard/compose").await);
+    for sent in [None, Some("forged.token"), Some(theirs.as_str())] {
+        let form = upload_body(sent, "https://kept.example/a.jpg", &file);
+        let (status, body) = any_page(send_upload(&app, dashboard, form, &[]).await).await;
+        assert_eq!(status, 400, "{sent:?}");
+        assert!(
+            element(&body, "err-upload").contains("This form has expired"),
+            "{sent:?}: {body}"
+        );
+        assert!(
+            body.contains(">https://kept.example/a.jpg</textarea>"),
+            "{body}"
+        );
+    }
+    assert_eq!(stored(&app, &publisher).await, (0, 0));
+
+    // The cross-site attempts did not spend the page's token; sent twice, it stores once.
+    let first = send_upload(&app, dashboard, upload_body(Some(&token), "", &file), &[]).await;
+    see_other(&first);
+    let again = send_upload(&app, dashboard, upload_body(Some(&token), "", &file), &[]).await;
+    let (status, body) = any_page(again).await;
+    assert_eq!(status, 409);
+    assert!(
+        body.contains("This form was already submitted, so nothing was done again."),
+        "{body}"
+    );
+    assert_eq!(stored(&app, &publisher).await, (1, 1));
+}
+
+#[actix_web::test]
+async fn a_file_that_is_not_media_is_refused_by_the_upload_form_and_nothing_is_kept() {
+    let app = TestApp::spawn().await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let dashboard = &publisher.dashboard;
+    let kept = "https://kept.example/a.jpg";
+    let notes: &[u8] = b"not a picture, only words\n";
+    let cases: [(&str, &[Picked], &str); 3] = [
+        (
+            "a text file",
+            &[(notes, "notes.txt", "text/plain")],
+            "InvalidMediaType",
+        ),
+        (
+            "text declared as an image",
+            &[(notes, "notes.jpg", "image/jpeg")],
+            "InvalidMediaType",
+        ),
+        (
+            "no file chosen",
+            &[(&b""[..], "", "application/octet-stream")],
+            "MissingParameter",
+        ),
+    ];
+    for (name, files, code) in cases {
+        let token = upload_token(&get_page(&app, dashboard, "/dashboard/compose").await);
+        let form = upload_body(Some(&token), kept, files);
+        let (status, body) = any_page(send_upload(&app, dashboard, form, &[]).await).await;
+        assert_eq!(status, 400, "{name}: {body}");
+        let shown = element(&body, "err-upload");
+        assert!(
+            shown.contains(&format!("<code title=\"Error code\">{code}</code>")),
+            "{name}: {shown}"
+        );
+        assert!(body.contains("aria-invalid=\"true\""), "{name}");
+        assert!(
+            body.contains(&format!(">{kept}</textarea>")),
+            "{name}: {body}"
+        );
+        if name == "no file chosen" {
+            assert!(shown.contains("Choose a file to upload."), "{shown}");
+        }
+    }
+    assert_eq!(stored(&app, &publisher).await, (0, 0));
+    // The reason reads in the page's language.
+    let token = upload_token(&get_page(&app, dashboard, "/dashboard/compose?lang=zh-TW").await);
+    let form = upload_body(
+        Some(&token),
+        "",
+        &[(&b""[..], "", "application/octet-stream")],
+    );
+    let (_, body) = any_page(send_upload(&app, dashboard, form, &[]).await).await;
+    assert!(
+        element(&body, "err-upload").contains("請選擇要上傳的檔案。"),
+        "{body}"
+    );
+    assert!(body.contains("上傳媒體檔案"), "{body}");
 }

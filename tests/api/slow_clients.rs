@@ -1,9 +1,11 @@
 //! Hostile clients over raw sockets: stalled bodies, malformed framing, oversized heads.
 //! Slow clients cannot hold a connection, and every answer of ours is in catalogue form with a
-//! request id (docs/api-notes.md, "Slow clients and malformed requests").
+//! request id (docs/api-notes.md, "Slow clients and malformed requests"). Uploads, the API's and
+//! the Compose page's form, keep the longer upload deadline.
 
 use std::time::{Duration, Instant};
 
+use futures_util::StreamExt;
 use serde_json::Value;
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -611,4 +613,60 @@ async fn a_stalled_second_head_does_not_hold_the_connection() {
         since_request >= Duration::from_secs(2),
         "closed before the client's time was up: {since_request:?} after the request, {elapsed:?} after the stall"
     );
+}
+
+#[actix_web::test]
+async fn the_compose_pages_upload_form_has_the_uploads_body_deadline() {
+    let app = TestApp::spawn_with(|config| {
+        config.server.request_body_timeout_secs = 1;
+        config.media.upload_timeout_secs = 30;
+    })
+    .await;
+    let publisher = app.publisher("facebook", "pro").await;
+    let dashboard = &publisher.dashboard;
+    let page = dashboard
+        .client
+        .get(app.url("/dashboard/compose"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let token = crate::dashboard_compose::upload_token(&page);
+    // The form as a browser sends it, with the file's second half 2 s behind its first: past
+    // the other routes' deadline, well within the uploads'.
+    let jpeg = service_sim::media::SAMPLE_JPG;
+    let boundary = "slow-upload-boundary";
+    let mut first = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"form_token\"\r\n\r\n{token}\r\n\
+         --{boundary}\r\nContent-Disposition: form-data; name=\"media\"\r\n\r\n\r\n\
+         --{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"slow.jpg\"\r\n\
+         Content-Type: image/jpeg\r\n\r\n"
+    )
+    .into_bytes();
+    let half = jpeg.len() / 2;
+    first.extend_from_slice(&jpeg[..half]);
+    let mut rest = jpeg[half..].to_vec();
+    rest.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    let chunks = [(Duration::ZERO, first), (Duration::from_secs(2), rest)];
+    let body = futures_util::stream::iter(chunks).then(|(delay, bytes)| async move {
+        tokio::time::sleep(delay).await;
+        Ok::<_, std::io::Error>(bytes)
+    });
+    let response = dashboard
+        .no_redirect
+        .post(app.url("/dashboard/compose/media"))
+        .header("origin", app.state.public_url.clone())
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(reqwest::Body::wrap_stream(body))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 303, "{:?}", response.text().await);
+    let location = response.headers()["location"].to_str().unwrap().to_string();
+    assert!(location.contains("uploaded=1"), "{location}");
 }

@@ -260,6 +260,127 @@ async fn a_refused_post_shows_the_error_by_its_field_then_publishes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn picked_files_upload_at_once_show_a_thumbnail_and_publish_in_the_post() {
+    journey("picker", Js::On, async |b: &Browser| {
+        // Real files on disk, for the file input: two photos and one file that is no medium.
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, bytes: &[u8]| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            path.display().to_string()
+        };
+        let jpeg = service_sim::media::SAMPLE_JPG;
+        let (first, second) = (file("first.jpg", jpeg), file("second.jpg", jpeg));
+        let notes = file("notes.txt", b"words, not a picture\n");
+        b.sign_in("demo@example.com").await;
+        b.goto("/dashboard/compose").await;
+        // From here on, any script error or blocked load (the CSP) is recorded.
+        b.client
+            .execute(
+                "window.__problems = [];
+                 window.addEventListener('error', (e) => window.__problems.push('error: ' + e.message));
+                 document.addEventListener('securitypolicyviolation',
+                   (e) => window.__problems.push('csp: ' + e.violatedDirective + ' ' + e.blockedURI));",
+                vec![],
+            )
+            .await
+            .unwrap();
+        // With scripts on, files go as they are picked: a drop zone, no Upload button.
+        assert!(b.find("#c-drop").await.is_displayed().await.unwrap());
+        assert!(!b.find("form.upload button[type=submit]").await.is_displayed().await.unwrap());
+        let facebook = b.demo_account("facebook")["account_id"].as_str().unwrap();
+        b.select("#c-account", facebook).await;
+        b.fill("#c-text", "Two photos picked, one kept").await;
+        b.find("#c-file")
+            .await
+            .send_keys(&format!("{first}\n{second}"))
+            .await
+            .unwrap();
+        let loaded = "img.upload-thumb[alt='{}']";
+        for name in ["first.jpg", "second.jpg"] {
+            let css = loaded.replace("{}", name);
+            b.find(&format!(".upload-item.stored {css}")).await;
+            // The thumbnail really shows: the page may load its own media URLs.
+            b.wait_until(&format!("{name}'s thumbnail to load"), async || {
+                let done = b
+                    .client
+                    .execute(
+                        "const i = document.querySelector(arguments[0]);
+                         return !!i && i.complete && i.naturalWidth > 0;",
+                        vec![json!(css)],
+                    )
+                    .await
+                    .ok()?;
+                (done == json!(true)).then_some(())
+            })
+            .await;
+        }
+        let src = async |name: &str| {
+            b.find(&loaded.replace("{}", name))
+                .await
+                .attr("src")
+                .await
+                .unwrap()
+                .unwrap()
+        };
+        let (kept, removed) = (src("first.jpg").await, src("second.jpg").await);
+        assert!(kept.starts_with(&b.url("/media/")), "{kept}");
+        assert_ne!(kept, removed);
+        // Both URLs are in the media field, in the order the files were picked.
+        let media = async || b.find("#c-media").await.prop("value").await.unwrap().unwrap();
+        assert_eq!(media().await, format!("{kept}\n{removed}"));
+        assert!(b.text(".upload-item.stored .upload-status").await.contains("Uploaded"));
+        b.shot("uploaded").await;
+
+        // A file that is no medium: refused, with the service's reason next to it.
+        b.find("#c-file").await.send_keys(&notes).await.unwrap();
+        let refused = b.wait_text(".upload-item.failed .field-error", "InvalidMediaType").await;
+        assert!(refused.starts_with("Not uploaded: "), "{refused}");
+        b.shot("refused").await;
+        b.click(".upload-item.failed button.upload-remove").await;
+
+        // Removing the second photo takes its URL out of the post.
+        let second_item = "//li[contains(@class, 'upload-item')][.//img[@alt='second.jpg']]//button";
+        b.client
+            .find(fantoccini::Locator::XPath(second_item))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        b.wait_until("one file left", async || {
+            (b.find_all(".upload-item").await.len() == 1).then_some(())
+        })
+        .await;
+        assert_eq!(media().await, kept);
+        b.shot("one-left").await;
+        let problems = b.client.execute("return window.__problems;", vec![]).await;
+        assert_eq!(problems.unwrap(), json!([]), "script errors or blocked loads");
+
+        b.click("form.compose button[type=submit]").await;
+        b.wait_text("#result-title", "Facebook").await;
+        let post_id = b.text("code.post-id").await;
+        let published: serde_json::Value =
+            reqwest::get(format!("{}/_sim/published?platform=facebook", b.sim))
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+        let item = published["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["id"] == post_id.as_str())
+            .cloned()
+            .unwrap_or_else(|| panic!("{post_id} not in {published}"));
+        assert_eq!(item["text"], "Two photos picked, one kept");
+        assert_eq!(item["media"], json!([kept]), "{item}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scheduled_post_is_listed_in_both_zones_and_cancelled() {
     journey("schedule", Js::On, async |b: &Browser| {
         b.sign_in("demo@example.com").await;
@@ -531,6 +652,25 @@ async fn the_main_pages_read_and_their_forms_work_with_javascript_off() {
         b.click("form.compose button[type=submit]").await;
         b.wait_text("#result-title", "Threads").await;
         b.shot("published").await;
+        // A file through the upload form: back on Compose with its URL in the media field.
+        let dir = tempfile::tempdir().unwrap();
+        let photo = dir.path().join("photo.jpg");
+        std::fs::write(&photo, service_sim::media::SAMPLE_JPG).unwrap();
+        assert!(!b.find("#c-drop").await.is_displayed().await.unwrap());
+        b.find("#c-file")
+            .await
+            .send_keys(&photo.display().to_string())
+            .await
+            .unwrap();
+        b.click("form.upload button[type=submit]").await;
+        b.wait_text("p.notice", "Uploaded 1 file(s)").await;
+        let media = b.find("#c-media").await.prop("value").await.unwrap();
+        let media = media.unwrap_or_default();
+        assert!(
+            media.starts_with(&b.url("/media/")) && media.ends_with(".jpg"),
+            "{media}"
+        );
+        b.shot("uploaded").await;
         for (page, heading) in [
             ("/dashboard/accounts", "Accounts"),
             ("/dashboard/webhooks", "Webhooks"),
