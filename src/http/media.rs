@@ -54,6 +54,15 @@ pub struct MediaList {
     pub offset: u64,
 }
 
+/// `POST /v2/media` as a form: other parts are skipped.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct UploadForm {
+    /// The file, with its `Content-Type` (optional: the bytes decide).
+    #[schema(value_type = String, format = Binary)]
+    pub file: Vec<u8>,
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct MediumDeleted {
     pub success: bool,
@@ -64,6 +73,7 @@ pub struct MediumDeleted {
 #[utoipa::path(post, path = "/v2/media", tag = "media",
     security(("api_key" = []), ("session" = [])),
     request_body(description = "`multipart/form-data` with a `file` part, or the raw file (`image/jpeg`, `image/png`, `image/webp`, `video/mp4`, `video/quicktime`)", content(
+        (UploadForm = "multipart/form-data"),
         (Vec<u8> = "application/octet-stream"),
         (Vec<u8> = "image/jpeg"),
         (Vec<u8> = "image/png"),

@@ -808,3 +808,84 @@ async fn uploads_have_a_body_deadline_of_their_own() {
     );
     assert_eq!(stored_files(&app).await, 1);
 }
+
+#[actix_rt::test]
+async fn uploaded_videos_publish_as_reels_with_a_cover_and_as_uploaded_videos() {
+    let app = TestApp::spawn().await;
+    let upload_url = |key: String, content_type: &'static str, bytes: &'static [u8]| {
+        let app = &app;
+        async move {
+            let (status, answer) = upload(app, &key, content_type, bytes.to_vec()).await;
+            assert_eq!(status, 201, "{answer}");
+            answer["media"]["url"].as_str().unwrap().to_string()
+        }
+    };
+    // youtube and tiktok take the file's bytes from the service, which reads them from the store.
+    let youtube = app.publisher("youtube", "pro").await;
+    let video = upload_url(
+        youtube.key.clone(),
+        "video/mp4",
+        service_sim::media::SAMPLE_MP4,
+    )
+    .await;
+    let thumbnail = upload_url(
+        youtube.key.clone(),
+        "image/jpeg",
+        service_sim::media::SAMPLE_JPG,
+    )
+    .await;
+    let (status, answer) = app
+        .post(
+            &youtube.key,
+            &youtube.body(serde_json::json!({"text": "A title\n\nA description", "mediaUrls": [video, thumbnail]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let tiktok = app.publisher("tiktok", "pro").await;
+    let clip = upload_url(
+        tiktok.key.clone(),
+        "video/quicktime",
+        service_sim::media::SAMPLE_MOV,
+    )
+    .await;
+    let (status, answer) = app
+        .post(
+            &tiktok.key,
+            &tiktok.body(serde_json::json!({"text": "A clip", "mediaUrls": [clip]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(app.published(&youtube.sim).len(), 1);
+    assert_eq!(app.published(&tiktok.sim).len(), 1);
+    assert_eq!(file_requests(&app), 0, "read from the store, not fetched");
+
+    // An instagram reel and its cover are fetched by the platform from their URLs.
+    let instagram = app.publisher("instagram", "pro").await;
+    let reel = upload_url(
+        instagram.key.clone(),
+        "video/mp4",
+        service_sim::media::SAMPLE_MP4,
+    )
+    .await;
+    let cover = upload_url(
+        instagram.key.clone(),
+        "image/png",
+        service_sim::media::SAMPLE_PNG,
+    )
+    .await;
+    let (status, answer) = app
+        .post(
+            &instagram.key,
+            &instagram.body(
+                serde_json::json!({"text": "A reel", "mediaUrls": [reel], "coverUrl": cover}),
+            ),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["data"]["post_type"], "reels");
+    assert!(
+        file_requests(&app) >= 2,
+        "the platform fetched the reel and its cover"
+    );
+    crate::helpers::assert_no_violations(&app.sim);
+}
