@@ -544,10 +544,11 @@ mod tests {
             ErrorCode::UsageLimitExceeded,
             ErrorCode::IdempotencyKeyReused,
             ErrorCode::IdempotencyKeyInUse,
+            ErrorCode::MediaQuotaExceeded,
         ] {
             assert!(listed.contains(&code.as_str()), "{code}");
         }
-        assert_eq!(listed.len(), 41);
+        assert_eq!(listed.len(), 42);
     }
 
     #[test]

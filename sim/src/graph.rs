@@ -1298,6 +1298,18 @@ async fn ig_create_container(
                 }
                 Err(reason) => return Err(MetaError::media_download(&reason)),
             }
+            // Feed images and carousel items: from 4:5 to 1.91:1.
+            if let Some((width, height)) = state.image_size(url).await {
+                let (w, h) = (u64::from(width), u64::from(height));
+                if h == 0 || 4 * h > 5 * w || 100 * w > 191 * h {
+                    return Err(MetaError::new(
+                        36_003,
+                        format!("The aspect ratio is not supported. ({width}x{height})"),
+                    )
+                    .subcode(2_207_009)
+                    .violation("unsupported_aspect_ratio"));
+                }
+            }
             data["image_url"] = json!(url);
         }
         "VIDEO" | "REELS" => {

@@ -7,6 +7,8 @@
 //!   format of reels, TikTok and Shorts), one second of H.264 at 30 fps without sound;
 //! - `large.mp4`: 150 MB by `Content-Length` (streamed on GET);
 //! - `sized/{bytes}.mp4`: an MP4 of exactly that many bytes (streamed);
+//! - `image/{width}x{height}.png`: a PNG whose header says that size (for aspect-ratio checks;
+//!   nothing after the header decodes);
 //! - `wrong-type.jpg`: answers `text/html`;
 //! - `missing.jpg`: 404;
 //! - `redirect?to=URL`: 302 to `URL` (for redirect checks).
@@ -39,6 +41,7 @@ pub const SAMPLE_MOV: &[u8] = include_bytes!("../assets/media/sample.mov");
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/redirect", web::get().to(redirect))
         .route("/sized/{bytes}.mp4", web::get().to(sized_video))
+        .route("/image/{width}x{height}.png", web::get().to(sized_image))
         .route("/{name}", web::get().to(file));
 }
 
@@ -74,6 +77,29 @@ async fn file(name: web::Path<String>) -> HttpResponse {
     };
     HttpResponse::Ok()
         .insert_header((header::CONTENT_TYPE, content_type))
+        .body(body)
+}
+
+/// The start of a PNG of `width` × `height`: the signature and its `IHDR` chunk (8-bit RGBA).
+pub fn png_header(width: u32, height: u32) -> Vec<u8> {
+    let mut ihdr = b"IHDR".to_vec();
+    ihdr.extend_from_slice(&width.to_be_bytes());
+    ihdr.extend_from_slice(&height.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 6, 0, 0, 0]);
+    let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
+    bytes.extend_from_slice(&13u32.to_be_bytes());
+    bytes.extend_from_slice(&ihdr);
+    // The CRC is not checked by header readers; zero marks it as not computed.
+    bytes.extend_from_slice(&[0, 0, 0, 0]);
+    bytes
+}
+
+async fn sized_image(size: web::Path<(u32, u32)>) -> HttpResponse {
+    let (width, height) = size.into_inner();
+    let mut body = png_header(width, height);
+    body.resize(4 * 1024, 0);
+    HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, "image/png"))
         .body(body)
 }
 

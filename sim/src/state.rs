@@ -654,6 +654,29 @@ impl SimState {
         self.objects.get(id).map(|o| o.clone())
     }
 
+    /// An image's width and height, read from the header at the start of `url`'s body (at most
+    /// 512 KiB is read); `None` when it cannot be fetched or read.
+    pub async fn image_size(&self, url: &str) -> Option<(u32, u32)> {
+        use futures_util::StreamExt;
+        let response = self.http.get(url).send().await.ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        let mut body = response.bytes_stream();
+        let mut head = Vec::new();
+        while head.len() < 512 * 1024 {
+            let piece = body.next().await?.ok()?;
+            head.extend_from_slice(&piece);
+            if let Ok(size) = imagesize::blob_size(&head) {
+                return Some((
+                    u32::try_from(size.width).ok()?,
+                    u32::try_from(size.height).ok()?,
+                ));
+            }
+        }
+        None
+    }
+
     /// Fetches a media URL the way a platform does: GET, expect 200, read the content type and
     /// length. Returns `(content_type, content_length)` or the reason it failed.
     pub async fn fetch_media(&self, url: &str) -> Result<(String, Option<u64>), String> {

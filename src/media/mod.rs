@@ -27,7 +27,10 @@ use reqwest::{
 };
 use url::Url;
 
-use crate::error::{ApiError, ErrorCode};
+use crate::{
+    domain::media::{HEADER_BYTES, MediaFormat, image_dimensions},
+    error::{ApiError, ErrorCode},
+};
 
 /// How many redirects a media URL may take.
 const MAX_REDIRECTS: usize = 5;
@@ -531,14 +534,38 @@ impl MediaFetcher {
                 self.max_bytes / (1024 * 1024)
             )));
         }
+        let (content_type, size) = (download.content_type.clone(), download.content_length);
+        let dimensions = match kind {
+            // Within the probe's deadline; a size that cannot be read is left to the platform.
+            MediaKind::Image => tokio::time::timeout(PROBE_DEADLINE, image_size(download))
+                .await
+                .ok()
+                .flatten(),
+            MediaKind::Video => None,
+        };
         Ok(MediaRef {
             url: url.to_string(),
             kind,
-            content_type: download.content_type,
-            size: download.content_length,
-            dimensions: None,
+            content_type,
+            size,
+            dimensions,
         })
     }
+}
+
+/// An image's width and height from the header at the start of its body: pieces are read until
+/// the header is whole, [`HEADER_BYTES`] at most.
+async fn image_size(download: MediaDownload) -> Option<(u32, u32)> {
+    let format = MediaFormat::from_content_type(&download.content_type)?;
+    let mut body = download.body;
+    let mut head = Vec::new();
+    while head.len() < HEADER_BYTES {
+        head.extend_from_slice(&body.next().await?.ok()?);
+        if let Some(size) = image_dimensions(format, &head) {
+            return Some(size);
+        }
+    }
+    None
 }
 
 fn describe_send_error(url: &Url, err: reqwest::Error) -> MediaError {

@@ -25,7 +25,44 @@ async fn probe_accepts_the_sample_files_with_their_types() {
         assert_eq!(media.kind, kind, "{name}");
         assert_eq!(media.content_type, content_type, "{name}");
         assert!(media.size.unwrap() > 0);
+        // An image's size is read from its header; a video's is not.
+        let expected = (kind == MediaKind::Image).then_some((1080, 1080));
+        assert_eq!(media.dimensions, expected, "{name}");
     }
+    let tall = h
+        .media
+        .probe(
+            &format!("{}/media/image/1080x1920.png", h.sim.base_url),
+            ANY,
+        )
+        .await
+        .unwrap();
+    assert_eq!(tall.dimensions, Some((1080, 1920)));
+}
+
+#[actix_web::test]
+async fn instagram_images_outside_its_aspect_ratios_are_refused_before_any_call() {
+    let app = crate::helpers::TestApp::spawn().await;
+    let publisher = app.publisher("instagram", "pro").await;
+    let image = |size: &str| app.media_url(&format!("image/{size}.png"));
+    for (media, status) in [
+        (vec![image("1080x1920")], 400),
+        (vec![app.media_url("sample.jpg"), image("2000x1000")], 400),
+        (vec![image("1080x1350")], 200),
+    ] {
+        let body = publisher.body(serde_json::json!({"text": "shape", "mediaUrls": media}));
+        let (got, answer) = app.post(&publisher.key, &body).await;
+        assert_eq!(got, status, "{media:?}: {answer}");
+        if status == 400 {
+            assert_eq!(answer["error"], "InvalidMediaType", "{answer}");
+            assert!(
+                answer["message"].as_str().unwrap().contains("aspect ratio"),
+                "{answer}"
+            );
+        }
+    }
+    assert_eq!(app.published(&publisher.sim).len(), 1);
+    crate::helpers::assert_no_violations(&app.sim);
 }
 
 #[actix_web::test]

@@ -266,6 +266,35 @@ async fn instagram_unknown_field_enum_missing_param_and_scope_are_refused() {
         "Param caption_text is not a valid parameter",
         "unknown_parameter",
     );
+    // Feed images keep from 4:5 to 1.91:1; the size is read from the image's header.
+    let image_of = |size: &str| format!("{}/media/image/{size}.png", h.sim.base_url);
+    for size in ["1080x1920", "2000x1000"] {
+        let answer = send(h.http.post(graph(&h, &format!("{id}/media"))).form(&[
+            ("image_url", image_of(size).as_str()),
+            ("access_token", token),
+        ]))
+        .await;
+        assert_eq!(
+            answer.1["error"]["error_subcode"], 2_207_009,
+            "{}",
+            answer.1
+        );
+        assert_refused(
+            &h,
+            answer,
+            (BAD, 36_003, "OAuthException"),
+            "The aspect ratio is not supported",
+            "unsupported_aspect_ratio",
+        );
+    }
+    for size in ["1080x1350", "1910x1000"] {
+        let (status, body) = send(h.http.post(graph(&h, &format!("{id}/media"))).form(&[
+            ("image_url", image_of(size).as_str()),
+            ("access_token", token),
+        ]))
+        .await;
+        assert_eq!(status, 200, "{size}: {body}");
+    }
 
     // Granted instagram_basic only: insights need instagram_manage_insights, publishing
     // instagram_content_publish.
