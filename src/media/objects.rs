@@ -90,8 +90,11 @@ impl MediaObjects {
                 std::fs::create_dir_all(&config.local_dir).map_err(|e| {
                     ConfigError::Invalid("media.local_dir", format!("cannot be created: {e}"))
                 })?;
+                // Synced before the upload is answered, as the database's commits are: a
+                // `201` is a file that survives a power cut.
                 let local = LocalFileSystem::new_with_prefix(&config.local_dir)
-                    .map_err(|e| ConfigError::Invalid("media.local_dir", e.to_string()))?;
+                    .map_err(|e| ConfigError::Invalid("media.local_dir", e.to_string()))?
+                    .with_fsync(true);
                 Arc::new(local)
             }
             MediaStoreKind::S3 => {
