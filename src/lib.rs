@@ -31,6 +31,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 pub mod actors;
 pub mod background;
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub mod crypto;
 pub mod dashboard;

@@ -44,6 +44,26 @@ const CATALOGUE: &[(&str, &str, &str)] = &[
         "Publishes and performance reads refused by an account's rate limiter, by platform.",
     ),
     (
+        "cluster_takeovers_total",
+        "counter",
+        "What this instance took over from instances gone silent: account publish leases (lease), and claims handed back for taking over (scheduled, check, webhook).",
+    ),
+    (
+        "cluster_lease_waits_total",
+        "counter",
+        "Publishes and token refreshes that waited for another instance to finish with the account.",
+    ),
+    (
+        "cluster_leases_held",
+        "gauge",
+        "Account publish leases this instance holds now.",
+    ),
+    (
+        "cluster_budget_rejections_total",
+        "counter",
+        "Platform calls refused because the account's budget, shared by every instance, was used up.",
+    ),
+    (
         "token_refreshes_total",
         "counter",
         "Token refreshes by platform and outcome (refreshed, revoked, failed).",

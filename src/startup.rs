@@ -31,6 +31,7 @@ use crate::{
     background::webhook_delivery::WebhookDeliveryActor,
     background::{BackgroundActors, Mailbox, PendingBackground},
     clock::{SharedClock, SystemClock},
+    cluster::Cluster,
     config::{Config, ConfigError},
     crypto::{SessionSigner, TokenCipher},
     media::MediaFetcher,
@@ -148,12 +149,7 @@ impl Application {
     /// port 0 picks a free port), builds the services and actors (`Core`), then the HTTP
     /// state, and starts the actors (unless [`BuildOptions::defer_background`]).
     pub async fn build(config: Config, options: BuildOptions) -> Result<Self, StartupError> {
-        config.check_secrets()?;
-        let limits = config.server.limits()?;
-        // Refused here, naming the key, before anything starts (`Supervisor::new` reads it).
-        config.publishing.actor_arbiters()?;
-        config.webhooks.check()?;
-        config.media.check()?;
+        let limits = checked_limits(&config)?;
         let configured_public_url = config.server.checked_public_url()?;
         let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
         // Checked before anything starts: a bad entry names its key.
@@ -215,6 +211,8 @@ impl Application {
             tracing::warn!("auth.issuer is not set: dashboard sign-in is disabled");
         }
         let core = Core::build(&config, &store, &clock, &cipher, &public_url)?;
+        join_cluster(&store, &core.cluster, &config).await;
+        core.cluster.spawn_heartbeat();
 
         // The HTTP state, last.
         let last_used = LastUsedRecorder::default();
@@ -227,6 +225,7 @@ impl Application {
             last_used: last_used.clone(),
             cookie_secure: public_url.starts_with("https://"),
             supervisor: core.supervisor,
+            cluster: core.cluster.clone(),
             metrics: core.metrics,
             publishing: core.publishing,
             scheduling: core.scheduling,
@@ -329,6 +328,7 @@ impl Application {
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let result = self.server.await;
         self.state.last_used.flush(&self.state.store).await;
+        self.state.cluster.leave().await;
         result
     }
 }
@@ -337,6 +337,7 @@ impl Application {
 /// background actors (built, not yet running).
 struct Core {
     supervisor: Arc<Supervisor>,
+    cluster: Arc<Cluster>,
     metrics: Arc<crate::metrics::Metrics>,
     publishing: Arc<PublishingService>,
     scheduling: Arc<SchedulingService>,
@@ -375,6 +376,19 @@ impl Core {
         .map_err(|e| ConfigError::Invalid("media client", e.to_string()))?
         .with_own(own_media.clone());
         let metrics = Arc::new(crate::metrics::Metrics::default());
+        let instance_id = instance_id();
+        let cluster = Cluster::new(
+            store.clone(),
+            &config.cluster,
+            if config.cluster.address.is_empty() {
+                public_url.to_string()
+            } else {
+                config.cluster.address.clone()
+            },
+            instance_id.clone(),
+            clock.clone(),
+            metrics.clone(),
+        );
         let deps = Arc::new(PublishDeps {
             store: store.clone(),
             clock: clock.clone(),
@@ -385,12 +399,12 @@ impl Core {
             publishing: config.publishing.clone(),
             oauth: config.oauth.clone(),
             metrics: metrics.clone(),
+            cluster: cluster.clone(),
         });
         let supervisor = Arc::new(Supervisor::new(deps.clone()));
         let collection_schedule =
             DailySchedule::parse(&config.collector.time_zone, &config.collector.run_at)
                 .map_err(|e| ConfigError::Invalid("collector.time_zone / collector.run_at", e))?;
-        let instance_id = instance_id();
 
         // The services. The scheduler's mailbox comes first: publishing wakes it.
         let scheduler_mailbox = config
@@ -412,6 +426,7 @@ impl Core {
             config.scheduler.clone(),
             metrics.clone(),
             instance_id.clone(),
+            config.cluster.takeover(),
         ));
         let collection = Arc::new(CollectionService::new(
             store.clone(),
@@ -437,11 +452,11 @@ impl Core {
         let reconciling = Arc::new(ReconcileService::new(
             deps,
             supervisor.clone(),
-            instance_id,
+            instance_id.clone(),
             chrono::Duration::seconds(config.scheduler.lease_secs.max(1) as i64),
         ));
 
-        let webhooks = webhook_service(config, store, clock, cipher, &metrics)?;
+        let webhooks = webhook_service(config, store, clock, cipher, &metrics, &instance_id)?;
         let uploads = Arc::new(MediaService::new(
             store.clone(),
             own_media,
@@ -471,6 +486,7 @@ impl Core {
         );
         Ok(Self {
             supervisor,
+            cluster,
             metrics,
             publishing,
             scheduling,
@@ -492,6 +508,7 @@ fn webhook_service(
     clock: &SharedClock,
     cipher: &TokenCipher,
     metrics: &Arc<crate::metrics::Metrics>,
+    instance: &str,
 ) -> Result<Arc<WebhookService>, StartupError> {
     let sender = WebhookSender::new(
         &config.webhooks.allow_hosts,
@@ -505,7 +522,32 @@ fn webhook_service(
         config.webhooks.clone(),
         clock.clone(),
         metrics.clone(),
+        instance.to_string(),
     )))
+}
+
+/// Makes this instance a member of the instances sharing its database before it serves, so
+/// that its leases and claims are trusted from the first request.
+async fn join_cluster(store: &Store, cluster: &Cluster, config: &Config) {
+    // Named before it is a member: the others wait for its acknowledgement of their cache
+    // invalidations from the moment they see it live.
+    store.identify(cluster.instance(), config.cluster.takeover());
+    if let Err(error) = cluster.renew().await {
+        tracing::warn!(%error, "cannot write this instance's membership yet");
+    }
+}
+
+/// Refuses a configuration that cannot work, naming the key, before anything starts; the
+/// server's limits once checked.
+fn checked_limits(config: &Config) -> Result<crate::config::ConnectionLimits, StartupError> {
+    config.check_secrets()?;
+    let limits = config.server.limits()?;
+    // `Supervisor::new` reads it.
+    config.publishing.actor_arbiters()?;
+    config.webhooks.check()?;
+    config.media.check()?;
+    config.cluster.check()?;
+    Ok(limits)
 }
 
 /// A claimant id unique to this process.

@@ -30,6 +30,7 @@ const FLOORS: &[(u8, &str, &[&str])] = &[
         &[
             "platforms",
             "insights",
+            "cluster",
             "oauth",
             "oidc",
             "media",

@@ -19,6 +19,7 @@ mod m20261128_000060_user_disabled;
 mod m20261129_000070_idempotency_keys;
 mod m20261129_000080_webhooks;
 mod m20261129_000090_media;
+mod m20261129_000100_cluster;
 
 /// The ordered list of migrations.
 pub struct Migrator;
@@ -42,6 +43,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000070_idempotency_keys::Migration),
             Box::new(m20261129_000080_webhooks::Migration),
             Box::new(m20261129_000090_media::Migration),
+            Box::new(m20261129_000100_cluster::Migration),
         ]
     }
 }

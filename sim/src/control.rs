@@ -3,7 +3,10 @@
 //! - `POST /_sim/accounts` `{platform, name, username?}` → the new account with its tokens;
 //! - `GET /_sim/published?platform=&account_id=` → `{count, items}` in publish order;
 //! - `GET /_sim/published/{id}` → one item;
-//! - `GET /_sim/requests/{platform}/{account_id}` → `{count}` of calls that carried its token;
+//! - `GET /_sim/requests/{platform}/{account_id}` → `{count, peak_writes}`: the calls that
+//!   carried its token, and the most of its POST calls ever answered at once;
+//!   `GET /_sim/requests` → `{accounts:[{platform, account_id, count, peak_writes}]}` for every
+//!   account that made a call;
 //! - `PUT /_sim/faults/{platform}/{account_id}` with a [`FaultSpec`]; `DELETE` the same path, or
 //!   `DELETE /_sim/faults` for every account;
 //! - `GET /_sim/violations` → `{count, violations:[{platform, method, path, rule, detail}]}`, the
@@ -28,6 +31,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/accounts", web::post().to(create_account))
         .route("/published", web::get().to(list_published))
         .route("/published/{id}", web::get().to(get_published))
+        .route("/requests", web::get().to(request_counts))
         .route(
             "/requests/{platform}/{account_id}",
             web::get().to(request_count),
@@ -87,7 +91,21 @@ async fn request_count(
     path: web::Path<(String, String)>,
 ) -> HttpResponse {
     let (platform, account_id) = path.into_inner();
-    HttpResponse::Ok().json(json!({"count": state.request_count(&platform, &account_id)}))
+    HttpResponse::Ok().json(json!({
+        "count": state.request_count(&platform, &account_id),
+        "peak_writes": state.peak_writes(&platform, &account_id),
+    }))
+}
+
+async fn request_counts(state: web::Data<SimState>) -> HttpResponse {
+    let accounts: Vec<_> = state
+        .request_counts()
+        .into_iter()
+        .map(|(platform, account_id, count, peak_writes)| {
+            json!({"platform": platform, "account_id": account_id, "count": count, "peak_writes": peak_writes})
+        })
+        .collect();
+    HttpResponse::Ok().json(json!({ "accounts": accounts }))
 }
 
 async fn set_faults(

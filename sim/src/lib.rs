@@ -109,11 +109,26 @@ impl Simulator {
                 .wrap_fn(move |req, srv| {
                     counted.note_received();
                     let state = counted.clone();
+                    let write = req.method() == actix_web::http::Method::POST;
                     let call = srv.call(req);
                     // Refusal sites mark their response; recording here gives every violation
                     // the request's method and path without threading them through the sites.
                     async move {
-                        let response = call.await?;
+                        let response = if write {
+                            let (response, key) = state::WRITE
+                                .scope(std::cell::RefCell::new(None), async move {
+                                    let response = call.await;
+                                    let key = state::WRITE.with(|slot| slot.borrow_mut().take());
+                                    (response, key)
+                                })
+                                .await;
+                            if let Some(key) = key {
+                                state.write_ended(&key);
+                            }
+                            response?
+                        } else {
+                            call.await?
+                        };
                         if let Some(mark) = response
                             .response()
                             .extensions()

@@ -257,6 +257,9 @@ pub struct SimState {
     scopes: DashMap<String, Vec<String>>,
     published: Mutex<Published>,
     requests: SharedMap<AccountKey, u64>,
+    /// Per account: its POST calls being answered now, and the most there ever were at once
+    /// (a client that publishes one post at a time per account never exceeds 1).
+    writes: SharedMap<AccountKey, (u32, u32)>,
     /// Protocol violations seen, in order (see [`Violation`]).
     violations: Mutex<Vec<Violation>>,
     /// Every HTTP request received, on any mount, with a token or not.
@@ -279,6 +282,7 @@ impl SimState {
             scopes: DashMap::new(),
             published: Mutex::new(Published::default()),
             requests: SharedMap::default(),
+            writes: SharedMap::default(),
             violations: Mutex::new(Vec::new()),
             received: AtomicU64::new(0),
             next_id: AtomicU64::new(1),
@@ -425,6 +429,16 @@ impl SimState {
             .admitted_account(token)
             .filter(|(_, a)| platforms.contains(&a.platform.as_str()))
             .ok_or(Refusal::UnknownToken)?;
+        // Inside a POST (see [`WRITE`]): the account has one more write being answered.
+        let _ = WRITE.try_with(|slot| {
+            let mut slot = slot.borrow_mut();
+            if slot.is_none() {
+                let mut entry = self.writes.entry(AccountKey::clone(&key)).or_insert((0, 0));
+                entry.0 += 1;
+                entry.1 = entry.1.max(entry.0);
+                *slot = Some(Arc::clone(&key));
+            }
+        });
         // The key is copied only for an account's first request.
         match self.requests.get_mut(&*key) {
             Some(mut count) => *count += 1,
@@ -602,6 +616,39 @@ impl SimState {
         self.received.load(Ordering::Relaxed)
     }
 
+    /// The POST call of `key`'s account that [`WRITE`] held has been answered.
+    pub fn write_ended(&self, key: &(String, String)) {
+        if let Some(mut entry) = self.writes.get_mut(key) {
+            entry.0 = entry.0.saturating_sub(1);
+        }
+    }
+
+    /// The most POST calls of an account ever answered at the same time.
+    pub fn peak_writes(&self, platform: &str, external_id: &str) -> u32 {
+        self.writes
+            .get(&(platform.to_string(), external_id.to_string()))
+            .map_or(0, |w| w.1)
+    }
+
+    /// Every account that made a call: `(platform, external id, calls, peak POSTs at once)`.
+    pub fn request_counts(&self) -> Vec<(String, String, u64, u32)> {
+        let mut all: Vec<_> = self
+            .requests
+            .iter()
+            .map(|entry| {
+                let (platform, id) = entry.key();
+                (
+                    platform.clone(),
+                    id.clone(),
+                    *entry.value(),
+                    self.peak_writes(platform, id),
+                )
+            })
+            .collect();
+        all.sort();
+        all
+    }
+
     /// Calls admitted or refused for an account (every call that carried its token).
     pub fn request_count(&self, platform: &str, external_id: &str) -> u64 {
         self.requests
@@ -715,6 +762,13 @@ fn token_prefix(platform: &str) -> &'static str {
         "youtube" => "ya29",
         _ => "xoat",
     }
+}
+
+tokio::task_local! {
+    /// Opened by the simulator's outermost middleware around each POST: the account the call
+    /// writes for, once [`SimState::admit`] knows it; the middleware then counts the write
+    /// answered ([`SimState::write_ended`]).
+    pub static WRITE: std::cell::RefCell<Option<Arc<(String, String)>>>;
 }
 
 /// The bearer token of a request (`Authorization: Bearer …` or `OAuth …`).

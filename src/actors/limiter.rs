@@ -89,7 +89,12 @@ impl AccountLimiter {
         }
     }
 
-    fn period(&self) -> Duration {
+    /// Units in one full period.
+    pub fn capacity(&self) -> u32 {
+        self.capacity
+    }
+
+    pub fn period(&self) -> Duration {
         Duration::from_secs(u64::from(self.period_secs))
     }
 
@@ -140,9 +145,14 @@ impl AccountLimiter {
             // Cannot happen: cost is clamped to the capacity.
             Err(_) => self.period(),
         };
-        let retry_after = wait.as_secs().max(1) + u64::from(wait.subsec_nanos() > 0);
+        Err(self.refusal(wait.as_secs().max(1) + u64::from(wait.subsec_nanos() > 0)))
+    }
+
+    /// The 429 `RateLimitExceeded` of an empty bucket, with `retry_after` and the limiter's
+    /// headers (this instance's limiter, or the budget the instances share).
+    pub fn refusal(&self, retry_after: u64) -> ApiError {
         let reset = chrono::Utc::now().timestamp() + retry_after as i64;
-        Err(ApiError::rate_limited(
+        ApiError::rate_limited(
             retry_after,
             Some(RateLimitHeaders {
                 limit: i64::from(self.capacity),
@@ -155,7 +165,7 @@ impl AccountLimiter {
             self.capacity,
             self.unit(),
             self.period_secs
-        )))
+        ))
     }
 
     pub fn state(&self) -> LimiterState {

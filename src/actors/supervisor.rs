@@ -342,6 +342,35 @@ impl Supervisor {
         ))
     }
 
+    /// Takes `units` of the account's platform budget that every instance shares, or refuses
+    /// as an empty limiter does. The actor's own limiter admits them again: it counts this
+    /// instance's calls alone, so it never refuses what the shared budget admitted.
+    async fn take_shared_budget(
+        &self,
+        account: &entity::account::Model,
+        units: u32,
+    ) -> Result<(), ApiError> {
+        let deps = &self.roster.deps;
+        if units == 0 || !deps.cluster.coordinates() {
+            return Ok(());
+        }
+        let limiter = self.limiter(account.id, account.platform);
+        match deps
+            .cluster
+            .take_budget(account.id, units, limiter.capacity(), limiter.period())
+            .await?
+        {
+            Ok(()) => Ok(()),
+            Err(retry_after) => {
+                deps.metrics.inc(
+                    "limiter_rejections_total",
+                    &[("platform", account.platform.as_str())],
+                );
+                Err(limiter.refusal(retry_after))
+            }
+        }
+    }
+
     /// Queues a publish on the account's actor. Returns the receiver of its outcome once
     /// queued, or the refusal (token dead, queue full, rate limited).
     pub async fn publish(
@@ -349,6 +378,8 @@ impl Supervisor {
         account: &entity::account::Model,
         spec: JobSpec,
     ) -> Result<oneshot::Receiver<JobOutcome>, ApiError> {
+        let units = self.limiter(account.id, account.platform).cost(&spec.plan);
+        self.take_shared_budget(account, units).await?;
         let entry = self.actor_for(account, true)?;
         match entry
             .addr
@@ -404,6 +435,11 @@ impl Supervisor {
         summary: &AccountSummary,
         work: InsightsWork,
     ) -> Result<InsightsOutput, ApiError> {
+        let units = match &work {
+            InsightsWork::Query(query) => crate::insights::estimated_calls(account.platform, query),
+            InsightsWork::Daily(_) => crate::insights::estimated_daily_calls(account.platform),
+        };
+        self.take_shared_budget(account, units).await?;
         let receiver = self
             .ask(account, || ReadInsights {
                 work: work.clone(),
@@ -422,6 +458,10 @@ impl Supervisor {
         account: &entity::account::Model,
         spec: CheckSpec,
     ) -> Result<CheckReport, ApiError> {
+        // One status read; tiktok's limit is on publish inits, which a read is not.
+        if account.platform != Platform::Tiktok {
+            self.take_shared_budget(account, 1).await?;
+        }
         let receiver = self
             .ask(account, || CheckUnconfirmed { spec: spec.clone() })
             .await??;
@@ -489,6 +529,14 @@ mod tests {
             actor_arbiters,
             ..PublishingConfig::default()
         };
+        let cluster = crate::cluster::Cluster::new(
+            store.clone(),
+            &Default::default(),
+            String::new(),
+            "test".into(),
+            Arc::new(SystemClock),
+            Default::default(),
+        );
         let supervisor = Supervisor::new(Arc::new(PublishDeps {
             store,
             clock: Arc::new(SystemClock),
@@ -499,6 +547,7 @@ mod tests {
             publishing,
             oauth: Default::default(),
             metrics: Default::default(),
+            cluster,
         }));
         (dir, supervisor, account)
     }

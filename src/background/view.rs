@@ -12,6 +12,7 @@ use super::{
 };
 use crate::{
     actors::{account::ActorHealth, supervisor::Supervisor},
+    cluster::{Cluster, ClusterView},
     error::ApiError,
 };
 
@@ -40,6 +41,8 @@ pub struct ActorsView {
     pub reconciler: Option<ReconcilerStatus>,
     #[schema(required = true)]
     pub token_keeper: Option<TokenKeeperStatus>,
+    /// The instances sharing the database, this one among them.
+    pub cluster: ClusterView,
 }
 
 /// The actor view's states, in the order filters offer them.
@@ -49,6 +52,7 @@ pub const STATES: [&str; 4] = ["idle", "publishing", "backing_off", "token_inval
 pub async fn view(
     supervisor: &Supervisor,
     background: &BackgroundActors,
+    cluster: &Cluster,
     query: &ActorsQuery,
 ) -> Result<ActorsView, ApiError> {
     let wanted_state = query.state.as_deref().filter(|s| !s.is_empty());
@@ -98,5 +102,6 @@ pub async fn view(
         collector,
         reconciler,
         token_keeper,
+        cluster: cluster.view().await?,
     })
 }

@@ -6,6 +6,7 @@
 //! prints its value.
 
 mod auth;
+mod cluster;
 mod load;
 mod media;
 mod oauth;
@@ -15,6 +16,7 @@ mod server;
 mod webhooks;
 
 pub use auth::{AuthConfig, DEFAULT_LIST_CAPACITY, SecretsConfig, UsageConfig};
+pub use cluster::ClusterConfig;
 pub use load::has_file_form;
 pub use media::{MediaConfig, MediaStoreKind};
 pub use oauth::OAuthConfig;
@@ -46,6 +48,7 @@ pub struct Config {
     pub logging: LoggingConfig,
     pub webhooks: WebhooksConfig,
     pub media: MediaConfig,
+    pub cluster: ClusterConfig,
 }
 
 fn serialize_secret<S: serde::Serializer>(

@@ -122,7 +122,55 @@ struct OperatorPage {
     actors: Vec<ActorRow>,
     panels: Vec<Panel>,
     webhooks: WebhookPanel,
+    instances: InstancesPanel,
     users: Vec<UserRow>,
+}
+
+/// The instances sharing the database.
+struct InstancesPanel {
+    note: String,
+    single: bool,
+    rows: Vec<InstanceRow>,
+}
+
+struct InstanceRow {
+    instance: String,
+    address: String,
+    started: When,
+    heartbeat: String,
+    live: bool,
+    this: bool,
+    leases: u64,
+}
+
+fn instances_panel(
+    t: T,
+    view: &crate::cluster::ClusterView,
+    now: chrono::DateTime<chrono::Utc>,
+) -> InstancesPanel {
+    InstancesPanel {
+        note: t.fill(
+            Msg::OpInstancesNote,
+            &[("secs", &view.takeover_secs.to_string())],
+        ),
+        single: !view.shared,
+        rows: view
+            .members
+            .iter()
+            .map(|m| InstanceRow {
+                instance: m.instance.clone(),
+                address: m.address.clone(),
+                started: When::new(t, m.started_at, now),
+                heartbeat: t.fill(
+                    Msg::OpHeartbeatAgo,
+                    &[("secs", &format!("{:.1}", m.silent_secs))],
+                ),
+                live: m.live,
+                this: m.this,
+                leases: m.leases_held,
+            })
+            .collect(),
+    }
 }
 
 /// Where a signed-in user who is not an operator is sent: the overview, which says why
@@ -316,6 +364,7 @@ async fn page(
     let view = actors_view::view(
         &state.supervisor,
         &state.background,
+        &state.cluster,
         &ActorsQuery {
             platform: platform.map(str::to_string),
             state: wanted_state.map(str::to_string),
@@ -351,6 +400,7 @@ async fn page(
         })
         .collect();
     let panels = panels(t, &view, now);
+    let instances = instances_panel(t, &view.cluster, now);
     let listed = state.store.list_users(USERS_SHOWN).await?;
     let usages = state.usage.of_users(&listed).await?;
     let webhooks = webhook_panel(&state, t, &listed).await?;
@@ -402,6 +452,7 @@ async fn page(
         actors,
         panels,
         webhooks,
+        instances,
         users,
     };
     Ok(render(&req, page))

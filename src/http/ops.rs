@@ -69,6 +69,9 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     // Always running: unconfirmed publishes are checked whatever the scheduler's setting.
     let reconciler = state.background.reconciler().is_some_and(|a| a.connected());
     ready &= reconciler;
+    // An instance that cannot renew its membership stops publishing: send it no traffic.
+    let membership = state.cluster.is_member();
+    ready &= membership;
     let body = Readiness {
         status: if ready { "ready" } else { "not_ready" }.to_string(),
         checks: ReadinessChecks {
@@ -78,6 +81,7 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
             scheduler,
             collector,
             reconciler: verdict(reconciler),
+            membership: verdict(membership),
         },
     };
     if ready {
@@ -121,7 +125,8 @@ pub(crate) async fn actors(
     _operator: Operator,
     query: web::Query<ActorsQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(view(&state.supervisor, &state.background, &query).await?))
+    Ok(HttpResponse::Ok()
+        .json(view(&state.supervisor, &state.background, &state.cluster, &query).await?))
 }
 
 /// `GET /admin/actors`: a redirect only, so that no page takes a token in its address (where

@@ -38,6 +38,8 @@ pub struct PublishDeps {
     /// OAuth apps, for refreshing tokens.
     pub oauth: crate::config::OAuthConfig,
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// This instance among the others: account leases and the budgets they share.
+    pub cluster: Arc<crate::cluster::Cluster>,
 }
 
 thread_local! {
@@ -87,6 +89,8 @@ pub struct JobSpec {
     /// look for the history row: a request to write the row now rather than at the final call,
     /// answered once it is written (see [`StepRecorder::announce`]).
     pub announce: Option<oneshot::Receiver<oneshot::Sender<()>>>,
+    /// The account's publish lease, once held (see [`super::leased`]).
+    pub lease: Option<Arc<crate::cluster::AccountLease>>,
 }
 
 /// How a job ended.
@@ -226,6 +230,7 @@ pub async fn run_job_probed(
     let row = new_row(&job, platform, now);
     let steps = StepRecorder::for_new_submission(deps.store.clone(), row)
         .with_fence(job.claim.clone())
+        .with_lease(job.lease.clone())
         .with_clock(deps.clock.clone())
         .with_final_probe(probe);
     let http = deps.http();
@@ -505,7 +510,7 @@ async fn still_processing(
     }
 }
 
-async fn release_counter(deps: &PublishDeps, job: &JobSpec) {
+pub(crate) async fn release_counter(deps: &PublishDeps, job: &JobSpec) {
     if let Some((user_id, key)) = &job.reserved_counter
         && let Err(e) = deps.store.release_call(*user_id, key).await
     {

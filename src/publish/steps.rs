@@ -14,6 +14,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::{
+    cluster::AccountLease,
     platforms::{Pending, PlatformError, ProcessingOutcome, StepSink},
     store::{AttemptClaim, PublishWrite, Store, SubmissionRow},
 };
@@ -29,6 +30,8 @@ pub struct StepRecorder {
     unwritten: Mutex<Option<SubmissionRow>>,
     fence: Option<ClaimFence>,
     check_fence: Option<CheckFence>,
+    /// The account's publish lease the publish runs under: lost, the final call is not made.
+    lease: Option<std::sync::Arc<AccountLease>>,
     /// Stamps each step with the time it was recorded (`at`), for the delivery timeline of the
     /// dashboard's history. Without one (adapter tests) steps carry no time.
     clock: Option<crate::clock::SharedClock>,
@@ -91,6 +94,7 @@ impl StepRecorder {
             unwritten: Mutex::new(Some(row)),
             fence: None,
             check_fence: None,
+            lease: None,
             clock: None,
             probe: None,
             deferred: true,
@@ -111,6 +115,7 @@ impl StepRecorder {
             unwritten: Mutex::new(None),
             fence: None,
             check_fence: Some(fence),
+            lease: None,
             clock: None,
             probe: None,
             deferred: false,
@@ -125,6 +130,7 @@ impl StepRecorder {
             unwritten: Mutex::new(None),
             fence: None,
             check_fence: None,
+            lease: None,
             clock: None,
             probe: None,
             deferred: false,
@@ -143,6 +149,24 @@ impl StepRecorder {
     pub fn with_fence(mut self, fence: Option<ClaimFence>) -> Self {
         self.fence = fence;
         self
+    }
+
+    /// Runs the recorder under the account's publish lease (see [`AccountLease::valid`]).
+    pub fn with_lease(mut self, lease: Option<std::sync::Arc<AccountLease>>) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// Refuses the final call when this instance can no longer be sure it holds the account's
+    /// publish lease (it lost touch with the database for most of the takeover time): another
+    /// instance may take the account over at any moment.
+    fn check_lease(&self) -> Result<(), PlatformError> {
+        match &self.lease {
+            Some(lease) if !lease.valid() => Err(PlatformError::Transient(
+                "this instance could not renew its membership in time; the final publish call was not made".into(),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Calls `probe` whenever the final call is cleared to go.
@@ -249,6 +273,7 @@ impl StepRecorder {
     /// and the link to the row, in one transaction (grouped with other publishes' writes). A
     /// claim lost meanwhile writes nothing and the call is not made.
     pub async fn before_final(&self) -> Result<(), PlatformError> {
+        self.check_lease()?;
         // Taken, not copied, while it is written: an announcement meanwhile (see
         // [`Self::announce`]) then finds nothing to write instead of inserting it a second time.
         let unwritten = self
@@ -346,6 +371,7 @@ impl StepRecorder {
     /// [`Self::before_final`] for a row that exists (a continuation, or a recorder built on an
     /// existing row).
     async fn before_final_existing(&self) -> Result<(), PlatformError> {
+        self.check_lease()?;
         if let (Some((store, submission_id)), Some(fence)) = (&self.store, &self.fence) {
             let until = fence.clock.now() + fence.lease;
             let held = store

@@ -48,6 +48,7 @@ pub fn problems(config: &Config) -> Vec<ConfigError> {
         config.server.limits().map(|_| ()),
         config.publishing.actor_arbiters().map(|_| ()),
         config.webhooks.check(),
+        config.cluster.check(),
         config.media.check(),
         config.server.checked_public_url().map(|_| ()),
         MediaFetcher::new(

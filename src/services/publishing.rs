@@ -381,6 +381,7 @@ impl PublishingService {
             reserved_counter: reserved_counter.clone(),
             claim,
             announce,
+            lease: None,
         };
         match self.supervisor.publish(&prepared.account, spec).await {
             Ok(receiver) => Ok(receiver),

@@ -36,6 +36,9 @@ pub struct SchedulingService {
     pub(crate) metrics: Arc<Metrics>,
     /// This process's id as a claimant of scheduled posts: `host:pid:random`.
     pub(crate) instance: String,
+    /// How soon the claims of an instance gone silent are handed back (`cluster.takeover_secs`):
+    /// expired claims are settled at least four times as often.
+    pub(crate) takeover: std::time::Duration,
 }
 
 impl SchedulingService {
@@ -46,6 +49,7 @@ impl SchedulingService {
         config: SchedulerConfig,
         metrics: Arc<Metrics>,
         instance: String,
+        takeover: std::time::Duration,
     ) -> Self {
         Self {
             store,
@@ -54,6 +58,7 @@ impl SchedulingService {
             config,
             metrics,
             instance,
+            takeover,
         }
     }
 

@@ -23,8 +23,10 @@
 //!   listing version, bumped only by scheduled-post writes, so the scheduler's writes do not
 //!   refuse authentication's inserts).
 //! - Other instances on the same PostgreSQL database hear of the write by `pg_notify`, sent in
-//!   the write's transaction (delivered on commit), through [`spawn_listener`]. When the listener
-//!   (re)connects it clears everything, since notifications may have been missed meanwhile.
+//!   the write's transaction (delivered on commit), through [`super::peers::spawn_listener`],
+//!   and acknowledge it before the write is answered. When the listener (re)connects it clears
+//!   everything, since notifications may have been missed meanwhile, and while it is not
+//!   listening nothing is served from the cache.
 //! - Whatever else happens (a lost listener, SQLite files shared by hand), an entry lives at most
 //!   `auth.cache_ttl_ms` (default 5 s): the periodic re-check that bounds every other case.
 
@@ -156,6 +158,9 @@ pub struct AccessCache {
     /// How many times the PostgreSQL listener started listening (tests wait for the first
     /// before relying on notifications; an operator can see reconnections).
     listens: AtomicU64,
+    /// False while a PostgreSQL listener is not listening: nothing is served from the cache
+    /// then, since another instance's write would not be heard (always true on SQLite).
+    listening: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for AccessCache {
@@ -187,7 +192,23 @@ impl AccessCache {
                 listings: HashMap::new(),
             }),
             listens: AtomicU64::new(0),
+            listening: std::sync::atomic::AtomicBool::new(true),
         }
+    }
+
+    /// Whether entries may be served (see `listening`).
+    fn serving(&self) -> bool {
+        self.listening.load(Ordering::SeqCst)
+    }
+
+    /// Whether this instance's listener listens now (see `listening`).
+    pub(super) fn set_listening(&self, listening: bool) {
+        self.listening.store(listening, Ordering::SeqCst);
+    }
+
+    /// The listener started listening (again).
+    pub(super) fn count_listen(&self) {
+        self.listens.fetch_add(1, Ordering::SeqCst);
     }
 
     /// How many times this instance's listener started listening (0: not yet, or SQLite).
@@ -211,16 +232,25 @@ impl AccessCache {
     }
 
     pub fn key(&self, key_hash: &str) -> Option<CachedKey> {
+        if !self.serving() {
+            return None;
+        }
         let now = self.clock.now();
         fresh(&mut self.lock().keys, key_hash, now)
     }
 
     pub fn user(&self, user_id: Uuid) -> Option<Arc<entity::user::Model>> {
+        if !self.serving() {
+            return None;
+        }
         let now = self.clock.now();
         fresh(&mut self.lock().users, &user_id, now)
     }
 
     pub fn account(&self, account_id: Uuid) -> Option<Arc<entity::account::Model>> {
+        if !self.serving() {
+            return None;
+        }
         let now = self.clock.now();
         fresh(&mut self.lock().accounts, &account_id, now)
     }
@@ -233,6 +263,9 @@ impl AccessCache {
 
     /// A rendered listing, while fresh (every scheduled-post write since drops it).
     pub fn listing(&self, key: &ListingKey) -> Option<bytes::Bytes> {
+        if !self.serving() {
+            return None;
+        }
         let now = self.clock.now();
         fresh(&mut self.lock().listings, key, now)
     }
@@ -444,64 +477,6 @@ pub fn channel_name(pg_schema: Option<&str>) -> String {
     };
     name.truncate(63);
     name
-}
-
-/// Listens for other instances' invalidations (PostgreSQL) and applies them to `cache`, until
-/// the runtime stops. On every (re)connection the whole cache is cleared: notifications sent
-/// while no listener was connected are lost. Uses a connection of its own (opened with the
-/// service pool's options), so it does not take one from the request budget.
-pub fn spawn_listener(
-    pool: &sea_orm::sqlx::PgPool,
-    channel: String,
-    cache: Arc<AccessCache>,
-    retry: Duration,
-) {
-    use sea_orm::sqlx::postgres::{PgListener, PgPoolOptions};
-    let options = pool.connect_options().as_ref().clone();
-    tokio::spawn(async move {
-        // A pool of one, only so the listener can reconnect by itself.
-        let own = PgPoolOptions::new()
-            .max_connections(1)
-            .min_connections(0)
-            .connect_lazy_with(options);
-        loop {
-            let mut listener = match PgListener::connect_with(&own).await {
-                Ok(listener) => listener,
-                Err(error) => {
-                    tracing::warn!(%error, "access cache: cannot connect the listener; retrying");
-                    cache.evict(Invalidation::All);
-                    tokio::time::sleep(retry).await;
-                    continue;
-                }
-            };
-            if let Err(error) = listener.listen(&channel).await {
-                tracing::warn!(%error, "access cache: LISTEN failed; retrying");
-                cache.evict(Invalidation::All);
-                tokio::time::sleep(retry).await;
-                continue;
-            }
-            // Listening from here on; anything cached before may have missed a notification.
-            cache.evict(Invalidation::All);
-            cache.listens.fetch_add(1, Ordering::SeqCst);
-            tracing::debug!(%channel, "access cache: listening");
-            loop {
-                match listener.try_recv().await {
-                    Ok(Some(notification)) => {
-                        cache.evict(Invalidation::parse(notification.payload()));
-                    }
-                    // The connection was lost (the next call reconnects and listens again):
-                    // what was sent meanwhile is lost with it.
-                    Ok(None) => cache.evict(Invalidation::All),
-                    Err(error) => {
-                        tracing::warn!(%error, "access cache: listener failed; reconnecting");
-                        cache.evict(Invalidation::All);
-                        tokio::time::sleep(retry).await;
-                        break;
-                    }
-                }
-            }
-        }
-    });
 }
 
 #[cfg(test)]

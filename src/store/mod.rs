@@ -5,6 +5,7 @@ pub mod access;
 mod accounts;
 mod api_keys;
 mod backup;
+mod cluster;
 mod commit;
 mod copy;
 mod disabled;
@@ -17,6 +18,7 @@ mod media;
 mod migration_lock;
 mod oauth_states;
 mod outbox;
+mod peers;
 mod posts;
 mod publish_write;
 mod reseal;
@@ -51,6 +53,7 @@ use access::{AccessCache, Invalidation};
 
 pub use accounts::{NewAccount, NewTokens};
 pub use api_keys::Authenticated;
+pub use cluster::{BudgetGrant, LeaseGrant, MemberRow, SilentClaims};
 pub use commit::GroupCommitStats;
 pub use copy::{CopyError, CopySource, TableCount, copied_tables};
 pub use form_tokens::FORM_TOKEN_TTL;
@@ -108,6 +111,8 @@ pub struct Store {
     /// Signalled after a commit that may have written webhook events, so that this instance's
     /// delivery actor fans them out at once instead of at its next look.
     outbox_written: Arc<tokio::sync::Notify>,
+    /// Acknowledgements of this instance's invalidations by the others (see `peers.rs`).
+    peers: Arc<peers::Peers>,
 }
 
 /// Statements sent to the database since the store connected, by kind: what the benchmarks
@@ -282,6 +287,7 @@ impl Store {
             changes: sqlite_file_path(url)
                 .map(|path| Arc::new(access::ChangeMarker::for_database(path))),
             outbox_written: Arc::default(),
+            peers: Arc::default(),
         })
     }
 
@@ -298,14 +304,15 @@ impl Store {
     }
 
     /// On PostgreSQL, starts the listener that applies other instances' invalidations to this
-    /// store's cache (see [`access::spawn_listener`]); nothing to do on SQLite, where one
+    /// store's cache (see [`peers::spawn_listener`]); nothing to do on SQLite, where one
     /// instance owns the file and the TTL bounds anything else. Needs a running runtime.
     pub fn listen_for_invalidations(&self, retry: Duration) {
         if self.backend() == DbBackend::Postgres {
-            access::spawn_listener(
+            peers::spawn_listener(
                 self.db.get_postgres_connection_pool(),
                 self.channel.to_string(),
                 self.access.clone(),
+                self.peers.clone(),
                 retry,
             );
         }
@@ -319,14 +326,17 @@ impl Store {
 
     /// Tells the other instances about `what` inside `txn` (PostgreSQL delivers a notification
     /// when, and only if, its transaction commits), commits, then evicts here: the same
-    /// operation as the write, so the next request on this instance reads the new row.
+    /// operation as the write, so the next request on this instance reads the new row. On
+    /// PostgreSQL it then waits until every other live instance has evicted it too (see
+    /// `peers.rs`): a request sent anywhere after the answer sees the write.
     async fn commit_invalidating(
         &self,
         txn: DatabaseTransaction,
         what: &[Invalidation],
     ) -> Result<(), DbErr> {
+        let (messages, seq) = self.invalidation_messages(what);
         let result = async {
-            self.notify(&txn, what).await?;
+            self.notify_messages(&txn, &messages).await?;
             txn.commit().await
         }
         .await;
@@ -335,20 +345,39 @@ impl Store {
         for item in what {
             self.access.evict(*item);
         }
+        if let Some(seq) = seq {
+            self.await_peers(seq).await;
+        }
         result
     }
 
     /// On PostgreSQL, tells the other instances about `what` on `db`: inside a transaction the
     /// notification is delivered when, and only if, it commits. Nothing to do on SQLite.
     async fn notify<C: ConnectionTrait>(&self, db: &C, what: &[Invalidation]) -> Result<(), DbErr> {
+        let messages: Vec<peers::Message> = what
+            .iter()
+            .map(|what| peers::Message::Invalidate {
+                what: *what,
+                from: None,
+            })
+            .collect();
+        self.notify_messages(db, &messages).await
+    }
+
+    /// [`Self::notify`] with the messages made.
+    async fn notify_messages<C: ConnectionTrait>(
+        &self,
+        db: &C,
+        messages: &[peers::Message],
+    ) -> Result<(), DbErr> {
         if self.backend() != DbBackend::Postgres {
             return Ok(());
         }
-        for item in what {
+        for message in messages {
             db.execute_raw(Statement::from_sql_and_values(
                 DbBackend::Postgres,
                 "SELECT pg_notify($1, $2)",
-                [self.channel.to_string().into(), item.payload().into()],
+                [self.channel.to_string().into(), message.payload().into()],
             ))
             .await?;
         }

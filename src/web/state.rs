@@ -11,6 +11,7 @@ use crate::{
     actors::supervisor::Supervisor,
     background::BackgroundActors,
     clock::SharedClock,
+    cluster::Cluster,
     config::Config,
     crypto::{SessionSigner, TokenCipher},
     metrics,
@@ -58,6 +59,8 @@ pub struct AppState {
     pub webhooks: Arc<crate::services::webhooks::WebhookService>,
     /// Uploaded media: uploads, the user's library, the public file URLs.
     pub media: Arc<crate::services::media::MediaService>,
+    /// This instance among those sharing the database (membership, leases held).
+    pub cluster: Arc<Cluster>,
     /// The background actors, once running (operator view, readiness, draining).
     pub background: BackgroundActors,
     /// The per-address limit on anonymous sign-in requests.

@@ -25,7 +25,14 @@ const GOLDEN: &str = concat!(
 
 /// Fields of the volatile bodies whose value (even its type) depends on timing or on the
 /// process.
-const VOLATILE_KEYS: [&str; 5] = ["instance", "next_due", "last_lag_ms", "looking", "sweeping"];
+const VOLATILE_KEYS: [&str; 6] = [
+    "instance",
+    "next_due",
+    "last_lag_ms",
+    "looking",
+    "sweeping",
+    "shared",
+];
 
 /// How a body's numbers are treated.
 #[derive(Clone, Copy, PartialEq)]
@@ -70,8 +77,9 @@ impl Recorder {
                 fields
                     .iter()
                     .map(|(k, v)| {
-                        // Which instance answered, and whether the scheduler had already seen
-                        // the next post when it was asked: the field is pinned, not its value.
+                        // Which instance answered, whether the scheduler had already seen the
+                        // next post when it was asked, and whether the store is one several
+                        // instances share: the field is pinned, not its value.
                         let v = if numbers == Numbers::Volatile
                             && VOLATILE_KEYS.contains(&k.as_str())
                         {

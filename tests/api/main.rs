@@ -16,6 +16,7 @@ mod adapters_x;
 mod auth;
 mod authcache;
 mod backup;
+mod cluster;
 mod collection;
 mod config;
 // `service config check`.

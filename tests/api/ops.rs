@@ -29,7 +29,7 @@ async fn health_checks_need_no_authentication_and_leak_nothing() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(
         body,
-        json!({"status": "ready", "checks": {"database": "ok", "migrations": "ok", "supervisor": "ok", "scheduler": "ok", "collector": "ok", "reconciler": "ok"}})
+        json!({"status": "ready", "checks": {"database": "ok", "migrations": "ok", "supervisor": "ok", "scheduler": "ok", "collector": "ok", "reconciler": "ok", "membership": "ok"}})
     );
     // The database goes away: not ready, and still nothing but the failed check's name.
     match app.state.store.backend() {

@@ -41,6 +41,7 @@ fn deps(app: &TestApp) -> Arc<PublishDeps> {
         publishing: config.publishing.clone(),
         oauth: config.oauth.clone(),
         metrics: Default::default(),
+        cluster: app.state.cluster.clone(),
     })
 }
 
@@ -64,6 +65,7 @@ fn text_job(publisher: &Publisher, text: &str, claim: Option<ClaimFence>) -> Job
         reserved_counter: None,
         claim,
         announce: None,
+        lease: None,
     }
 }
 

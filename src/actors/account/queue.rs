@@ -12,7 +12,10 @@ use super::{
 };
 use crate::{
     error::{ApiError, ErrorCode},
-    publish::run::{JobResult, JobSpec, run_job},
+    publish::{
+        leased::run_leased_job,
+        run::{JobResult, JobSpec},
+    },
 };
 
 impl AccountActor {
@@ -45,20 +48,22 @@ impl AccountActor {
         self.post_health();
         let deps = self.deps().clone();
         let credentials = self.token.credentials.clone();
+        let expires_at = self.token.expires_at;
         let submission_id = job.spec.submission_id;
         // A panic inside an adapter must not take the actor (and its queue) down with it.
-        let work = std::panic::AssertUnwindSafe(run_job(deps, credentials, job.spec))
-            .catch_unwind()
-            .map(move |result| {
-                result.unwrap_or_else(|_| {
-                    tracing::error!(submission = %submission_id, "publish panicked");
-                    JobResult {
-                        outcome: Err(ApiError::internal("publish panicked")),
-                        token_failure: None,
-                        retryable: false,
-                    }
-                })
-            });
+        let work =
+            std::panic::AssertUnwindSafe(run_leased_job(deps, credentials, expires_at, job.spec))
+                .catch_unwind()
+                .map(move |result| {
+                    result.unwrap_or_else(|_| {
+                        tracing::error!(submission = %submission_id, "publish panicked");
+                        JobResult {
+                            outcome: Err(ApiError::internal("publish panicked")),
+                            token_failure: None,
+                            retryable: false,
+                        }
+                    })
+                });
         let reply = job.reply;
         ctx.spawn(
             in_runtime(work)

@@ -108,6 +108,17 @@ async fn refresh_account(
     route: oauth::LoginRoute,
 ) -> RefreshOutcome {
     let store = &deps.store;
+    // Under the account's publish lease too: no other instance publishes with the token being
+    // replaced, and the next publish anywhere reads the new one (see `publish::leased`).
+    let _lease = match deps
+        .cluster
+        .hold(account_id, deps.cluster.takeover() * 2)
+        .await
+    {
+        Ok(lease) => lease,
+        Err(crate::cluster::LeaseError::Busy { .. }) => return RefreshOutcome::Busy,
+        Err(e) => return RefreshOutcome::Failed(e.to_string()),
+    };
     let now = deps.clock.now();
     match store
         .take_refresh_lease(account_id, now, now + chrono::Duration::seconds(120))

@@ -76,6 +76,9 @@ pub struct ReadinessChecks {
     #[schema(required = false, value_type = String)]
     pub collector: Option<&'static str>,
     pub reconciler: &'static str,
+    /// This instance's membership of the instances sharing the database is current (it
+    /// renewed it within three quarters of `cluster.takeover_secs`).
+    pub membership: &'static str,
 }
 
 /// `GET /api/keys`.

@@ -57,7 +57,8 @@ impl WebhookService {
     pub async fn pass(self: &Arc<Self>, slots: &Arc<Semaphore>) -> Result<PassReport, DbErr> {
         let now = self.clock.now();
         let schedule = self.config.retry_schedule_secs.clone();
-        let token = uuid::Uuid::new_v4().simple().to_string();
+        // The instance first: the claims of an instance gone silent are taken over by it.
+        let token = format!("{} {}", self.instance, uuid::Uuid::new_v4().simple());
         let lease_until =
             now + Duration::seconds(self.config.timeout_secs as i64 + LEASE_MARGIN_SECS);
         let claim = |slots: &Semaphore| Claim {

@@ -157,6 +157,8 @@ pub struct WebhookService {
     clock: Arc<dyn Clock>,
     metrics: Arc<Metrics>,
     attempts: AttemptQueue,
+    /// This process's id, the start of its delivery passes' claim tokens.
+    instance: String,
 }
 
 fn endpoint_not_found() -> ApiError {
@@ -171,8 +173,10 @@ impl WebhookService {
         config: WebhooksConfig,
         clock: Arc<dyn Clock>,
         metrics: Arc<Metrics>,
+        instance: String,
     ) -> Self {
         Self {
+            instance,
             store,
             sender,
             cipher,

@@ -1,0 +1,356 @@
+//! Coordination of the instances sharing the database: their membership rows, and per account
+//! the publish lease (one holder at a time, fenced by an epoch) and the platform limiter's
+//! state (GCRA: one timestamp). Times are the database's clock, in milliseconds since the Unix
+//! epoch, so the instances' own clocks may disagree without effect.
+
+use chrono::{DateTime, Utc};
+use sea_orm::{ConnectionTrait, DbBackend, DbErr, Statement, Value};
+use uuid::Uuid;
+
+use super::{Store, placeholder};
+
+/// A running instance as its membership row says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberRow {
+    pub instance: String,
+    pub address: String,
+    pub started_at: DateTime<Utc>,
+    /// Milliseconds since the latest renewal, by the database's clock.
+    pub silent_ms: i64,
+    /// Account publish leases it holds.
+    pub leases: i64,
+}
+
+/// What an attempt to take an account's publish lease found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeaseGrant {
+    /// Held now, under this epoch; `taken_over` names the silent instance that held it, and
+    /// `token_expires_at` is the account's stored token expiry (a refresh elsewhere moved it).
+    Held {
+        epoch: i64,
+        taken_over: Option<String>,
+        token_expires_at: Option<DateTime<Utc>>,
+    },
+    /// Another live instance holds it.
+    Busy { holder: String },
+}
+
+/// What an attempt to take units of an account's platform budget found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BudgetGrant {
+    Admitted,
+    /// Refused; enough units are back after this many milliseconds.
+    Refused {
+        retry_after_ms: i64,
+    },
+}
+
+/// The database's clock in milliseconds since the Unix epoch, as an SQL expression.
+fn now_ms(backend: DbBackend) -> &'static str {
+    match backend {
+        DbBackend::Postgres => "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint",
+        _ => "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+    }
+}
+
+/// The larger of two SQL expressions.
+fn greatest(backend: DbBackend, a: &str, b: &str) -> String {
+    match backend {
+        DbBackend::Postgres => format!("GREATEST({a}, {b})"),
+        _ => format!("max({a}, {b})"),
+    }
+}
+
+impl Store {
+    /// Writes this instance's membership row, renewed now.
+    pub async fn renew_membership(
+        &self,
+        instance: &str,
+        address: &str,
+        started_at: DateTime<Utc>,
+    ) -> Result<(), DbErr> {
+        let backend = self.backend();
+        let p = |n| placeholder(backend, n);
+        let sql = format!(
+            "INSERT INTO cluster_members (instance, address, started_at, heartbeat_ms) \
+             VALUES ({}, {}, {}, {now}) ON CONFLICT (instance) DO UPDATE \
+             SET address = excluded.address, heartbeat_ms = excluded.heartbeat_ms",
+            p(1),
+            p(2),
+            p(3),
+            now = now_ms(backend),
+        );
+        let values: Vec<Value> = vec![instance.into(), address.into(), started_at.into()];
+        self.db
+            .execute_raw(Statement::from_sql_and_values(backend, sql, values))
+            .await?;
+        Ok(())
+    }
+
+    /// Removes this instance's membership row (a clean stop): what it held is free at once.
+    pub async fn leave_cluster(&self, instance: &str) -> Result<(), DbErr> {
+        let backend = self.backend();
+        let sql = format!(
+            "DELETE FROM cluster_members WHERE instance = {}",
+            placeholder(backend, 1)
+        );
+        self.db
+            .execute_raw(Statement::from_sql_and_values(
+                backend,
+                sql,
+                [instance.into()],
+            ))
+            .await?;
+        Ok(())
+    }
+
+    /// Every membership row, live or not, the most recently renewed first; rows silent for
+    /// over `forget_after_ms` are deleted first.
+    pub async fn members(&self, forget_after_ms: i64) -> Result<Vec<MemberRow>, DbErr> {
+        let backend = self.backend();
+        let now = now_ms(backend);
+        self.db
+            .execute_raw(Statement::from_sql_and_values(
+                backend,
+                format!(
+                    "DELETE FROM cluster_members WHERE heartbeat_ms < {now} - {}",
+                    placeholder(backend, 1)
+                ),
+                [forget_after_ms.into()],
+            ))
+            .await?;
+        let rows = self
+            .db
+            .query_all_raw(Statement::from_string(
+                backend,
+                format!(
+                    "SELECT instance, address, started_at, {now} - heartbeat_ms AS silent_ms, \
+                     (SELECT count(*) FROM account_leases l WHERE l.holder = m.instance) AS leases \
+                     FROM cluster_members m ORDER BY heartbeat_ms DESC, instance"
+                ),
+            ))
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(MemberRow {
+                    instance: row.try_get("", "instance")?,
+                    address: row.try_get("", "address")?,
+                    started_at: row.try_get("", "started_at")?,
+                    silent_ms: row.try_get("", "silent_ms")?,
+                    leases: row.try_get("", "leases")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Takes the account's publish lease for `instance` if nobody holds it, `instance` itself
+    /// does, or its holder's membership has been silent for `takeover_ms` or more (it is dead,
+    /// and stopped publishing before then). Every grant raises the epoch. PostgreSQL only
+    /// (the one store several instances share).
+    pub async fn take_account_lease(
+        &self,
+        account_id: Uuid,
+        instance: &str,
+        takeover_ms: i64,
+    ) -> Result<LeaseGrant, DbErr> {
+        let backend = self.backend();
+        let p = |n| placeholder(backend, n);
+        // The statement's snapshot shows the row as it was: the holder it was taken from.
+        let sql = format!(
+            "WITH before AS (SELECT holder FROM account_leases WHERE account_id = {a}) \
+             INSERT INTO account_leases (account_id, holder, epoch, tat_ms) \
+             VALUES ({a}, {i}, 1, 0) ON CONFLICT (account_id) DO UPDATE \
+             SET holder = excluded.holder, epoch = account_leases.epoch + 1 \
+             WHERE account_leases.holder IS NULL OR account_leases.holder = excluded.holder \
+             OR NOT EXISTS (SELECT 1 FROM cluster_members m \
+               WHERE m.instance = account_leases.holder AND m.heartbeat_ms > {now} - {t}) \
+             RETURNING epoch, (SELECT holder FROM before) AS previous, \
+             (SELECT token_expires_at FROM accounts WHERE id = {a}) AS token_expires_at",
+            a = p(1),
+            i = p(2),
+            t = p(3),
+            now = now_ms(backend),
+        );
+        let values: Vec<Value> = vec![account_id.into(), instance.into(), takeover_ms.into()];
+        let row = self
+            .db
+            .query_one_raw(Statement::from_sql_and_values(backend, sql, values))
+            .await?;
+        if let Some(row) = row {
+            let previous: Option<String> = row.try_get("", "previous")?;
+            return Ok(LeaseGrant::Held {
+                epoch: row.try_get("", "epoch")?,
+                taken_over: previous.filter(|holder| holder != instance),
+                token_expires_at: row.try_get("", "token_expires_at")?,
+            });
+        }
+        let holder = self
+            .db
+            .query_one_raw(Statement::from_sql_and_values(
+                backend,
+                format!(
+                    "SELECT holder FROM account_leases WHERE account_id = {}",
+                    p(1)
+                ),
+                [account_id.into()],
+            ))
+            .await?
+            .map(|row| row.try_get::<Option<String>>("", "holder"))
+            .transpose()?
+            .flatten()
+            .unwrap_or_default();
+        Ok(LeaseGrant::Busy { holder })
+    }
+
+    /// Gives the lease back, unless a later epoch has taken it meanwhile.
+    pub async fn release_account_lease(
+        &self,
+        account_id: Uuid,
+        instance: &str,
+        epoch: i64,
+    ) -> Result<(), DbErr> {
+        let backend = self.backend();
+        let p = |n| placeholder(backend, n);
+        let sql = format!(
+            "UPDATE account_leases SET holder = NULL \
+             WHERE account_id = {} AND holder = {} AND epoch = {}",
+            p(1),
+            p(2),
+            p(3)
+        );
+        let values: Vec<Value> = vec![account_id.into(), instance.into(), epoch.into()];
+        self.db
+            .execute_raw(Statement::from_sql_and_values(backend, sql, values))
+            .await?;
+        Ok(())
+    }
+
+    /// Takes `cost_ms` of the account's budget (GCRA: units × the interval one unit takes to
+    /// come back) if the bucket of `period_ms` holds it; one statement, so instances sharing
+    /// the database share the budget exactly.
+    pub async fn take_account_budget(
+        &self,
+        account_id: Uuid,
+        cost_ms: i64,
+        period_ms: i64,
+    ) -> Result<BudgetGrant, DbErr> {
+        let backend = self.backend();
+        let p = |n| placeholder(backend, n);
+        let now = now_ms(backend);
+        let start = greatest(backend, "account_leases.tat_ms", now);
+        let sql = format!(
+            "INSERT INTO account_leases (account_id, holder, epoch, tat_ms) \
+             SELECT {a}, NULL, 0, {now} + {c} WHERE {c} <= {period} \
+             ON CONFLICT (account_id) DO UPDATE SET tat_ms = {start} + {c} \
+             WHERE {start} + {c} - {period} <= {now} \
+             RETURNING tat_ms",
+            a = p(1),
+            c = p(2),
+            period = p(3),
+        );
+        let values: Vec<Value> = vec![account_id.into(), cost_ms.into(), period_ms.into()];
+        let admitted = self
+            .db
+            .query_one_raw(Statement::from_sql_and_values(backend, sql, values))
+            .await?
+            .is_some();
+        if admitted {
+            return Ok(BudgetGrant::Admitted);
+        }
+        let start = greatest(backend, "tat_ms", now);
+        let wait = self
+            .db
+            .query_one_raw(Statement::from_sql_and_values(
+                backend,
+                format!(
+                    "SELECT {start} + {c} - {period} - {now} AS wait_ms \
+                     FROM account_leases WHERE account_id = {a}",
+                    a = p(1),
+                    c = p(2),
+                    period = p(3),
+                ),
+                [account_id.into(), cost_ms.into(), period_ms.into()],
+            ))
+            .await?
+            .map(|row| row.try_get::<i64>("", "wait_ms"))
+            .transpose()?
+            .unwrap_or(period_ms);
+        Ok(BudgetGrant::Refused {
+            retry_after_ms: wait.max(1),
+        })
+    }
+}
+
+/// Claims of instances gone silent, handed back by [`Store::expire_silent_claims`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SilentClaims {
+    pub scheduled: u64,
+    pub checks: u64,
+    pub webhooks: u64,
+}
+
+impl Store {
+    /// Ends, as of `now`, the leases of claims held by instances whose membership has been
+    /// silent for `takeover_ms` or more: scheduled posts being published, checks of
+    /// unconfirmed publishes, webhook messages being delivered. Their usual takers (the
+    /// settlement of expired claims, the reconciler, the delivery pass) then take them over
+    /// as they would a lease that ran out, with the fences they already have.
+    pub async fn expire_silent_claims(
+        &self,
+        now: DateTime<Utc>,
+        takeover_ms: i64,
+    ) -> Result<SilentClaims, DbErr> {
+        let backend = self.backend();
+        let p = |n| placeholder(backend, n);
+        let live = |claimant: &str| {
+            format!(
+                "NOT EXISTS (SELECT 1 FROM cluster_members m WHERE m.heartbeat_ms > {now_ms} - {t} \
+                 AND {claimant})",
+                now_ms = now_ms(backend),
+                t = p(3),
+            )
+        };
+        let statements = [
+            format!(
+                "UPDATE scheduled_posts SET lease_until = {past} WHERE status = 'publishing' \
+                 AND claimed_by IS NOT NULL AND lease_until >= {now} AND {}",
+                live("m.instance = scheduled_posts.claimed_by"),
+                past = p(1),
+                now = p(2),
+            ),
+            format!(
+                "UPDATE post_submissions SET check_lease_until = {past} \
+                 WHERE status = 'unconfirmed' AND check_claimed_by IS NOT NULL \
+                 AND check_lease_until >= {now} AND {}",
+                live("m.instance = post_submissions.check_claimed_by"),
+                past = p(1),
+                now = p(2),
+            ),
+            // A delivery pass's claim token starts with its instance and a space.
+            format!(
+                "UPDATE webhook_messages SET lease_until = {past} WHERE status = 'pending' \
+                 AND claim_token IS NOT NULL AND lease_until >= {now} AND {}",
+                live(
+                    "substr(webhook_messages.claim_token, 1, length(m.instance) + 1) = m.instance || ' '"
+                ),
+                past = p(1),
+                now = p(2),
+            ),
+        ];
+        let past = now - chrono::Duration::seconds(1);
+        let mut counts = [0; 3];
+        for (sql, count) in statements.into_iter().zip(counts.iter_mut()) {
+            let values: Vec<Value> = vec![past.into(), now.into(), takeover_ms.into()];
+            *count = self
+                .db
+                .execute_raw(Statement::from_sql_and_values(backend, sql, values))
+                .await?
+                .rows_affected();
+        }
+        Ok(SilentClaims {
+            scheduled: counts[0],
+            checks: counts[1],
+            webhooks: counts[2],
+        })
+    }
+}
