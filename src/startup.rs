@@ -426,7 +426,7 @@ impl Core {
             config.scheduler.clone(),
             metrics.clone(),
             instance_id.clone(),
-            config.cluster.takeover(),
+            &config.cluster,
         ));
         let collection = Arc::new(CollectionService::new(
             store.clone(),
@@ -531,7 +531,7 @@ fn webhook_service(
 async fn join_cluster(store: &Store, cluster: &Cluster, config: &Config) {
     // Named before it is a member: the others wait for its acknowledgement of their cache
     // invalidations from the moment they see it live.
-    store.identify(cluster.instance(), config.cluster.takeover());
+    store.identify(cluster.instance(), config.cluster.silence());
     if let Err(error) = cluster.renew().await {
         tracing::warn!(%error, "cannot write this instance's membership yet");
     }

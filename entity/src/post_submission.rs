@@ -40,6 +40,9 @@ pub struct Model {
     /// The instance checking it now, and until when its claim holds.
     pub check_claimed_by: Option<String>,
     pub check_lease_until: Option<DateTimeUtc>,
+    /// The instance running an immediate publish (`publishing`): a silent one's rows are settled
+    /// by the others.
+    pub publisher: Option<String>,
 }
 
 /// `post_type` of spec §2.3.

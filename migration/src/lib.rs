@@ -20,6 +20,7 @@ mod m20261129_000070_idempotency_keys;
 mod m20261129_000080_webhooks;
 mod m20261129_000090_media;
 mod m20261129_000100_cluster;
+mod m20261129_000110_submission_publisher;
 
 /// The ordered list of migrations.
 pub struct Migrator;
@@ -44,6 +45,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000080_webhooks::Migration),
             Box::new(m20261129_000090_media::Migration),
             Box::new(m20261129_000100_cluster::Migration),
+            Box::new(m20261129_000110_submission_publisher::Migration),
         ]
     }
 }

@@ -89,7 +89,7 @@ impl Actor for ReconcilerActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        let interval = self.service.check_interval();
+        let interval = self.service.look_every();
         tracing::info!(
             interval_ms = interval.as_millis() as u64,
             "reconciler started"

@@ -483,9 +483,8 @@ impl Actor for SchedulerActor {
         self.tick(ctx);
         let lease = Duration::from_secs(self.config.lease_secs.max(1));
         ctx.run_interval(lease / 3, |actor, ctx| actor.renew_leases(ctx));
-        // Often enough that a silent instance's claims, handed back after the takeover time,
-        // are settled within a quarter of it more.
-        let settle_every = (lease / 2).min(self.service.takeover / 4);
+        // As often as dead instances' claims are handed back (see `ClusterConfig::look_every`).
+        let settle_every = (lease / 2).min(self.service.cluster.look_every());
         ctx.run_interval(settle_every, |actor, ctx| actor.settle(ctx));
     }
 }

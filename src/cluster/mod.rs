@@ -1,9 +1,9 @@
 //! This instance among the others sharing its PostgreSQL database.
 //!
-//! Membership: each instance renews a row every quarter of `cluster.takeover_secs`. One silent
-//! for the whole takeover time is dead, and the others take over what it held. An instance
-//! trusts itself only until three quarters of that time after its latest renewal was sent: one
-//! cut off from the database stops publishing before anyone can take over from it.
+//! Membership: each instance renews a row every fifth of `cluster.takeover_secs` (T). One silent
+//! for 3T/5 is dead; every T/10 the others look for what it held and take it over, so its work
+//! goes on within T. An instance trusts itself only until T/2 after its latest renewal was sent:
+//! one cut off from the database stops publishing before anyone can take over from it.
 //!
 //! Per account, PostgreSQL holds the publish lease (one instance publishes or refreshes the
 //! token at a time, fenced by an epoch) and the platform limiter's state, so the budget holds
@@ -37,8 +37,8 @@ const FORGET_AFTER: Duration = Duration::from_secs(24 * 3_600);
 /// How far this instance may trust its own membership.
 #[derive(Debug, Default)]
 struct Trust {
-    /// Until when (the latest successful renewal's send time + three quarters of the takeover
-    /// time); `None` before the first.
+    /// Until when (the latest successful renewal's send time + half the takeover time); `None`
+    /// before the first.
     until: Option<Instant>,
     /// Raised whenever trust lapsed before a renewal: leases taken under an earlier
     /// generation may have been taken over meanwhile and no longer fence anything.
@@ -53,7 +53,7 @@ pub struct Cluster {
     address: String,
     started_at: DateTime<Utc>,
     store: Store,
-    takeover: Duration,
+    config: ClusterConfig,
     /// Whether leases and budgets are kept in the database (PostgreSQL).
     coordinates: bool,
     trust: Mutex<Trust>,
@@ -75,7 +75,7 @@ pub struct Member {
     pub started_at: DateTime<Utc>,
     /// Seconds since its latest membership renewal.
     pub silent_secs: f64,
-    /// Renewed within the takeover time: its leases and claims are its own.
+    /// Renewed within three fifths of the takeover time: its leases and claims are its own.
     pub live: bool,
     /// The instance that answered.
     pub this: bool,
@@ -124,7 +124,7 @@ impl Cluster {
             address,
             started_at,
             store,
-            takeover: config.takeover(),
+            config: config.clone(),
             coordinates,
             trust: Mutex::new(Trust::default()),
             held: DashMap::new(),
@@ -139,7 +139,12 @@ impl Cluster {
     }
 
     pub fn takeover(&self) -> Duration {
-        self.takeover
+        self.config.takeover()
+    }
+
+    /// How often dead instances' work is looked for (see [`ClusterConfig::look_every`]).
+    pub fn look_every(&self) -> Duration {
+        self.config.look_every()
     }
 
     /// Whether leases and budgets are shared through the database (several instances may run).
@@ -147,8 +152,10 @@ impl Cluster {
         self.coordinates
     }
 
-    fn takeover_ms(&self) -> i64 {
-        i64::try_from(self.takeover.as_millis()).unwrap_or(i64::MAX)
+    /// How long a dead instance has been silent, in milliseconds (see
+    /// [`ClusterConfig::silence`]).
+    fn silence_ms(&self) -> i64 {
+        i64::try_from(self.config.silence().as_millis()).unwrap_or(i64::MAX)
     }
 
     /// Renews this instance's membership. Trust runs from when the renewal was sent, not
@@ -168,7 +175,7 @@ impl Cluster {
             trust.until = None;
         }
         result?;
-        trust.until = Some(sent + self.takeover * 3 / 4);
+        trust.until = Some(sent + self.config.trust());
         trust.renewed_at = Some(Utc::now());
         Ok(())
     }
@@ -183,38 +190,48 @@ impl Cluster {
         }
     }
 
-    /// Renews the membership every quarter of the takeover time until a clean stop (or the
-    /// last handle is gone).
+    /// Renews the membership (every fifth of the takeover time) and looks for dead instances'
+    /// claims (every tenth) until a clean stop, or the last handle is gone. Each on its own
+    /// task: a slow look never delays a renewal.
     pub fn spawn_heartbeat(self: &Arc<Self>) {
-        let cluster = Arc::downgrade(self);
-        let every = self.takeover / 4;
-        actix_rt::spawn(async move {
-            let mut ticks = tokio::time::interval(every);
-            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            ticks.tick().await;
-            loop {
-                ticks.tick().await;
-                let Some(cluster) = cluster.upgrade() else {
-                    return;
-                };
+        let renewing = Arc::downgrade(self);
+        every(self.config.renew_every(), move || {
+            let cluster = renewing.clone();
+            async move {
+                let cluster = cluster.upgrade()?;
                 if cluster.leaving.load(std::sync::atomic::Ordering::Acquire) {
-                    return;
+                    return None;
                 }
                 if let Err(error) = cluster.renew().await {
                     tracing::warn!(%error, "cannot renew this instance's membership");
-                    continue;
                 }
-                cluster.take_over_silent_claims().await;
+                Some(())
+            }
+        });
+        let looking = Arc::downgrade(self);
+        every(self.config.look_every(), move || {
+            let cluster = looking.clone();
+            async move {
+                let cluster = cluster.upgrade()?;
+                if cluster.leaving.load(std::sync::atomic::Ordering::Acquire) {
+                    return None;
+                }
+                // Only a member acts for the others: one cut off may not see them alive.
+                if cluster.is_member() {
+                    cluster.take_over_silent_claims().await;
+                }
+                Some(())
             }
         });
     }
 
-    /// Hands back the claims of instances gone silent for the takeover time, so that their
+    /// Hands back the claims of dead instances (silent for three fifths of the takeover time),
+    /// so that their
     /// usual takers here or elsewhere take them over (see [`Store::expire_silent_claims`]).
     pub async fn take_over_silent_claims(&self) {
         match self
             .store
-            .expire_silent_claims(self.clock.now(), self.takeover_ms())
+            .expire_silent_claims(self.clock.now(), self.silence_ms())
             .await
         {
             Ok(SilentClaims {
@@ -275,7 +292,7 @@ impl Cluster {
     /// Every instance of the cluster, this one included.
     pub async fn members(&self) -> Result<Vec<Member>, DbErr> {
         let forget = i64::try_from(FORGET_AFTER.as_millis()).unwrap_or(i64::MAX);
-        let takeover = self.takeover_ms();
+        let silence = self.silence_ms();
         Ok(self
             .store
             .members(forget)
@@ -283,7 +300,7 @@ impl Cluster {
             .into_iter()
             .map(|row| Member {
                 this: row.instance == self.instance,
-                live: row.silent_ms < takeover,
+                live: row.silent_ms < silence,
                 silent_secs: row.silent_ms.max(0) as f64 / 1_000.0,
                 leases_held: row.leases.max(0) as u64,
                 instance: row.instance,
@@ -297,7 +314,7 @@ impl Cluster {
     pub async fn view(&self) -> Result<ClusterView, DbErr> {
         Ok(ClusterView {
             instance: self.instance.clone(),
-            takeover_secs: self.takeover.as_secs(),
+            takeover_secs: self.config.takeover_secs,
             shared: self.coordinates,
             members: self.members().await?,
         })
@@ -336,7 +353,7 @@ impl Cluster {
     }
 
     /// Takes the account's publish lease, waiting up to `wait` while another live instance
-    /// holds it (one that went silent loses it after the takeover time).
+    /// holds it (a dead one loses it: see [`ClusterConfig::silence`]).
     pub async fn hold(
         self: &Arc<Self>,
         account_id: Uuid,
@@ -359,7 +376,7 @@ impl Cluster {
                 None => LeaseError::NotMember,
                 Some(generation) => match self
                     .store
-                    .take_account_lease(account_id, &self.instance, self.takeover_ms())
+                    .take_account_lease(account_id, &self.instance, self.silence_ms())
                     .await?
                 {
                     LeaseGrant::Held {
@@ -398,6 +415,25 @@ impl Cluster {
             pause = (pause * 2).min(MAX_LEASE_POLL);
         }
     }
+}
+
+/// Runs `tick` every `period` (the first after one period) until it answers `None`.
+fn every<F, Fut>(period: Duration, mut tick: F)
+where
+    F: FnMut() -> Fut + 'static,
+    Fut: std::future::Future<Output = Option<()>> + 'static,
+{
+    actix_rt::spawn(async move {
+        let mut ticks = tokio::time::interval(period);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticks.tick().await;
+        loop {
+            ticks.tick().await;
+            if tick().await.is_none() {
+                return;
+            }
+        }
+    });
 }
 
 /// An account's publish lease, held until released. While it is [`AccountLease::valid`], no

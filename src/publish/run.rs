@@ -227,7 +227,7 @@ pub async fn run_job_probed(
     let announce = job.announce.take();
     let now = deps.clock.now();
     let platform = job.plan.platform();
-    let row = new_row(&job, platform, now);
+    let row = new_row(&job, platform, now, deps.cluster.instance());
     let steps = StepRecorder::for_new_submission(deps.store.clone(), row)
         .with_fence(job.claim.clone())
         .with_lease(job.lease.clone())
@@ -269,7 +269,12 @@ pub async fn run_job_probed(
 }
 
 /// The history row of a job about to start: `publishing`, no steps yet.
-fn new_row(job: &JobSpec, platform: Platform, now: DateTime<Utc>) -> SubmissionRow {
+fn new_row(
+    job: &JobSpec,
+    platform: Platform,
+    now: DateTime<Utc>,
+    publisher: &str,
+) -> SubmissionRow {
     SubmissionRow {
         id: job.submission_id,
         new: NewSubmission {
@@ -290,6 +295,7 @@ fn new_row(job: &JobSpec, platform: Platform, now: DateTime<Utc>) -> SubmissionR
         scheduled_post_id: job.claim.as_ref().map(|c| c.scheduled_post_id),
         created_at: now,
         updated_at: now,
+        publisher: Some(publisher.to_string()),
     }
 }
 

@@ -53,6 +53,13 @@ impl ReconcileService {
         std::time::Duration::from_millis(self.deps.publishing.unconfirmed_check_interval_ms.max(10))
     }
 
+    /// How often the reconciler looks for due checks: at the check interval, and at least as
+    /// often as dead instances' claims are handed back, so a dead instance's checks go on
+    /// within the takeover time.
+    pub fn look_every(&self) -> std::time::Duration {
+        self.check_interval().min(self.deps.cluster.look_every())
+    }
+
     /// One look at the table: claims the due checks and runs them (a few at a time).
     pub async fn pass(&self) -> Result<Vec<CheckOutcome>, sea_orm::DbErr> {
         let now = self.deps.clock.now();

@@ -36,9 +36,9 @@ pub struct SchedulingService {
     pub(crate) metrics: Arc<Metrics>,
     /// This process's id as a claimant of scheduled posts: `host:pid:random`.
     pub(crate) instance: String,
-    /// How soon the claims of an instance gone silent are handed back (`cluster.takeover_secs`):
-    /// expired claims are settled at least four times as often.
-    pub(crate) takeover: std::time::Duration,
+    /// When an instance is dead and how often its work is looked for (see
+    /// `ClusterConfig::silence` and `look_every`).
+    pub(crate) cluster: crate::config::ClusterConfig,
 }
 
 impl SchedulingService {
@@ -49,7 +49,7 @@ impl SchedulingService {
         config: SchedulerConfig,
         metrics: Arc<Metrics>,
         instance: String,
-        takeover: std::time::Duration,
+        cluster: &crate::config::ClusterConfig,
     ) -> Self {
         Self {
             store,
@@ -58,7 +58,7 @@ impl SchedulingService {
             config,
             metrics,
             instance,
-            takeover,
+            cluster: cluster.clone(),
         }
     }
 
@@ -378,10 +378,15 @@ pub async fn settle_expired_claims(service: &SchedulingService) -> Result<u64, s
             }
         }
     }
-    // Immediate publishes cut off by a stopped process: their callers are long gone; say in
-    // the history what happened.
+    // Immediate publishes cut off by a stopped process (a dead instance's, or
+    // started before `stale_publish_secs` when the row does not name its instance): their
+    // callers are gone; say in the history what happened.
     let before = now - chrono::Duration::seconds(service.config.stale_publish_secs as i64);
-    for submission in store.stale_publishing_submissions(before).await? {
+    let silence_ms = i64::try_from(service.cluster.silence().as_millis()).unwrap_or(i64::MAX);
+    for submission in store
+        .stale_publishing_submissions(before, silence_ms)
+        .await?
+    {
         let final_started = submission
             .steps
             .as_ref()

@@ -354,3 +354,17 @@ impl Store {
         })
     }
 }
+
+impl Store {
+    /// An immediate publish's history row whose instance (`post_submissions.publisher`) has not
+    /// renewed its membership for `takeover_ms`: nobody runs it any more.
+    pub(super) fn run_by_a_silent_instance(&self, takeover_ms: i64) -> sea_orm::Condition {
+        let backend = self.backend();
+        let sql = format!(
+            "post_submissions.publisher IS NOT NULL AND NOT EXISTS (SELECT 1 FROM cluster_members m \
+             WHERE m.instance = post_submissions.publisher AND m.heartbeat_ms > {} - {takeover_ms})",
+            now_ms(backend)
+        );
+        sea_orm::Condition::all().add(sea_orm::sea_query::Expr::cust(sql))
+    }
+}

@@ -507,6 +507,7 @@ fn row_model(row: &SubmissionRow) -> post_submission::ActiveModel {
         check_until: Set(None),
         check_claimed_by: Set(None),
         check_lease_until: Set(None),
+        publisher: Set(row.publisher.clone()),
     }
 }
 

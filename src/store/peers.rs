@@ -5,8 +5,8 @@
 //! on its own a request sent to another instance right after the write's answer could still be
 //! served from that instance's cache. Here the notification carries this instance's id and a
 //! sequence number; each listener that applied it acknowledges it on the same channel; the
-//! writer waits, before answering, until every live member (renewed within the takeover time)
-//! has. A member whose listener is not connected serves nothing from its cache meanwhile (see
+//! writer waits, before answering, until every live member (renewed within three fifths of
+//! `cluster.takeover_secs`) has. A member whose listener is not connected serves nothing from its cache meanwhile (see
 //! `AccessCache::listening`), so it needs no acknowledgement to be right.
 
 use std::{
@@ -32,7 +32,8 @@ const ACK_WAIT: Duration = Duration::from_secs(2);
 /// This instance's side of the acknowledgements.
 #[derive(Debug, Default)]
 pub struct Peers {
-    /// This instance's id and the takeover time in milliseconds, once the cluster knows them.
+    /// This instance's id and how long a dead instance has been silent, in milliseconds, once
+    /// the cluster knows them.
     identity: OnceLock<(String, i64)>,
     next: AtomicU64,
     /// Sequence number → the instances that acknowledged it so far.
@@ -105,10 +106,11 @@ impl Message {
 }
 
 impl Peers {
-    /// Sets this instance's id and the takeover time (once; later calls change nothing).
-    pub fn identify(&self, instance: &str, takeover: Duration) {
-        let takeover_ms = i64::try_from(takeover.as_millis()).unwrap_or(i64::MAX);
-        let _ = self.identity.set((instance.to_string(), takeover_ms));
+    /// Sets this instance's id and the silence after which an instance is dead (once; later
+    /// calls change nothing).
+    pub fn identify(&self, instance: &str, silence: Duration) {
+        let silence_ms = i64::try_from(silence.as_millis()).unwrap_or(i64::MAX);
+        let _ = self.identity.set((instance.to_string(), silence_ms));
     }
 
     pub fn instance(&self) -> Option<&str> {
@@ -295,10 +297,10 @@ impl Store {
     /// After the write committed: waits until every other live instance acknowledged `seq`.
     /// A failure to ask who is live is logged, not the write's error (the write is done).
     pub(super) async fn await_peers(&self, seq: u64) {
-        let Some((instance, takeover_ms)) = self.peers.identity.get() else {
+        let Some((instance, silence_ms)) = self.peers.identity.get() else {
             return;
         };
-        let peers = match self.live_peers(instance, *takeover_ms).await {
+        let peers = match self.live_peers(instance, *silence_ms).await {
             Ok(peers) => peers,
             Err(error) => {
                 tracing::warn!(%error, "cannot list the other instances to await their cache invalidation");
@@ -319,11 +321,11 @@ impl Store {
         }
     }
 
-    /// The other instances renewed within the takeover time.
-    async fn live_peers(&self, instance: &str, takeover_ms: i64) -> Result<Vec<String>, DbErr> {
+    /// The other instances renewed within `silence_ms`.
+    async fn live_peers(&self, instance: &str, silence_ms: i64) -> Result<Vec<String>, DbErr> {
         let sql = "SELECT instance FROM cluster_members WHERE instance <> $1 \
                    AND heartbeat_ms > (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint - $2";
-        let values: Vec<Value> = vec![instance.into(), takeover_ms.into()];
+        let values: Vec<Value> = vec![instance.into(), silence_ms.into()];
         let rows = self
             .db
             .query_all_raw(Statement::from_sql_and_values(
@@ -337,9 +339,10 @@ impl Store {
             .collect()
     }
 
-    /// Sets this instance's id and the takeover time, for acknowledged invalidations.
-    pub fn identify(&self, instance: &str, takeover: Duration) {
-        self.peers.identify(instance, takeover);
+    /// Sets this instance's id and the silence after which an instance is dead, for
+    /// acknowledged invalidations.
+    pub fn identify(&self, instance: &str, silence: Duration) {
+        self.peers.identify(instance, silence);
     }
 }
 

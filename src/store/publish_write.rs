@@ -29,6 +29,8 @@ pub struct SubmissionRow {
     pub created_at: DateTime<Utc>,
     /// When the row is written.
     pub updated_at: DateTime<Utc>,
+    /// The instance running the publish.
+    pub publisher: Option<String>,
 }
 
 /// One write of the publish path. Each is answered on its own: `Ok(false)` is a conditional

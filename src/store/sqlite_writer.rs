@@ -53,8 +53,8 @@ const CHECKPOINT_EVERY: u64 = 256;
 
 const INSERT_ROW: &str = "INSERT INTO post_submissions (id, user_id, account_id, platform, \
      post_type, post_id, status, page_name, content, result, steps, error_code, error_message, \
-     scheduled_post_id, created_at, published_at, updated_at) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)";
+     scheduled_post_id, created_at, published_at, updated_at, publisher) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)";
 
 /// `publishing → published`; the rows it changed tell whether the row exists. Not
 /// `RETURNING id`: SQLite collects returned rows in a temporary b-tree, built and freed for
@@ -229,6 +229,7 @@ fn write_batch(
                 time(row.created_at),
                 new.published_at.map(time),
                 time(row.updated_at),
+                row.publisher.as_deref(),
             ])
             .map_err(db_err)?;
     }

@@ -231,15 +231,21 @@ impl Store {
         post_submission::Entity::find_by_id(id).one(&self.db).await
     }
 
-    /// Immediate publishes still `publishing` that started before `before`.
+    /// Immediate publishes still `publishing` that started before `before`, or whose instance
+    /// has been silent for `takeover_ms` (it died with them in flight).
     pub async fn stale_publishing_submissions(
         &self,
         before: DateTime<Utc>,
+        takeover_ms: i64,
     ) -> Result<Vec<post_submission::Model>, DbErr> {
         post_submission::Entity::find()
             .filter(post_submission::Column::Status.eq(SubmissionStatus::Publishing))
             .filter(post_submission::Column::ScheduledPostId.is_null())
-            .filter(post_submission::Column::CreatedAt.lt(before))
+            .filter(
+                Condition::any()
+                    .add(post_submission::Column::CreatedAt.lt(before))
+                    .add(self.run_by_a_silent_instance(takeover_ms)),
+            )
             .all(&self.db)
             .await
     }

@@ -396,3 +396,66 @@ async fn a_write_waits_for_a_live_instance_that_has_not_acknowledged_it() {
         started.elapsed()
     );
 }
+
+#[actix_web::test]
+async fn a_silent_instances_publish_in_flight_is_settled_within_the_takeover_time() {
+    let app = TestApp::spawn_with(|c| c.cluster.takeover_secs = 3).await;
+    let publisher = app.publisher("threads", "pro").await;
+    let now = app.clock_now();
+    // An instance wrote the row before its final call, then died: the call may have gone out.
+    let row = social_service::store::SubmissionRow {
+        id: uuid::Uuid::new_v4(),
+        new: social_service::store::NewSubmission {
+            user_id: publisher.user_id,
+            account_id: publisher.account.id,
+            platform: social_service::domain::plan::Platform::Threads,
+            post_type: Some(entity::post_submission::PostType::Text),
+            post_id: None,
+            status: entity::post_submission::SubmissionStatus::Publishing,
+            page_name: publisher.account.display_name.clone(),
+            content: json!({"text": "cut off", "media_urls": []}),
+            result: None,
+            error_code: None,
+            error_message: None,
+            published_at: None,
+        },
+        steps: entity::post_submission::PublishSteps {
+            final_started: true,
+            ..Default::default()
+        },
+        scheduled_post_id: None,
+        created_at: now,
+        updated_at: now,
+        publisher: Some("dead-host:7:xx".into()),
+    };
+    let id = row.id;
+    app.state
+        .store
+        .publish_write(social_service::store::PublishWrite::BeforeFinal { row, claim: None })
+        .await
+        .unwrap();
+    member(&app, "dead-host:7:xx", 60_000).await;
+    // Long before `scheduler.stale_publish_secs` (30 minutes): the silence settles it.
+    let started = Instant::now();
+    loop {
+        let row = entity::post_submission::Entity::find_by_id(id)
+            .one(app.state.store.connection())
+            .await
+            .unwrap()
+            .unwrap();
+        if row.status != entity::post_submission::SubmissionStatus::Publishing {
+            assert_eq!(
+                row.status,
+                entity::post_submission::SubmissionStatus::Unconfirmed,
+                "a final call that may have gone out is never called failed"
+            );
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "still publishing after {:?}",
+            started.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

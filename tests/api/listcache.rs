@@ -272,6 +272,7 @@ async fn every_write_a_listing_shows_drops_the_listings_and_lease_renewals_do_no
         scheduled_post_id: Some(id(2)),
         created_at: now,
         updated_at: now,
+        publisher: None,
     };
     let row_id = row.id;
     let write = PublishWrite::BeforeFinal {

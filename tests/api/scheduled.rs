@@ -708,6 +708,7 @@ async fn the_final_call_is_fenced_by_the_claim() {
             scheduled_post_id: Some(post.id),
             created_at: now,
             updated_at: now,
+            publisher: None,
         };
         let id = row.id;
         let recorder = StepRecorder::for_new_submission(app.state.store.clone(), row)

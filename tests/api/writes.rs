@@ -91,6 +91,7 @@ fn new_row(publisher: &Publisher, scheduled_post_id: Option<Uuid>, app: &TestApp
         scheduled_post_id,
         created_at: now,
         updated_at: now,
+        publisher: None,
     }
 }
 
@@ -570,6 +571,7 @@ async fn the_one_trip_batch_writes_what_single_statements_write() {
             check_until: Set(None),
             check_claimed_by: Set(None),
             check_lease_until: Set(None),
+            publisher: Set(None),
         })
     };
     let (batched, alone) = (row(Uuid::now_v7()), row(Uuid::now_v7()));

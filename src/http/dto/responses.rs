@@ -77,7 +77,7 @@ pub struct ReadinessChecks {
     pub collector: Option<&'static str>,
     pub reconciler: &'static str,
     /// This instance's membership of the instances sharing the database is current (it
-    /// renewed it within three quarters of `cluster.takeover_secs`).
+    /// renewed it within half of `cluster.takeover_secs`).
     pub membership: &'static str,
 }
 
