@@ -126,7 +126,7 @@ async fn the_sign_in_binding_cookie_is_short_lived_httponly_lax_and_cleared_afte
 }
 
 /// Runs the sign-in redirects by hand and returns the callback response (not followed).
-async fn callback_response(app: &TestApp, email: &str) -> (reqwest::Response, String) {
+pub(crate) async fn callback_response(app: &TestApp, email: &str) -> (reqwest::Response, String) {
     let client = browser_without_redirects();
     let login = client
         .get(app.url(&format!("/auth/login?login_hint={email}")))

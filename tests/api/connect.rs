@@ -429,6 +429,55 @@ async fn tiktok_refresh_tokens_rotate_and_the_newest_is_kept() {
 }
 
 #[actix_rt::test]
+async fn two_instances_finding_a_token_due_rotate_it_once() {
+    let app = TestApp::spawn_with(fast_sweeps).await;
+    // Its token keeper sweeps every second too: both instances find the token due together.
+    let second = app.spawn_second().await;
+    let dashboard = app.sign_in("owner@example.com").await;
+    let (_, body) = connect(&app, &dashboard, "tiktok", "Judy").await;
+    let id = accounts(&body)[0]["account_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (row, old_access, old_refresh) = stored(&app, &id).await;
+    let old_refresh = old_refresh.unwrap();
+    app.clock
+        .set(row.token_expires_at.unwrap() - chrono::Duration::minutes(10));
+    eventually("the tiktok refresh", async || {
+        stored(&app, &id).await.1 != old_access
+    })
+    .await;
+    // Both keepers have swept since: a second rotation, with the spent refresh token, would
+    // have been refused by TikTok and the account marked invalid.
+    app.wait_two_passes(crate::helpers::Background::TokenKeeper)
+        .await;
+    let (row, _, new_refresh) = stored(&app, &id).await;
+    assert!(row.is_valid, "{:?}", row.last_error);
+    let new_refresh = new_refresh.unwrap();
+    assert_ne!(new_refresh, old_refresh);
+    let token_url = format!("{}/tiktok/v2/oauth/token/", app.sim.base_url);
+    let refresh_with = async |token: &str| {
+        app.http
+            .post(&token_url)
+            .form(&[
+                ("client_key", crate::helpers::CLIENT_ID),
+                ("client_secret", crate::helpers::CLIENT_SECRET),
+                ("grant_type", "refresh_token"),
+                ("refresh_token", token),
+            ])
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    // The stored refresh token is the live one: it was rotated once, not twice.
+    assert_eq!(refresh_with(&old_refresh).await, 400);
+    assert_eq!(refresh_with(&new_refresh).await, 200);
+    let _ = second;
+}
+
+#[actix_rt::test]
 async fn a_revoked_token_invalidates_the_account_on_the_next_publish() {
     let app = TestApp::spawn().await;
     let dashboard = app.sign_in("owner@example.com").await;

@@ -17,6 +17,7 @@ mod auth;
 mod authcache;
 mod backup;
 mod cluster;
+mod cluster_state;
 mod collection;
 mod config;
 // `service config check`.
