@@ -226,8 +226,8 @@ impl Cluster {
     }
 
     /// Hands back the claims of dead instances (silent for three fifths of the takeover time),
-    /// so that their
-    /// usual takers here or elsewhere take them over (see [`Store::expire_silent_claims`]).
+    /// so that their usual takers here or elsewhere take them over (see
+    /// [`Store::expire_silent_claims`]).
     pub async fn take_over_silent_claims(&self) {
         match self
             .store

@@ -873,3 +873,62 @@ async fn an_event_fanned_out_twice_is_delivered_once() {
         receiver.received()
     );
 }
+
+/// A message a dead instance had claimed (its lease far away) is delivered by another within
+/// the takeover time, not when that lease runs out.
+#[actix_web::test]
+async fn a_dead_instances_claimed_message_is_delivered_by_another() {
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, sea_query::Expr};
+    let (app, receiver) = spawn_with_receiver(|c| c.cluster.takeover_secs = 3).await;
+    let dashboard = app.sign_in("owner@example.com").await;
+    let me = Caller::Session(&dashboard);
+    let endpoint = create_ok(&app, me, &receiver.url("/hook"), None).await;
+    let id = send_test(&app, me, &endpoint).await;
+    eventually("the first delivery", async || {
+        receiver.received_on("/hook").len() == 1
+    })
+    .await;
+    // As if an instance had claimed it for another attempt, for an hour, and died.
+    let now = app.clock_now();
+    entity::webhook_message::Entity::update_many()
+        .col_expr(
+            entity::webhook_message::Column::Status,
+            Expr::value("pending"),
+        )
+        .col_expr(
+            entity::webhook_message::Column::ClaimToken,
+            Expr::value("dead-host:5:ww 0123456789abcdef"),
+        )
+        .col_expr(
+            entity::webhook_message::Column::LeaseUntil,
+            Expr::value(now + Duration::hours(1)),
+        )
+        .col_expr(
+            entity::webhook_message::Column::NextAttemptAt,
+            Expr::value(now),
+        )
+        .filter(entity::webhook_message::Column::Id.eq(id.as_str()))
+        .exec(app.state.store.connection())
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    eventually("the dead instance's attempt made by this one", async || {
+        receiver.received_on("/hook").len() == 2
+    })
+    .await;
+    assert!(
+        started.elapsed() < StdDuration::from_secs(60),
+        "well inside the claim's hour: {:?}",
+        started.elapsed()
+    );
+    let sent: Vec<String> = receiver
+        .received_on("/hook")
+        .iter()
+        .map(|r| r.webhook_id().to_string())
+        .collect();
+    assert_eq!(
+        sent,
+        [id.clone(), id],
+        "the same message, with its webhook-id"
+    );
+}
