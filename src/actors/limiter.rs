@@ -21,9 +21,10 @@ use governor::{
 use serde::Serialize;
 
 use crate::{
+    cluster::Budget,
     config::PublishingConfig,
     domain::plan::{Platform, PublishPlan, YoutubePost},
-    error::{ApiError, RateLimitHeaders},
+    error::ApiError,
 };
 
 /// A limiter with what it needs to describe itself. One per account that had an actor in this
@@ -148,24 +149,20 @@ impl AccountLimiter {
         Err(self.refusal(wait.as_secs().max(1) + u64::from(wait.subsec_nanos() > 0)))
     }
 
+    /// `units` of this limiter's budget, as the instances share it.
+    pub fn budget(&self, units: u32) -> Budget {
+        Budget {
+            units,
+            capacity: self.capacity,
+            period: self.period(),
+            unit: self.unit(),
+        }
+    }
+
     /// The 429 `RateLimitExceeded` of an empty bucket, with `retry_after` and the limiter's
     /// headers (this instance's limiter, or the budget the instances share).
     pub fn refusal(&self, retry_after: u64) -> ApiError {
-        let reset = chrono::Utc::now().timestamp() + retry_after as i64;
-        ApiError::rate_limited(
-            retry_after,
-            Some(RateLimitHeaders {
-                limit: i64::from(self.capacity),
-                remaining: 0,
-                reset,
-            }),
-        )
-        .with_details(format!(
-            "The account's platform limit ({} {} per {} s) is used up",
-            self.capacity,
-            self.unit(),
-            self.period_secs
-        ))
+        self.budget(0).refusal(retry_after)
     }
 
     pub fn state(&self) -> LimiterState {

@@ -46,7 +46,6 @@ use std::{
 use actix::{Actor, MailboxError};
 use actix_rt::{Arbiter, ArbiterHandle};
 use dashmap::{DashMap, mapref::entry::Entry};
-use secrecy::SecretString;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
@@ -54,7 +53,7 @@ use super::{
     account::{
         AccountActor, AccountActorInit, AccountToken, ActorHealth, ActorSeat, CheckUnconfirmed,
         GetHealth, HealthRecord, IDLE_CHECK, InsightsOutput, InsightsWork, JobOutcome, Publish,
-        ReadInsights, RefreshToken, Retire, StopIfIdle,
+        ReadInsights, RefreshToken, Retire, StopIfIdle, check_units,
         roster::{ActorEntry, LiveActor, Placement, Roster},
     },
     limiter::AccountLimiter,
@@ -233,21 +232,14 @@ impl Supervisor {
         let platform = account.platform;
         // A token that does not open for this row (moved from another row, or sealed by a key
         // no longer configured) is refused like a revoked one, and never reaches the platform.
-        let access_token =
-            tokens::open_access(&self.roster.deps.cipher, account).map_err(|e| {
-                tracing::warn!(account = %account.id, error = %e, "the account's stored token does not open");
-                ApiError::new(
-                    ErrorCode::InvalidToken,
-                    "The platform access token of this account is no longer valid; reconnect the account",
-                )
-            })?;
+        let credentials = AccountCredentials::open(&self.roster.deps.cipher, account).map_err(|e| {
+            tracing::warn!(account = %account.id, error = %e, "the account's stored token does not open");
+            ApiError::new(
+                ErrorCode::InvalidToken,
+                "The platform access token of this account is no longer valid; reconnect the account",
+            )
+        })?;
         let limiter = self.limiter(account.id, platform);
-        let credentials = AccountCredentials {
-            external_id: account.external_id.clone(),
-            display_name: account.display_name.as_str().into(),
-            access_token: SecretString::from(access_token),
-            login_route: account.login_route,
-        };
         // An HTTP worker is an arbiter; should it not be one after all, the pool serves.
         let here = (here_if_worker && HOSTS_ACTORS.get())
             .then(Arbiter::try_current)
@@ -357,7 +349,7 @@ impl Supervisor {
         let limiter = self.limiter(account.id, account.platform);
         match deps
             .cluster
-            .take_budget(account.id, units, limiter.capacity(), limiter.period())
+            .take_budget(account.id, limiter.budget(units))
             .await?
         {
             Ok(()) => Ok(()),
@@ -376,10 +368,12 @@ impl Supervisor {
     pub async fn publish(
         &self,
         account: &entity::account::Model,
-        spec: JobSpec,
+        mut spec: JobSpec,
     ) -> Result<oneshot::Receiver<JobOutcome>, ApiError> {
-        let units = self.limiter(account.id, account.platform).cost(&spec.plan);
-        self.take_shared_budget(account, units).await?;
+        // The shared budget is taken with the publish lease, in one statement, when the job
+        // starts (see `publish::leased`).
+        let limiter = self.limiter(account.id, account.platform);
+        spec.budget = Some(limiter.budget(limiter.cost(&spec.plan)));
         let entry = self.actor_for(account, true)?;
         match entry
             .addr
@@ -435,11 +429,8 @@ impl Supervisor {
         summary: &AccountSummary,
         work: InsightsWork,
     ) -> Result<InsightsOutput, ApiError> {
-        let units = match &work {
-            InsightsWork::Query(query) => crate::insights::estimated_calls(account.platform, query),
-            InsightsWork::Daily(_) => crate::insights::estimated_daily_calls(account.platform),
-        };
-        self.take_shared_budget(account, units).await?;
+        self.take_shared_budget(account, work.units(account.platform))
+            .await?;
         let receiver = self
             .ask(account, || ReadInsights {
                 work: work.clone(),
@@ -458,10 +449,8 @@ impl Supervisor {
         account: &entity::account::Model,
         spec: CheckSpec,
     ) -> Result<CheckReport, ApiError> {
-        // One status read; tiktok's limit is on publish inits, which a read is not.
-        if account.platform != Platform::Tiktok {
-            self.take_shared_budget(account, 1).await?;
-        }
+        self.take_shared_budget(account, check_units(account.platform))
+            .await?;
         let receiver = self
             .ask(account, || CheckUnconfirmed { spec: spec.clone() })
             .await??;

@@ -25,7 +25,7 @@ use crate::{
     clock::SharedClock,
     config::ClusterConfig,
     metrics::Metrics,
-    store::{BudgetGrant, LeaseGrant, SilentClaims, Store},
+    store::{BudgetGrant, LeaseAsk, LeaseGrant, SilentClaims, Store},
 };
 
 /// Longest pause between two attempts at a lease another instance holds.
@@ -59,6 +59,12 @@ pub struct Cluster {
     trust: Mutex<Trust>,
     /// Accounts whose publish lease this instance holds, with the epoch.
     held: DashMap<Uuid, i64>,
+    /// Leases given back and not yet written: one statement frees all those that gathered
+    /// while the previous one ran.
+    releases: Mutex<Releases>,
+    /// Lease asks waiting for a statement: those that arrive while one runs go together in
+    /// the next (one round trip and one commit for all).
+    asks: Mutex<Asks>,
     /// The service's clock (claims' leases are in its time).
     clock: SharedClock,
     /// Set by a clean stop: renewals end, and trust with them.
@@ -97,6 +103,94 @@ pub struct ClusterView {
     pub members: Vec<Member>,
 }
 
+/// Units of an account's platform budget, and the budget's shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub units: u32,
+    /// Units in one full period.
+    pub capacity: u32,
+    pub period: Duration,
+    /// What a unit is: `calls` or `quota units`.
+    pub unit: &'static str,
+}
+
+impl Budget {
+    /// The 429 `RateLimitExceeded` of a budget used up, with `retry_after` (seconds) and the
+    /// budget's headers.
+    pub fn refusal(&self, retry_after: u64) -> crate::error::ApiError {
+        let reset = chrono::Utc::now().timestamp() + retry_after as i64;
+        crate::error::ApiError::rate_limited(
+            retry_after,
+            Some(crate::error::RateLimitHeaders {
+                limit: i64::from(self.capacity),
+                remaining: 0,
+                reset,
+            }),
+        )
+        .with_details(format!(
+            "The account's platform limit ({} {} per {} s) is used up",
+            self.capacity,
+            self.unit,
+            self.period.as_secs()
+        ))
+    }
+
+    /// The GCRA cost and bucket, in milliseconds: units × one unit's interval (rounded up, so
+    /// the shared limiter is never the looser one), and capacity × that interval.
+    fn gcra(&self) -> (i64, i64) {
+        let capacity = self.capacity.max(1);
+        let units = self.units.min(capacity);
+        let period_ms = i64::try_from(self.period.as_millis()).unwrap_or(i64::MAX);
+        let interval_ms = (period_ms + i64::from(capacity) - 1) / i64::from(capacity);
+        (
+            interval_ms * i64::from(units),
+            interval_ms * i64::from(capacity),
+        )
+    }
+}
+
+/// Leases waiting to be written free.
+#[derive(Debug, Default)]
+struct Releases {
+    /// (account, epoch) pairs.
+    waiting: Vec<(Uuid, i64)>,
+    /// A task is writing them.
+    writing: bool,
+}
+
+type AskReply = tokio::sync::oneshot::Sender<Result<LeaseGrant, DbErr>>;
+
+/// Lease asks waiting for a statement.
+#[derive(Debug, Default)]
+struct Asks {
+    waiting: std::collections::VecDeque<(LeaseAsk, AskReply)>,
+    /// A task is running them.
+    running: bool,
+}
+
+impl Asks {
+    /// The next batch: the waiting asks, one per account (a second ask of an account waits
+    /// for the next batch, in order); `None`, and marked idle, when none wait.
+    fn next_batch(&mut self) -> Option<Vec<(LeaseAsk, AskReply)>> {
+        if self.waiting.is_empty() {
+            self.running = false;
+            return None;
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut batch = Vec::new();
+        let mut later = std::collections::VecDeque::new();
+        for (ask, reply) in self.waiting.drain(..) {
+            if seen.insert(ask.account_id) {
+                batch.push((ask, reply));
+            } else {
+                later.push_back((ask, reply));
+            }
+        }
+        self.waiting = later;
+        Some(batch)
+    }
+}
+
 /// Why a lease could not be had.
 #[derive(Debug, thiserror::Error)]
 pub enum LeaseError {
@@ -104,6 +198,9 @@ pub enum LeaseError {
     Busy { holder: String },
     #[error("this instance cannot reach the database to renew its membership")]
     NotMember,
+    /// The account's shared platform budget is used up; enough is back in this many seconds.
+    #[error("the account's platform budget is used up")]
+    OverBudget { retry_after_secs: u64 },
     #[error("database: {0}")]
     Db(#[from] DbErr),
 }
@@ -128,6 +225,8 @@ impl Cluster {
             coordinates,
             trust: Mutex::new(Trust::default()),
             held: DashMap::new(),
+            releases: Mutex::new(Releases::default()),
+            asks: Mutex::new(Asks::default()),
             clock,
             leaving: Default::default(),
             metrics,
@@ -320,44 +419,124 @@ impl Cluster {
         })
     }
 
-    /// Takes `units` of the account's budget (`capacity` units per `period`), shared by every
-    /// instance; on refusal, the seconds until they are back. Always admitted when the cluster
-    /// does not coordinate (the actor's own limiter decides).
+    /// Takes `budget` of the account's platform budget that every instance shares: `Ok(Err(s))`
+    /// is a refusal, with the seconds until enough is back. Without coordination (SQLite) it
+    /// admits: the account actor's own limiter is the whole budget.
     pub async fn take_budget(
         &self,
         account_id: Uuid,
-        units: u32,
-        capacity: u32,
-        period: Duration,
+        budget: Budget,
     ) -> Result<Result<(), u64>, DbErr> {
         if !self.coordinates {
             return Ok(Ok(()));
         }
-        let capacity = capacity.max(1);
-        let units = units.clamp(1, capacity);
-        let period_ms = i64::try_from(period.as_millis()).unwrap_or(i64::MAX);
-        // One unit's interval, rounded up: the shared limiter is never the looser one.
-        let interval_ms = (period_ms + i64::from(capacity) - 1) / i64::from(capacity);
-        let cost_ms = interval_ms * i64::from(units);
+        let (cost_ms, period_ms) = budget.gcra();
         match self
             .store
-            .take_account_budget(account_id, cost_ms, interval_ms * i64::from(capacity))
+            .take_account_budget(account_id, cost_ms, period_ms)
             .await?
         {
             BudgetGrant::Admitted => Ok(Ok(())),
-            BudgetGrant::Refused { retry_after_ms } => {
-                self.metrics.inc("cluster_budget_rejections_total", &[]);
-                Ok(Err((retry_after_ms as u64).div_ceil(1_000).max(1)))
+            BudgetGrant::Refused { retry_after_ms } => Ok(Err(self.refused(retry_after_ms))),
+        }
+    }
+
+    /// Counts a refusal of the shared budget; the whole seconds until enough is back.
+    fn refused(&self, retry_after_ms: i64) -> u64 {
+        self.metrics.inc("cluster_budget_rejections_total", &[]);
+        (retry_after_ms.max(1) as u64).div_ceil(1_000)
+    }
+
+    /// Frees the lease `epoch` of `account_id` in the background. Releases that arrive while
+    /// one statement runs go together in the next, so a busy instance frees many leases per
+    /// round trip.
+    fn queue_release(self: &Arc<Self>, account_id: Uuid, epoch: i64) {
+        let start = {
+            let mut releases = self.releases.lock().unwrap_or_else(|p| p.into_inner());
+            releases.waiting.push((account_id, epoch));
+            !std::mem::replace(&mut releases.writing, true)
+        };
+        if !start {
+            return;
+        }
+        let cluster = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let batch = {
+                    let mut releases = cluster.releases.lock().unwrap_or_else(|p| p.into_inner());
+                    if releases.waiting.is_empty() {
+                        releases.writing = false;
+                        return;
+                    }
+                    std::mem::take(&mut releases.waiting)
+                };
+                if let Err(error) = cluster
+                    .store
+                    .release_account_leases(&cluster.instance, &batch)
+                    .await
+                {
+                    tracing::warn!(%error, leases = batch.len(), "cannot release publish leases; they pass on when this instance stops");
+                }
+            }
+        });
+    }
+
+    /// Asks for a lease (and budget) in the next batch of asks.
+    async fn ask_lease(self: &Arc<Self>, ask: LeaseAsk) -> Result<LeaseGrant, DbErr> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let start = {
+            let mut asks = self.asks.lock().unwrap_or_else(|p| p.into_inner());
+            asks.waiting.push_back((ask, reply));
+            !std::mem::replace(&mut asks.running, true)
+        };
+        if start {
+            let cluster = self.clone();
+            tokio::spawn(async move { cluster.run_asks().await });
+        }
+        answer
+            .await
+            .map_err(|_| DbErr::Custom("the lease asks stopped before this one ran".into()))?
+    }
+
+    /// Runs the waiting asks, batch after batch, until none wait.
+    async fn run_asks(&self) {
+        loop {
+            let Some(batch) = self
+                .asks
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .next_batch()
+            else {
+                return;
+            };
+            let asks: Vec<LeaseAsk> = batch.iter().map(|(ask, _)| *ask).collect();
+            match self
+                .store
+                .take_account_leases(&self.instance, self.silence_ms(), &asks)
+                .await
+            {
+                Ok(grants) => {
+                    for ((_, reply), grant) in batch.into_iter().zip(grants) {
+                        let _ = reply.send(Ok(grant));
+                    }
+                }
+                Err(error) => {
+                    for (_, reply) in batch {
+                        let _ = reply.send(Err(DbErr::Custom(error.to_string())));
+                    }
+                }
             }
         }
     }
 
     /// Takes the account's publish lease, waiting up to `wait` while another live instance
-    /// holds it (a dead one loses it: see [`ClusterConfig::silence`]).
+    /// holds it (a dead one loses it: see [`ClusterConfig::silence`]), and with it `budget`
+    /// of the account's shared platform budget, if given: both or neither.
     pub async fn hold(
         self: &Arc<Self>,
         account_id: Uuid,
         wait: Duration,
+        budget: Option<Budget>,
     ) -> Result<AccountLease, LeaseError> {
         if !self.coordinates {
             return Ok(AccountLease {
@@ -368,6 +547,7 @@ impl Cluster {
                 stored_token_expiry: None,
             });
         }
+        let (cost_ms, period_ms) = budget.map_or((0, 1), |budget| budget.gcra());
         let deadline = Instant::now() + wait;
         let mut pause = Duration::from_millis(5);
         let mut waited = false;
@@ -375,8 +555,11 @@ impl Cluster {
             let refusal = match self.trusted() {
                 None => LeaseError::NotMember,
                 Some(generation) => match self
-                    .store
-                    .take_account_lease(account_id, &self.instance, self.silence_ms())
+                    .ask_lease(LeaseAsk {
+                        account_id,
+                        cost_ms,
+                        period_ms,
+                    })
                     .await?
                 {
                     LeaseGrant::Held {
@@ -404,6 +587,11 @@ impl Cluster {
                         });
                     }
                     LeaseGrant::Busy { holder } => LeaseError::Busy { holder },
+                    LeaseGrant::OverBudget { retry_after_ms } => {
+                        return Err(LeaseError::OverBudget {
+                            retry_after_secs: self.refused(retry_after_ms),
+                        });
+                    }
                 },
             };
             let now = Instant::now();
@@ -482,15 +670,7 @@ impl AccountLease {
         {
             cluster.metrics.gauge_add("cluster_leases_held", &[], -1);
         }
-        tokio::spawn(async move {
-            if let Err(error) = cluster
-                .store
-                .release_account_lease(account_id, &cluster.instance, epoch)
-                .await
-            {
-                tracing::warn!(%error, %account_id, "cannot release the publish lease; it passes on when this instance stops");
-            }
-        });
+        cluster.queue_release(account_id, epoch);
     }
 }
 

@@ -54,6 +54,19 @@ pub struct AccountCredentials {
 }
 
 impl AccountCredentials {
+    /// The credentials of a stored account row, its access token opened for that row.
+    pub fn open(
+        cipher: &crate::crypto::TokenCipher,
+        account: &entity::account::Model,
+    ) -> Result<Self, crate::crypto::CipherError> {
+        Ok(Self {
+            external_id: account.external_id.clone(),
+            display_name: account.display_name.as_str().into(),
+            access_token: SecretString::from(crate::tokens::open_access(cipher, account)?),
+            login_route: account.login_route,
+        })
+    }
+
     /// The account's Graph id (facebook page, instagram user, threads user), checked before it
     /// goes into a path: a stored id that is not one names no platform object.
     pub fn graph_id(&self) -> Result<ids::GraphId, PlatformError> {

@@ -4,11 +4,9 @@
 
 use std::{sync::Arc, time::Duration};
 
-use chrono::{DateTime, Utc};
-use secrecy::SecretString;
-
 use super::run::{JobResult, JobSpec, PublishDeps, release_counter, run_job};
-use crate::{cluster::LeaseError, error::ApiError, platforms::AccountCredentials, tokens};
+use crate::{cluster::LeaseError, error::ApiError, platforms::AccountCredentials};
+use chrono::{DateTime, Utc};
 
 /// Runs `job` once the account's publish lease is held, then gives the lease back (when the
 /// job and its recorder let go of it). `token_expires_at` is the expiry of the token in
@@ -21,8 +19,24 @@ pub async fn run_leased_job(
 ) -> JobResult {
     // A live holder finishes its publish; a dead one loses the lease within the takeover time.
     let wait = deps.cluster.takeover() * 2;
-    let lease = match deps.cluster.hold(job.account_id, wait).await {
+    let lease = match deps.cluster.hold(job.account_id, wait, job.budget).await {
         Ok(lease) => lease,
+        Err(LeaseError::OverBudget { retry_after_secs }) => {
+            deps.metrics.inc(
+                "limiter_rejections_total",
+                &[("platform", job.plan.platform().as_str())],
+            );
+            release_counter(&deps, &job).await;
+            let refusal = job.budget.map_or_else(
+                || ApiError::rate_limited(retry_after_secs, None),
+                |budget| budget.refusal(retry_after_secs),
+            );
+            return JobResult {
+                outcome: Err(refusal),
+                token_failure: None,
+                retryable: true,
+            };
+        }
         Err(error) => {
             tracing::warn!(%error, account = %job.account_id, submission = %job.submission_id, "publish not started: no publish lease");
             release_counter(&deps, &job).await;
@@ -55,7 +69,7 @@ fn refused(error: &LeaseError, waited: Duration) -> JobResult {
             "Another instance has been publishing to this account for over {} s; retry in a moment",
             waited.as_secs()
         ),
-        LeaseError::NotMember | LeaseError::Db(_) => {
+        LeaseError::NotMember | LeaseError::Db(_) | LeaseError::OverBudget { .. } => {
             "This instance cannot reach its database; retry in a moment".to_string()
         }
     };
@@ -76,14 +90,8 @@ async fn stored_credentials(
         .find_account(job.account_id)
         .await?
         .ok_or_else(|| ApiError::service_unavailable("The account is gone"))?;
-    let access_token = tokens::open_access(&deps.cipher, &row).map_err(|e| {
+    AccountCredentials::open(&deps.cipher, &row).map_err(|e| {
         tracing::warn!(account = %row.id, error = %e, "the account's stored token does not open");
         ApiError::service_unavailable("The account's stored token could not be read; retry")
-    })?;
-    Ok(AccountCredentials {
-        external_id: row.external_id.clone(),
-        display_name: row.display_name.as_str().into(),
-        access_token: SecretString::from(access_token),
-        login_route: row.login_route,
     })
 }

@@ -91,6 +91,8 @@ pub struct JobSpec {
     pub announce: Option<oneshot::Receiver<oneshot::Sender<()>>>,
     /// The account's publish lease, once held (see [`super::leased`]).
     pub lease: Option<Arc<crate::cluster::AccountLease>>,
+    /// The units of the account's shared platform budget the publish takes with its lease.
+    pub budget: Option<crate::cluster::Budget>,
 }
 
 /// How a job ended.

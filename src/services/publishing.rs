@@ -382,6 +382,7 @@ impl PublishingService {
             claim,
             announce,
             lease: None,
+            budget: None,
         };
         match self.supervisor.publish(&prepared.account, spec).await {
             Ok(receiver) => Ok(receiver),

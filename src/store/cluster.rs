@@ -33,6 +33,19 @@ pub enum LeaseGrant {
     },
     /// Another live instance holds it.
     Busy { holder: String },
+    /// It is free, but the account's platform budget lacks the units asked for; enough are
+    /// back after this many milliseconds.
+    OverBudget { retry_after_ms: i64 },
+}
+
+/// One account's publish lease asked for, with units of its platform budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseAsk {
+    pub account_id: Uuid,
+    /// The units' GCRA cost in milliseconds (0: none).
+    pub cost_ms: i64,
+    /// The bucket: capacity × one unit's interval, in milliseconds.
+    pub period_ms: i64,
 }
 
 /// What an attempt to take units of an account's platform budget found.
@@ -51,6 +64,18 @@ fn now_ms(backend: DbBackend) -> &'static str {
         DbBackend::Postgres => "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint",
         _ => "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
     }
+}
+
+/// Whether the lease in the row aliased `row` is free for `instance` (a placeholder): nobody
+/// holds it, `instance` does, or its holder has been silent for `takeover` (a placeholder)
+/// milliseconds or more.
+fn lease_free(backend: DbBackend, row: &str, instance: &str, takeover: &str) -> String {
+    format!(
+        "({row}.holder IS NULL OR {row}.holder = {instance} \
+         OR NOT EXISTS (SELECT 1 FROM cluster_members m \
+           WHERE m.instance = {row}.holder AND m.heartbeat_ms > {now} - {takeover}))",
+        now = now_ms(backend),
+    )
 }
 
 /// The larger of two SQL expressions.
@@ -143,85 +168,184 @@ impl Store {
             .collect()
     }
 
-    /// Takes the account's publish lease for `instance` if nobody holds it, `instance` itself
-    /// does, or its holder's membership has been silent for `takeover_ms` or more (it is dead,
-    /// and stopped publishing before then). Every grant raises the epoch. PostgreSQL only
-    /// (the one store several instances share).
-    pub async fn take_account_lease(
+    /// Takes, for `instance`, the publish lease of each account `asks` names, each with
+    /// `cost_ms` of that account's platform budget (GCRA over `period_ms`, as
+    /// [`Store::take_account_budget`]; 0 takes none): both or neither. One statement (per
+    /// power-of-two chunk, so that a handful of statement texts serve every batch size) and
+    /// one commit for the whole batch; a refusal's reason is read after it. A lease is free
+    /// when nobody holds it, `instance` itself does, or its holder's membership has been
+    /// silent for `takeover_ms` or more (it is dead, and stopped publishing before then).
+    /// Every grant raises the epoch. The accounts must be distinct. PostgreSQL only (the one
+    /// store several instances share).
+    pub async fn take_account_leases(
         &self,
-        account_id: Uuid,
         instance: &str,
         takeover_ms: i64,
+        asks: &[LeaseAsk],
+    ) -> Result<Vec<LeaseGrant>, DbErr> {
+        let mut grants = Vec::with_capacity(asks.len());
+        let mut rest = asks;
+        while !rest.is_empty() {
+            let (chunk, after) = rest.split_at(1 << rest.len().ilog2());
+            rest = after;
+            let mut held = self.grant_leases(instance, takeover_ms, chunk).await?;
+            for ask in chunk {
+                grants.push(match held.remove(&ask.account_id) {
+                    Some(grant) => grant,
+                    None => self.lease_refusal(instance, takeover_ms, ask).await?,
+                });
+            }
+        }
+        Ok(grants)
+    }
+
+    /// The grants of one chunk, by account (those refused are absent).
+    async fn grant_leases(
+        &self,
+        instance: &str,
+        takeover_ms: i64,
+        asks: &[LeaseAsk],
+    ) -> Result<std::collections::HashMap<Uuid, LeaseGrant>, DbErr> {
+        let backend = self.backend();
+        let p = |n| placeholder(backend, n);
+        let now = now_ms(backend);
+        let rows: Vec<String> = (0..asks.len())
+            .map(|i| format!("({}, {}, {})", p(3 * i + 3), p(3 * i + 4), p(3 * i + 5)))
+            .collect();
+        let ask = |column: &str| {
+            format!("(SELECT {column} FROM ask WHERE ask.account_id = l.account_id)")
+        };
+        let start = greatest(backend, "l.tat_ms", now);
+        // The statement's snapshot shows the rows as they were: `before` names the holders
+        // the leases were taken from.
+        let sql = format!(
+            "WITH ask (account_id, cost, period) AS (VALUES {rows}), \
+             before AS (SELECT account_id, holder FROM account_leases \
+               WHERE account_id IN (SELECT account_id FROM ask)) \
+             INSERT INTO account_leases AS l (account_id, holder, epoch, tat_ms) \
+             SELECT account_id, {i}, 1, {now} + cost FROM ask WHERE cost <= period \
+             ON CONFLICT (account_id) DO UPDATE \
+             SET holder = excluded.holder, epoch = l.epoch + 1, tat_ms = {start} + {cost} \
+             WHERE {free} AND ({cost} = 0 OR {start} + {cost} - {period} <= {now}) \
+             RETURNING l.account_id, l.epoch, \
+             (SELECT holder FROM before b WHERE b.account_id = l.account_id) AS previous, \
+             (SELECT token_expires_at FROM accounts a WHERE a.id = l.account_id) AS token_expires_at",
+            rows = rows.join(", "),
+            i = p(1),
+            cost = ask("cost"),
+            period = ask("period"),
+            free = lease_free(backend, "l", &p(1), &p(2)),
+        );
+        let mut values: Vec<Value> = vec![instance.into(), takeover_ms.into()];
+        for ask in asks {
+            values.push(ask.account_id.into());
+            values.push(ask.cost_ms.into());
+            values.push(ask.period_ms.into());
+        }
+        let rows = self
+            .db
+            .query_all_raw(Statement::from_sql_and_values(backend, sql, values))
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let previous: Option<String> = row.try_get("", "previous")?;
+                Ok((
+                    row.try_get::<Uuid>("", "account_id")?,
+                    LeaseGrant::Held {
+                        epoch: row.try_get("", "epoch")?,
+                        taken_over: previous.filter(|holder| holder != instance),
+                        token_expires_at: row.try_get("", "token_expires_at")?,
+                    },
+                ))
+            })
+            .collect()
+    }
+
+    /// Why an ask was refused: a live holder, or (the lease being free) the budget.
+    async fn lease_refusal(
+        &self,
+        instance: &str,
+        takeover_ms: i64,
+        ask: &LeaseAsk,
     ) -> Result<LeaseGrant, DbErr> {
         let backend = self.backend();
         let p = |n| placeholder(backend, n);
-        // The statement's snapshot shows the row as it was: the holder it was taken from.
+        let now = now_ms(backend);
+        let start = greatest(backend, "l.tat_ms", now);
         let sql = format!(
-            "WITH before AS (SELECT holder FROM account_leases WHERE account_id = {a}) \
-             INSERT INTO account_leases (account_id, holder, epoch, tat_ms) \
-             VALUES ({a}, {i}, 1, 0) ON CONFLICT (account_id) DO UPDATE \
-             SET holder = excluded.holder, epoch = account_leases.epoch + 1 \
-             WHERE account_leases.holder IS NULL OR account_leases.holder = excluded.holder \
-             OR NOT EXISTS (SELECT 1 FROM cluster_members m \
-               WHERE m.instance = account_leases.holder AND m.heartbeat_ms > {now} - {t}) \
-             RETURNING epoch, (SELECT holder FROM before) AS previous, \
-             (SELECT token_expires_at FROM accounts WHERE id = {a}) AS token_expires_at",
-            a = p(1),
-            i = p(2),
-            t = p(3),
-            now = now_ms(backend),
+            "SELECT holder, {free} AS free, {start} + {c} - {period} - {now} AS wait_ms \
+             FROM account_leases l WHERE account_id = {a}",
+            free = lease_free(backend, "l", &p(1), &p(2)),
+            a = p(3),
+            c = p(4),
+            period = p(5),
         );
-        let values: Vec<Value> = vec![account_id.into(), instance.into(), takeover_ms.into()];
-        let row = self
+        let values: Vec<Value> = vec![
+            instance.into(),
+            takeover_ms.into(),
+            ask.account_id.into(),
+            ask.cost_ms.into(),
+            ask.period_ms.into(),
+        ];
+        let Some(why) = self
             .db
             .query_one_raw(Statement::from_sql_and_values(backend, sql, values))
-            .await?;
-        if let Some(row) = row {
-            let previous: Option<String> = row.try_get("", "previous")?;
-            return Ok(LeaseGrant::Held {
-                epoch: row.try_get("", "epoch")?,
-                taken_over: previous.filter(|holder| holder != instance),
-                token_expires_at: row.try_get("", "token_expires_at")?,
+            .await?
+        else {
+            return Ok(LeaseGrant::OverBudget {
+                retry_after_ms: ask.period_ms.max(1),
+            });
+        };
+        if why.try_get::<bool>("", "free")? {
+            let wait: i64 = why.try_get("", "wait_ms")?;
+            return Ok(LeaseGrant::OverBudget {
+                retry_after_ms: wait.max(1),
             });
         }
-        let holder = self
-            .db
-            .query_one_raw(Statement::from_sql_and_values(
-                backend,
-                format!(
-                    "SELECT holder FROM account_leases WHERE account_id = {}",
-                    p(1)
-                ),
-                [account_id.into()],
-            ))
-            .await?
-            .map(|row| row.try_get::<Option<String>>("", "holder"))
-            .transpose()?
-            .flatten()
-            .unwrap_or_default();
-        Ok(LeaseGrant::Busy { holder })
+        Ok(LeaseGrant::Busy {
+            holder: why
+                .try_get::<Option<String>>("", "holder")?
+                .unwrap_or_default(),
+        })
     }
 
-    /// Gives the lease back, unless a later epoch has taken it meanwhile.
-    pub async fn release_account_lease(
+    /// Gives back the leases `instance` holds of these (account, epoch) pairs, unless a later
+    /// epoch has taken one meanwhile: one statement per chunk (powers of two, so that a
+    /// handful of statement texts serve every batch size).
+    pub async fn release_account_leases(
         &self,
-        account_id: Uuid,
         instance: &str,
-        epoch: i64,
+        leases: &[(Uuid, i64)],
     ) -> Result<(), DbErr> {
         let backend = self.backend();
-        let p = |n| placeholder(backend, n);
-        let sql = format!(
-            "UPDATE account_leases SET holder = NULL \
-             WHERE account_id = {} AND holder = {} AND epoch = {}",
-            p(1),
-            p(2),
-            p(3)
-        );
-        let values: Vec<Value> = vec![account_id.into(), instance.into(), epoch.into()];
-        self.db
-            .execute_raw(Statement::from_sql_and_values(backend, sql, values))
-            .await?;
+        let mut rest = leases;
+        while !rest.is_empty() {
+            let (chunk, after) = rest.split_at(1 << rest.len().ilog2());
+            rest = after;
+            let pairs: Vec<String> = (0..chunk.len())
+                .map(|i| {
+                    format!(
+                        "({}, {})",
+                        placeholder(backend, 2 * i + 2),
+                        placeholder(backend, 2 * i + 3)
+                    )
+                })
+                .collect();
+            let sql = format!(
+                "UPDATE account_leases SET holder = NULL \
+                 WHERE holder = {} AND (account_id, epoch) IN (VALUES {})",
+                placeholder(backend, 1),
+                pairs.join(", ")
+            );
+            let mut values: Vec<Value> = vec![instance.into()];
+            for (account_id, epoch) in chunk {
+                values.push((*account_id).into());
+                values.push((*epoch).into());
+            }
+            self.db
+                .execute_raw(Statement::from_sql_and_values(backend, sql, values))
+                .await?;
+        }
         Ok(())
     }
 

@@ -53,7 +53,7 @@ use access::{AccessCache, Invalidation};
 
 pub use accounts::{NewAccount, NewTokens};
 pub use api_keys::Authenticated;
-pub use cluster::{BudgetGrant, LeaseGrant, MemberRow, SilentClaims};
+pub use cluster::{BudgetGrant, LeaseAsk, LeaseGrant, MemberRow, SilentClaims};
 pub use commit::GroupCommitStats;
 pub use copy::{CopyError, CopySource, TableCount, copied_tables};
 pub use form_tokens::FORM_TOKEN_TTL;

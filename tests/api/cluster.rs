@@ -117,7 +117,7 @@ async fn execute(app: &TestApp, sql: String) {
 }
 
 /// Writes a membership row for `instance`, renewed `ago_ms` ago.
-async fn member(app: &TestApp, instance: &str, ago_ms: i64) {
+pub(crate) async fn member(app: &TestApp, instance: &str, ago_ms: i64) {
     let started = if on_postgres() {
         "now()"
     } else {
@@ -135,7 +135,7 @@ async fn member(app: &TestApp, instance: &str, ago_ms: i64) {
     .await;
 }
 
-fn metric(app: &TestApp, line_start: &str) -> u64 {
+pub(crate) fn metric(app: &TestApp, line_start: &str) -> u64 {
     app.state
         .metrics
         .render()

@@ -408,24 +408,8 @@ async fn tiktok_refresh_tokens_rotate_and_the_newest_is_kept() {
         "the rotated refresh token is stored"
     );
     // The spent refresh token no longer works at TikTok; the stored one does.
-    let token_url = format!("{}/tiktok/v2/oauth/token/", app.sim.base_url);
-    let refresh_with = async |token: &str| {
-        app.http
-            .post(&token_url)
-            .form(&[
-                ("client_key", crate::helpers::CLIENT_ID),
-                ("client_secret", crate::helpers::CLIENT_SECRET),
-                ("grant_type", "refresh_token"),
-                ("refresh_token", token),
-            ])
-            .send()
-            .await
-            .unwrap()
-            .status()
-            .as_u16()
-    };
-    assert_eq!(refresh_with(&old_refresh).await, 400);
-    assert_eq!(refresh_with(&new_refresh).await, 200);
+    assert_eq!(tiktok_refresh_status(&app, &old_refresh).await, 400);
+    assert_eq!(tiktok_refresh_status(&app, &new_refresh).await, 200);
 }
 
 #[actix_rt::test]
@@ -455,25 +439,9 @@ async fn two_instances_finding_a_token_due_rotate_it_once() {
     assert!(row.is_valid, "{:?}", row.last_error);
     let new_refresh = new_refresh.unwrap();
     assert_ne!(new_refresh, old_refresh);
-    let token_url = format!("{}/tiktok/v2/oauth/token/", app.sim.base_url);
-    let refresh_with = async |token: &str| {
-        app.http
-            .post(&token_url)
-            .form(&[
-                ("client_key", crate::helpers::CLIENT_ID),
-                ("client_secret", crate::helpers::CLIENT_SECRET),
-                ("grant_type", "refresh_token"),
-                ("refresh_token", token),
-            ])
-            .send()
-            .await
-            .unwrap()
-            .status()
-            .as_u16()
-    };
     // The stored refresh token is the live one: it was rotated once, not twice.
-    assert_eq!(refresh_with(&old_refresh).await, 400);
-    assert_eq!(refresh_with(&new_refresh).await, 200);
+    assert_eq!(tiktok_refresh_status(&app, &old_refresh).await, 400);
+    assert_eq!(tiktok_refresh_status(&app, &new_refresh).await, 200);
     let _ = second;
 }
 
@@ -722,4 +690,21 @@ async fn the_token_endpoint_comes_from_the_config() {
         .map(|a| a["social_channel_type"].as_str().unwrap())
         .collect();
     assert_eq!(platforms, vec!["x"], "{listed}");
+}
+
+/// The status TikTok's token endpoint answers a refresh with `token`.
+async fn tiktok_refresh_status(app: &TestApp, token: &str) -> u16 {
+    app.http
+        .post(format!("{}/tiktok/v2/oauth/token/", app.sim.base_url))
+        .form(&[
+            ("client_key", crate::helpers::CLIENT_ID),
+            ("client_secret", crate::helpers::CLIENT_SECRET),
+            ("grant_type", "refresh_token"),
+            ("refresh_token", token),
+        ])
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
 }

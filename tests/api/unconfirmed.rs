@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, sea_query::Expr};
 use serde_json::{Value, json};
 use service_sim::state::{FaultSpec, Processing};
 use social_service::error::PUBLISH_UNCONFIRMED_MESSAGE;
@@ -390,4 +391,61 @@ async fn another_instance_carries_on_the_check_after_a_stop() {
     let row = store.find_submission(submission_id).await.unwrap().unwrap();
     assert_eq!(row.check_claimed_by, None);
     assert_eq!(row.next_check_at, None);
+}
+
+#[actix_web::test]
+async fn a_silent_instances_check_is_taken_over_within_the_takeover_time() {
+    let app = TestApp::spawn_with(|c| {
+        c.platforms.processing_timeout_secs = 1;
+        c.publishing.unconfirmed_check_interval_ms = 100;
+        c.cluster.takeover_secs = 3;
+    })
+    .await;
+    let publisher = app.publisher("instagram", "pro").await;
+    let (content, _) = processed_post(&app, "instagram");
+    let id = publish_stuck(&app, &publisher, content).await;
+    let submission_id: uuid::Uuid = id.parse().unwrap();
+    let store = &app.state.store;
+
+    // Another instance claimed the check for an hour, then went silent.
+    crate::cluster::member(&app, "gone-host:9:zz", 60_000).await;
+    let now = app.clock_now();
+    let lease_until = now + chrono::Duration::hours(1);
+    entity::post_submission::Entity::update_many()
+        .col_expr(
+            entity::post_submission::Column::CheckClaimedBy,
+            Expr::value("gone-host:9:zz"),
+        )
+        .col_expr(
+            entity::post_submission::Column::CheckLeaseUntil,
+            Expr::value(lease_until),
+        )
+        .filter(entity::post_submission::Column::Id.eq(submission_id))
+        .exec(store.connection())
+        .await
+        .unwrap();
+    set_processing(&app, &publisher, Processing::Finish);
+
+    // Checks are due by the test clock, which moves 100 ms a step: the silence, not the
+    // claim's hour, ends the claim.
+    let started = std::time::Instant::now();
+    let item = loop {
+        app.clock.advance(chrono::Duration::milliseconds(100));
+        let item = history_item(&app, &publisher, &id).await;
+        if item["status"] != "unconfirmed" {
+            break item;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "still unconfirmed: {item}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(app.clock_now() < lease_until);
+    assert_eq!(item["status"], "published", "{item}");
+    let items = app.published(&publisher.sim);
+    assert_eq!(items.len(), 1, "published exactly once: {items:?}");
+    assert_eq!(item["post_id"], items[0].id);
+    assert!(crate::cluster::metric(&app, "cluster_takeovers_total{what=\"check\"}") >= 1);
+    crate::helpers::assert_no_violations(&app.sim);
 }

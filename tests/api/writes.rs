@@ -66,6 +66,7 @@ fn text_job(publisher: &Publisher, text: &str, claim: Option<ClaimFence>) -> Job
         claim,
         announce: None,
         lease: None,
+        budget: None,
     }
 }
 

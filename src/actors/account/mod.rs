@@ -12,7 +12,9 @@ mod refresh;
 pub mod roster;
 
 pub use health::{ActorHealth, ActorState, GetHealth, HealthRecord};
-pub use queries::{CheckUnconfirmed, InsightsOutput, InsightsResult, InsightsWork, ReadInsights};
+pub use queries::{
+    CheckUnconfirmed, InsightsOutput, InsightsResult, InsightsWork, ReadInsights, check_units,
+};
 pub use queue::{Publish, Retire, StopIfIdle};
 pub use refresh::RefreshToken;
 

@@ -24,6 +24,23 @@ pub enum InsightsWork {
     Daily(NaiveDate),
 }
 
+impl InsightsWork {
+    /// The units of the account's platform budget this read costs (none on tiktok, whose
+    /// limit is on publish inits; the read still goes through the actor for its token state).
+    pub fn units(&self, platform: Platform) -> u32 {
+        match self {
+            InsightsWork::Query(query) => insights::estimated_calls(platform, query),
+            InsightsWork::Daily(_) => insights::estimated_daily_calls(platform),
+        }
+    }
+}
+
+/// The units of the account's platform budget one check of an unconfirmed publish costs: one
+/// status read, except on tiktok, whose limit is on publish inits, which a read is not.
+pub fn check_units(platform: Platform) -> u32 {
+    u32::from(platform != Platform::Tiktok)
+}
+
 /// What an insights read returns.
 #[derive(Debug, Clone)]
 pub enum InsightsOutput {
@@ -64,12 +81,7 @@ impl Handler<ReadInsights> for AccountActor {
             ));
         }
         let platform = msg.account.platform;
-        let units = match &msg.work {
-            InsightsWork::Query(query) => insights::estimated_calls(platform, query),
-            InsightsWork::Daily(_) => insights::estimated_daily_calls(platform),
-        };
-        // A read that costs nothing of the limited budget (tiktok: its limit is on publish
-        // inits) still goes through the actor for its token state.
+        let units = msg.work.units(platform);
         if units > 0
             && let Err(refused) = self.limiter.admit_units(units)
         {
@@ -151,10 +163,9 @@ impl Handler<CheckUnconfirmed> for AccountActor {
         let _span = tracing::debug_span!("account_actor", account = %self.seat.account_id, message = "check").entered();
         self.touch();
         self.refuse_dead_token()?;
-        // One status read. TikTok's limiter models its limit on publish inits, which a status
-        // read is not (as for insights reads).
-        if self.platform != Platform::Tiktok
-            && let Err(refused) = self.limiter.admit_units(1)
+        let units = check_units(self.platform);
+        if units > 0
+            && let Err(refused) = self.limiter.admit_units(units)
         {
             self.back_off(refused.retry_after);
             self.deps().metrics.inc(

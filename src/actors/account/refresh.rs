@@ -112,7 +112,7 @@ async fn refresh_account(
     // replaced, and the next publish anywhere reads the new one (see `publish::leased`).
     let _lease = match deps
         .cluster
-        .hold(account_id, deps.cluster.takeover() * 2)
+        .hold(account_id, deps.cluster.takeover() * 2, None)
         .await
     {
         Ok(lease) => lease,
