@@ -287,26 +287,19 @@ impl Store {
             ask.cost_ms.into(),
             ask.period_ms.into(),
         ];
-        let Some(why) = self
+        let why = self
             .db
             .query_one_raw(Statement::from_sql_and_values(backend, sql, values))
-            .await?
-        else {
-            return Ok(LeaseGrant::OverBudget {
-                retry_after_ms: ask.period_ms.max(1),
-            });
+            .await?;
+        let seen = match why {
+            None => None,
+            Some(row) => Some(Refused {
+                holder: row.try_get("", "holder")?,
+                free: row.try_get("", "free")?,
+                wait_ms: row.try_get("", "wait_ms")?,
+            }),
         };
-        if why.try_get::<bool>("", "free")? {
-            let wait: i64 = why.try_get("", "wait_ms")?;
-            return Ok(LeaseGrant::OverBudget {
-                retry_after_ms: wait.max(1),
-            });
-        }
-        Ok(LeaseGrant::Busy {
-            holder: why
-                .try_get::<Option<String>>("", "holder")?
-                .unwrap_or_default(),
-        })
+        Ok(refusal(ask, seen))
     }
 
     /// Gives back the leases `instance` holds of these (account, epoch) pairs, unless a later
@@ -490,5 +483,110 @@ impl Store {
             now_ms(backend)
         );
         sea_orm::Condition::all().add(sea_orm::sea_query::Expr::cust(sql))
+    }
+}
+
+/// A refused ask's lease row, read just after the refusal.
+struct Refused {
+    holder: Option<String>,
+    free: bool,
+    wait_ms: i64,
+}
+
+/// Why an ask was refused, from its lease row as read after the refusal (`None`: no row).
+/// The row may have changed in between (its holder gave it back): only a budget that is
+/// still short refuses as over budget; anything else is busy, and the ask is made again.
+fn refusal(ask: &LeaseAsk, seen: Option<Refused>) -> LeaseGrant {
+    match seen {
+        // No row, and the ask was not inserted: the cost exceeds the whole budget.
+        None if ask.cost_ms > ask.period_ms => LeaseGrant::OverBudget {
+            retry_after_ms: ask.period_ms.max(1),
+        },
+        Some(Refused {
+            free: true,
+            wait_ms,
+            ..
+        }) if wait_ms > 0 => LeaseGrant::OverBudget {
+            retry_after_ms: wait_ms,
+        },
+        seen => LeaseGrant::Busy {
+            holder: seen.and_then(|row| row.holder).unwrap_or_default(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ask(cost_ms: i64, period_ms: i64) -> LeaseAsk {
+        LeaseAsk {
+            account_id: Uuid::nil(),
+            cost_ms,
+            period_ms,
+        }
+    }
+
+    fn row(holder: &str, free: bool, wait_ms: i64) -> Option<Refused> {
+        Some(Refused {
+            holder: Some(holder.into()),
+            free,
+            wait_ms,
+        })
+    }
+
+    /// A holder that gave the lease back between the refusal and its reading leaves a free
+    /// lease with budget to spare: that is asked again, never answered as a rate limit.
+    #[test]
+    fn a_lease_freed_after_its_refusal_is_asked_again_not_over_budget() {
+        let freed = refusal(&ask(18_000, 3_600_000), row("other", true, -3_000));
+        assert_eq!(
+            freed,
+            LeaseGrant::Busy {
+                holder: "other".into()
+            }
+        );
+        let just_enough = refusal(&ask(18_000, 3_600_000), row("other", true, 0));
+        assert!(matches!(just_enough, LeaseGrant::Busy { .. }));
+    }
+
+    #[test]
+    fn a_free_lease_short_of_budget_says_when_it_is_back() {
+        let short = refusal(&ask(18_000, 3_600_000), row("me", true, 2_500));
+        assert_eq!(
+            short,
+            LeaseGrant::OverBudget {
+                retry_after_ms: 2_500
+            }
+        );
+    }
+
+    #[test]
+    fn a_lease_held_elsewhere_is_busy_whatever_the_budget() {
+        let held = refusal(&ask(18_000, 3_600_000), row("other", false, 2_500));
+        assert_eq!(
+            held,
+            LeaseGrant::Busy {
+                holder: "other".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_cost_beyond_the_whole_budget_is_over_budget_and_a_vanished_row_is_asked_again() {
+        let impossible = refusal(&ask(5_000, 1_000), None);
+        assert_eq!(
+            impossible,
+            LeaseGrant::OverBudget {
+                retry_after_ms: 1_000
+            }
+        );
+        let vanished = refusal(&ask(18_000, 3_600_000), None);
+        assert_eq!(
+            vanished,
+            LeaseGrant::Busy {
+                holder: String::new()
+            }
+        );
     }
 }
