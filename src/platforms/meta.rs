@@ -12,7 +12,7 @@ use entity::account::LoginRoute;
 
 use super::{
     AccountCredentials, PlatformContext, PlatformError,
-    ids::{ApiPath, GraphId, InvalidId},
+    ids::{ApiPath, FacebookPostId, GraphId, InvalidId},
     poll_pause, processing_deadline,
 };
 use crate::config::PlatformsConfig;
@@ -394,6 +394,69 @@ pub fn carousel_error(err: PlatformError) -> PlatformError {
         | PlatformError::ProcessingFailed(m) => PlatformError::CarouselFailed(m),
         other => other,
     }
+}
+
+/// How far before the final call's start a post found by [`find_post`] may have been created:
+/// the platform's clock and ours disagree by this much at most.
+const LOOKUP_SKEW_SECS: i64 = 3_600;
+
+/// Posts read by [`find_post`]: the final call it looks for was made a takeover time ago, so
+/// its post is among the newest.
+const LOOKUP_POSTS: &str = "50";
+
+/// ★ Looks for the post a cut-off final call would have made: among the account's newest posts
+/// (facebook `/{page}/posts`, instagram `/{ig-user}/media`, threads `/{user}/threads`, newest
+/// first), one whose text is `text` and that was created no earlier than `since` (less the
+/// clocks' skew). `None`: the platform shows no such post.
+pub async fn find_post(
+    ctx: &PlatformContext<'_>,
+    platform: entity::platform::Platform,
+    text: &str,
+    since: chrono::DateTime<chrono::Utc>,
+) -> Result<Option<String>, PlatformError> {
+    use entity::platform::Platform;
+    let (graph, edge, text_field, time_field) = match platform {
+        Platform::Facebook => (Graph::facebook(ctx), "posts", "message", "created_time"),
+        Platform::Instagram => (Graph::instagram(ctx), "media", "caption", "timestamp"),
+        Platform::Threads => (Graph::threads(ctx), "threads", "text", "timestamp"),
+        other => {
+            return Err(PlatformError::Rejected(format!(
+                "{other} posts are not looked up"
+            )));
+        }
+    };
+    let fields = format!("id,{text_field},{time_field}");
+    let path = ApiPath::id(&ctx.account.graph_id()?).then(edge);
+    let body = graph
+        .get(
+            &path,
+            &[("fields", fields.as_str()), ("limit", LOOKUP_POSTS)],
+        )
+        .await?;
+    let earliest = since - chrono::Duration::seconds(LOOKUP_SKEW_SECS);
+    let found = body["data"].as_array().into_iter().flatten().find(|post| {
+        let created = post[time_field].as_str().and_then(parse_graph_time);
+        post[text_field].as_str().map(str::trim) == Some(text.trim())
+            && created.is_none_or(|created| created >= earliest)
+    });
+    let Some(post) = found else {
+        return Ok(None);
+    };
+    // Checked like every id the platform answers: it goes into URLs later.
+    let id = id_of(post)?;
+    let id = match platform {
+        Platform::Facebook => FacebookPostId::parse(&id).map(String::from),
+        _ => GraphId::parse(&id).map(String::from),
+    };
+    id.map(Some).map_err(InvalidId::unexpected)
+}
+
+/// A Graph API time: `2026-11-29T21:04:35+0000` (RFC 3339 accepted too).
+fn parse_graph_time(raw: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    chrono::DateTime::parse_from_str(raw, "%Y-%m-%dT%H:%M:%S%z")
+        .or_else(|_| chrono::DateTime::parse_from_rfc3339(raw))
+        .ok()
+        .map(|time| time.with_timezone(&chrono::Utc))
 }
 
 #[cfg(test)]

@@ -163,6 +163,14 @@ pub enum Pending {
         media_ids: Vec<String>,
         tweets: Vec<String>,
     },
+    /// facebook, instagram, threads: the final call started but its instance stopped before
+    /// the answer. Whether it published is asked of the platform: the account's newest posts
+    /// are searched for `text`, created since `since` (see [`can_look_up`]).
+    Lookup {
+        platform: entity::platform::Platform,
+        text: String,
+        since: chrono::DateTime<chrono::Utc>,
+    },
 }
 
 /// A media file by URL and type (what a continuation needs to fetch it again).
@@ -183,6 +191,7 @@ impl Pending {
             Pending::InstagramContainer { container_id }
             | Pending::ThreadsContainer { container_id } => container_id,
             Pending::XMedia { media_id, .. } => media_id,
+            Pending::Lookup { .. } => "the post of a cut-off final call",
         }
     }
 
@@ -192,7 +201,8 @@ impl Pending {
         match self {
             Pending::FacebookVideo { .. }
             | Pending::TiktokPublish { .. }
-            | Pending::YoutubeVideo { .. } => true,
+            | Pending::YoutubeVideo { .. }
+            | Pending::Lookup { .. } => true,
             Pending::InstagramContainer { .. }
             | Pending::ThreadsContainer { .. }
             | Pending::XMedia { .. } => false,
@@ -419,7 +429,29 @@ pub async fn resume(
             media_ids,
             tweets,
         } => x::resume(ctx, media_id, media_ids, tweets).await,
+        Pending::Lookup {
+            platform,
+            text,
+            since,
+        } => match meta::find_post(ctx, *platform, text, *since).await? {
+            Some(id) => Ok(Some(Published::single(id))),
+            None => Err(PlatformError::NotFound(format!(
+                "no post of this account created since {since} has this text"
+            ))),
+        },
     }
+}
+
+/// Whether a final call cut off by a stopped instance can be confirmed with the platform: its
+/// newest posts can be listed with their text (facebook `/{page}/posts`, instagram
+/// `/{ig-user}/media`, threads `/{user}/threads`). On x, tiktok and youtube such a call stays
+/// `unconfirmed`.
+pub fn can_look_up(platform: entity::platform::Platform) -> bool {
+    use entity::platform::Platform;
+    matches!(
+        platform,
+        Platform::Facebook | Platform::Instagram | Platform::Threads
+    )
 }
 
 /// The client for platform API calls: connections are kept alive, and each read must make

@@ -31,7 +31,7 @@ use crate::{
     error::ErrorCode,
     platforms::{self, AccountCredentials, PlatformContext, PlatformError, Published},
     publish::steps::{CheckFence, Reconcile, StepRecorder},
-    store::Store,
+    store::{AttemptEnd, Store},
 };
 
 /// The history's message once the service stopped checking a post the platform may still
@@ -41,6 +41,12 @@ pub const STOPPED_CHECKING_MESSAGE: &str = "The platform was still processing th
 /// The history's message when a continuation's own final call may have been cut off (the
 /// instance making it stopped).
 pub const FINAL_CALL_CUT_OFF_MESSAGE: &str = "The service stopped while this post's final publish call was in progress, so whether it was published is unconfirmed: check the platform before posting it again";
+
+/// The history's message while a cut-off final call is looked for on the platform.
+pub const LOOKING_UP_MESSAGE: &str = "The service stopped while this post's final publish call was in progress; the platform is being asked whether it was published";
+
+/// The history's message when the platform shows no post from a cut-off final call.
+pub const NOT_OUT_MESSAGE: &str = "The service stopped while this post's final publish call was in progress, and the platform shows no such post: it was not published";
 
 /// One check, as the reconciler hands it to the account actor.
 #[derive(Debug, Clone)]
@@ -75,8 +81,16 @@ pub struct CheckReport {
 /// How a check resolves the row.
 enum Resolution {
     Published(Published),
-    Failed { code: String, message: String },
-    Unconfirmed { message: String },
+    Failed {
+        code: String,
+        message: String,
+    },
+    Unconfirmed {
+        message: String,
+    },
+    /// Nothing went out (a cut-off final call the platform shows no post of): the history
+    /// row is failed, and a scheduled post is given another attempt.
+    NotOut,
     Later,
 }
 
@@ -154,9 +168,11 @@ pub async fn run_check(
     let span = tracing::info_span!("publish_check", submission = %row.id, platform = %row.platform, object = %record.pending.object_id());
     let result =
         tracing::Instrument::instrument(platforms::resume(&ctx, &record.pending), span).await;
+    let looked_up = matches!(record.pending, platforms::Pending::Lookup { .. });
     let (resolution, error) = match result {
         Ok(Some(published)) => (Resolution::Published(published), None),
         Ok(None) => (Resolution::Later, None),
+        Err(error) if looked_up => (judge_lookup(&error), Some(error)),
         Err(error) => (judge(&error, ours_final, &steps), Some(error)),
     };
     let outcome = resolve(&deps, row, &spec.claimant, Some(&record), resolution).await;
@@ -211,6 +227,83 @@ fn judge(error: &PlatformError, ours_final: bool, steps: &StepRecorder) -> Resol
     }
 }
 
+/// What a failed lookup of a cut-off final call means: the platform showing no such post
+/// means nothing went out; not being able to ask means asking again; anything else leaves the
+/// outcome unknown.
+fn judge_lookup(error: &PlatformError) -> Resolution {
+    match error {
+        PlatformError::NotFound(_) => Resolution::NotOut,
+        PlatformError::Transient(_)
+        | PlatformError::RateLimited { .. }
+        | PlatformError::TokenExpired(_)
+        | PlatformError::TokenInvalid(_)
+        | PlatformError::Permission(_) => Resolution::Later,
+        other => Resolution::Unconfirmed {
+            message: format!(
+                "{FINAL_CALL_CUT_OFF_MESSAGE} (the platform could not be asked: {other})"
+            ),
+        },
+    }
+}
+
+/// Hands a publish whose final call was cut off (its instance stopped before the answer) to
+/// the reconciler, which asks the platform whether it went out ([`Pending::Lookup`]). False
+/// when the platform cannot be asked ([`platforms::can_look_up`]), the post has no text to
+/// look for, part of it is known to be out already, or the row is no longer `publishing`.
+pub async fn look_up_cut_off(
+    store: &Store,
+    publishing: &crate::config::PublishingConfig,
+    row: &post_submission::Model,
+    now: DateTime<Utc>,
+) -> Result<bool, sea_orm::DbErr> {
+    let steps = row.steps.as_ref();
+    let posted = steps.is_some_and(|steps| {
+        steps
+            .steps
+            .iter()
+            .any(|step| step.kind == crate::platforms::StepKind::Post)
+    });
+    // The first post's text (a thread's first part), as its final call sent it.
+    let text = match &row.content["text"] {
+        Value::String(text) => Some(text.as_str()),
+        Value::Array(parts) => parts.first().and_then(Value::as_str),
+        _ => None,
+    };
+    let Some(text) = text.filter(|text| !text.trim().is_empty()) else {
+        return Ok(false);
+    };
+    if posted || !platforms::can_look_up(row.platform) {
+        return Ok(false);
+    }
+    let record = Reconcile {
+        pending: platforms::Pending::Lookup {
+            platform: row.platform,
+            text: text.to_string(),
+            since: steps
+                .and_then(|steps| steps.final_started_at)
+                .unwrap_or(row.created_at),
+        },
+        fields: json!({}),
+        reserved_counter: None,
+    };
+    let until = now + chrono::Duration::seconds(publishing.unconfirmed_check_horizon_secs as i64);
+    let Ok(value) = serde_json::to_value(&record) else {
+        return Ok(false);
+    };
+    store
+        .mark_submission_pending(
+            row.id,
+            value,
+            None,
+            ErrorCode::PublishUnconfirmed.as_str(),
+            LOOKING_UP_MESSAGE,
+            now,
+            until,
+            now,
+        )
+        .await
+}
+
 fn failed(error: PlatformError) -> Resolution {
     let api_error = error.into_api_error();
     let message = match &api_error.details {
@@ -235,6 +328,12 @@ pub async fn give_up(
         .clone()
         .and_then(|r| serde_json::from_value::<Reconcile>(r).ok());
     let resolution = match &record {
+        Some(Reconcile {
+            pending: platforms::Pending::Lookup { .. },
+            ..
+        }) => Resolution::Unconfirmed {
+            message: FINAL_CALL_CUT_OFF_MESSAGE.into(),
+        },
         Some(record) if !record.pending.final_call_made() => {
             let steps_final = row.steps.as_ref().is_some_and(|s| s.final_started);
             if steps_final {
@@ -307,6 +406,18 @@ async fn resolve(
                 )
                 .await
         }
+        Resolution::NotOut => {
+            store
+                .resolve_check(
+                    row.id,
+                    claimant,
+                    SubmissionStatus::Failed,
+                    ErrorCode::ServiceUnavailable.as_str(),
+                    NOT_OUT_MESSAGE,
+                    now,
+                )
+                .await
+        }
     };
     match written {
         Ok(true) => {}
@@ -323,7 +434,12 @@ async fn resolve(
         Resolution::Later => return CheckOutcome::StillProcessing,
         Resolution::Published(published) => {
             tracing::info!(submission = %row.id, post_id = %published.post_id, "published after processing finished");
-            (CheckOutcome::Published, Ok(published.post_id.as_str()))
+            (
+                CheckOutcome::Published,
+                AttemptEnd::Published {
+                    post_id: published.post_id.clone(),
+                },
+            )
         }
         Resolution::Failed { code, message } => {
             tracing::warn!(submission = %row.id, %message, "failed on the platform after our deadline");
@@ -332,18 +448,37 @@ async fn resolve(
             {
                 tracing::error!(error = %e, "cannot give back a reserved post count");
             }
-            (CheckOutcome::Failed, Err((code.as_str(), message.as_str())))
+            (
+                CheckOutcome::Failed,
+                AttemptEnd::Failed {
+                    code: code.clone(),
+                    error: message.clone(),
+                },
+            )
+        }
+        Resolution::NotOut => {
+            tracing::warn!(submission = %row.id, "a cut-off final call did not publish; a scheduled post is tried again");
+            (
+                CheckOutcome::Failed,
+                AttemptEnd::Rescheduled {
+                    next_attempt_at: now,
+                    error: NOT_OUT_MESSAGE.to_string(),
+                },
+            )
         }
         Resolution::Unconfirmed { message } => {
             tracing::warn!(submission = %row.id, %message, "no more checks; stays unconfirmed");
             (
                 CheckOutcome::Unconfirmed,
-                Err((ErrorCode::PublishingUnconfirmed.as_str(), message.as_str())),
+                AttemptEnd::Failed {
+                    code: ErrorCode::PublishingUnconfirmed.as_str().to_string(),
+                    error: message.clone(),
+                },
             )
         }
     };
     if let Some(scheduled_post_id) = row.scheduled_post_id {
-        finish_scheduled(store, scheduled_post_id, row.id, scheduled, now).await;
+        finish_scheduled(store, scheduled_post_id, row.id, &scheduled, now).await;
     }
     outcome
 }
@@ -354,7 +489,7 @@ async fn finish_scheduled(
     store: &Store,
     scheduled_post_id: Uuid,
     submission_id: Uuid,
-    outcome: Result<&str, (&str, &str)>,
+    outcome: &AttemptEnd,
     now: DateTime<Utc>,
 ) {
     if let Err(e) = store

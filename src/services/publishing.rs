@@ -149,6 +149,11 @@ impl PublishingService {
             .await
     }
 
+    /// The publishing settings (the reconciler's horizon, for settlement).
+    pub fn config(&self) -> &PublishingConfig {
+        &self.config
+    }
+
     /// Tells the scheduler to look at the table now (something was scheduled).
     pub fn wake_scheduler(&self) {
         self.scheduler.wake();

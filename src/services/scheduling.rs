@@ -318,6 +318,16 @@ pub async fn settle_expired_claims(service: &SchedulingService) -> Result<u64, s
             Some(s) if s.status == SubmissionStatus::Published => AttemptEnd::Published {
                 post_id: s.post_id.clone().unwrap_or_default(),
             },
+            // The platform is asked whether it went out; the reconciler ends the post.
+            Some(s)
+                if final_started
+                    && reconcile::look_up_cut_off(store, service.publishing.config(), s, now)
+                        .await? =>
+            {
+                tracing::warn!(scheduled_post = %row.id, %claimant, "a stopped instance's final call is looked for on the platform");
+                settled += 1;
+                continue;
+            }
             Some(s) if final_started => {
                 store
                     .finish_submission_failed(
@@ -391,6 +401,14 @@ pub async fn settle_expired_claims(service: &SchedulingService) -> Result<u64, s
             .steps
             .as_ref()
             .is_some_and(|steps| steps.final_started);
+        if final_started
+            && reconcile::look_up_cut_off(store, service.publishing.config(), &submission, now)
+                .await?
+        {
+            tracing::warn!(submission = %submission.id, "a stopped instance's final call is looked for on the platform");
+            settled += 1;
+            continue;
+        }
         let (status, code, message) = if final_started {
             (
                 SubmissionStatus::Unconfirmed,

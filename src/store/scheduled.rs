@@ -628,37 +628,30 @@ impl Store {
     }
 
     /// Ends a post whose attempt was handed to the reconciler (the platform was still
-    /// processing it): `publishing → published` (`Ok(post_id)`) or `failed` (`Err((code,
-    /// error))`). Whoever claimed the post, as long as `submission_id` is still its attempt.
+    /// processing it, or a cut-off final call was looked for): `publishing → published`,
+    /// `failed`, or `scheduled` again when the platform showed that nothing went out. Whoever
+    /// claimed the post, as long as `submission_id` is still its attempt.
     pub async fn finish_scheduled_checked(
         &self,
         id: Uuid,
         submission_id: Uuid,
-        outcome: Result<&str, (&str, &str)>,
+        end: &AttemptEnd,
         now: DateTime<Utc>,
     ) -> Result<bool, DbErr> {
+        let (status, columns) = end.columns();
         let mut update = scheduled_post::Entity::update_many()
+            .col_expr(scheduled_post::Column::Status, Expr::value(status.as_str()))
             .col_expr(
                 scheduled_post::Column::LeaseUntil,
                 Expr::value(None::<DateTime<Utc>>),
             )
             .col_expr(scheduled_post::Column::UpdatedAt, Expr::value(now));
-        update = match outcome {
-            Ok(post_id) => update
-                .col_expr(
-                    scheduled_post::Column::Status,
-                    Expr::value(ScheduledStatus::Published.as_str()),
-                )
-                .col_expr(scheduled_post::Column::PostId, Expr::value(post_id))
-                .col_expr(scheduled_post::Column::PublishedAt, Expr::value(now)),
-            Err((code, error)) => update
-                .col_expr(
-                    scheduled_post::Column::Status,
-                    Expr::value(ScheduledStatus::Failed.as_str()),
-                )
-                .col_expr(scheduled_post::Column::ErrorCode, Expr::value(code))
-                .col_expr(scheduled_post::Column::Error, Expr::value(error)),
-        };
+        if status == ScheduledStatus::Published {
+            update = update.col_expr(scheduled_post::Column::PublishedAt, Expr::value(now));
+        }
+        for (column, value) in columns {
+            update = update.col_expr(column, value);
+        }
         let result = update
             .filter(scheduled_post::Column::Id.eq(id))
             .filter(scheduled_post::Column::Status.eq(ScheduledStatus::Publishing))

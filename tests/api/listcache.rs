@@ -313,7 +313,14 @@ async fn every_write_a_listing_shows_drops_the_listings_and_lease_renewals_do_no
 
     assert!(
         store
-            .finish_scheduled_checked(id(2), row_id, Ok("p-2"), now)
+            .finish_scheduled_checked(
+                id(2),
+                row_id,
+                &AttemptEnd::Published {
+                    post_id: "p-2".into()
+                },
+                now
+            )
             .await
             .unwrap()
     );

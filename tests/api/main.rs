@@ -25,6 +25,7 @@ mod config_check;
 mod connect;
 mod crash;
 mod cross_site;
+mod cut_off;
 mod dashboard;
 // Compose and Scheduled pages.
 mod dashboard_compose;

@@ -26,7 +26,12 @@ async fn schedule(
     app.post(&publisher.key, &publisher.body(content)).await
 }
 
-async fn schedule_ok(app: &TestApp, publisher: &Publisher, content: Value, secs: i64) -> String {
+pub(crate) async fn schedule_ok(
+    app: &TestApp,
+    publisher: &Publisher,
+    content: Value,
+    secs: i64,
+) -> String {
     let (status, body) = schedule(app, publisher, content, secs).await;
     assert_eq!(status, 200, "{body}");
     body["scheduledPostId"].as_str().unwrap().to_string()
@@ -507,120 +512,6 @@ async fn two_instances_on_one_database_publish_each_post_exactly_once() {
 }
 
 #[actix_web::test]
-async fn a_dead_claimants_posts_are_settled_from_their_steps() {
-    let app = TestApp::spawn_with(|c| c.scheduler.lease_secs = 2).await;
-    let publisher = app.publisher("threads", "pro").await;
-    let store = &app.state.store;
-    let unstarted = schedule_ok(
-        &app,
-        &publisher,
-        json!({"text": "never reached the platform"}),
-        61,
-    )
-    .await;
-    let midway = schedule_ok(
-        &app,
-        &publisher,
-        json!({"text": "final call was in flight"}),
-        61,
-    )
-    .await;
-    // Stop this instance's scheduler from taking them: a "dead" instance claims both first.
-    app.state
-        .background
-        .scheduler()
-        .unwrap()
-        .send(social_service::background::scheduler::Drain)
-        .await
-        .unwrap();
-    app.clock.advance(chrono::Duration::seconds(62));
-    let now = app.clock_now();
-    let lease = now + chrono::Duration::seconds(1);
-    let claimed = store
-        .claim_due_posts("dead-instance", now, lease, 10)
-        .await
-        .unwrap();
-    assert_eq!(claimed.len(), 2);
-    for row in claimed {
-        let final_started = row.id.to_string() == midway;
-        let submission_id = uuid::Uuid::new_v4();
-        assert!(
-            store
-                .set_scheduled_submission(row.id, "dead-instance", submission_id)
-                .await
-                .unwrap()
-        );
-        store
-            .start_submission(
-                submission_id,
-                social_service::store::NewSubmission {
-                    user_id: row.user_id,
-                    account_id: row.account_id,
-                    platform: social_service::domain::plan::Platform::Threads,
-                    post_type: Some(entity::post_submission::PostType::Text),
-                    post_id: None,
-                    status: entity::post_submission::SubmissionStatus::Publishing,
-                    page_name: row.page_name.clone(),
-                    content: row.content.clone(),
-                    result: None,
-                    error_code: None,
-                    error_message: None,
-                    published_at: None,
-                },
-                Some(row.id),
-                now,
-            )
-            .await
-            .unwrap();
-        store
-            .record_submission_steps(
-                submission_id,
-                serde_json::from_value(json!({"steps": [{"name": "container", "id": "1"}], "final_started": final_started})).unwrap(),
-            )
-            .await
-            .unwrap();
-    }
-    // The lease passes; settlement runs (as the next start would).
-    app.clock.advance(chrono::Duration::seconds(5));
-    let settled =
-        social_service::services::scheduling::settle_expired_claims(&app.state.scheduling)
-            .await
-            .unwrap();
-    assert_eq!(settled, 2);
-    let posts = list(&app, &publisher.key, "").await;
-    let find = |id: &str| {
-        posts["posts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["scheduled_post_id"] == id)
-            .unwrap()
-            .clone()
-    };
-    let midway_post = find(&midway);
-    assert_eq!(midway_post["status"], "failed");
-    assert_eq!(midway_post["error_code"], "PublishingUnconfirmed");
-    assert!(
-        midway_post["error"]
-            .as_str()
-            .unwrap()
-            .contains("unconfirmed")
-    );
-    let unstarted_post = find(&unstarted);
-    assert_eq!(
-        unstarted_post["status"], "scheduled",
-        "retried: the final call was never made"
-    );
-    // Settling again does nothing.
-    assert_eq!(
-        social_service::services::scheduling::settle_expired_claims(&app.state.scheduling)
-            .await
-            .unwrap(),
-        0
-    );
-}
-
-#[actix_web::test]
 async fn graceful_shutdown_finishes_in_flight_publishes_and_leaves_the_rest_scheduled() {
     let app = TestApp::spawn().await;
     let publisher = app.publisher("threads", "pro").await;
@@ -770,58 +661,6 @@ async fn the_final_call_is_fenced_by_the_claim() {
     assert_eq!(row.scheduled_post_id, Some(post.id));
     let linked = store.find_scheduled_post(post.id).await.unwrap().unwrap();
     assert_eq!(linked.submission_id, Some(id));
-}
-
-#[actix_web::test]
-async fn an_immediate_publish_cut_off_by_a_crash_is_settled_in_the_history() {
-    let app = TestApp::spawn().await;
-    let publisher = app.publisher("threads", "pro").await;
-    let store = &app.state.store;
-    let started = app.clock_now();
-    let mut ids = Vec::new();
-    for final_started in [false, true] {
-        let id = uuid::Uuid::new_v4();
-        store
-            .start_submission(
-                id,
-                social_service::store::NewSubmission {
-                    user_id: publisher.user_id,
-                    account_id: publisher.account.id,
-                    platform: social_service::domain::plan::Platform::Threads,
-                    post_type: Some(entity::post_submission::PostType::Text),
-                    post_id: None,
-                    status: entity::post_submission::SubmissionStatus::Publishing,
-                    page_name: publisher.account.display_name.clone(),
-                    content: json!({"text": "cut off", "media_urls": []}),
-                    result: None,
-                    error_code: None,
-                    error_message: None,
-                    published_at: None,
-                },
-                None,
-                started,
-            )
-            .await
-            .unwrap();
-        store
-            .record_submission_steps(
-                id,
-                serde_json::from_value(json!({"steps": [], "final_started": final_started}))
-                    .unwrap(),
-            )
-            .await
-            .unwrap();
-        ids.push(id);
-    }
-    app.clock.advance(chrono::Duration::seconds(1_801));
-    social_service::services::scheduling::settle_expired_claims(&app.state.scheduling)
-        .await
-        .unwrap();
-    let interrupted = store.find_submission(ids[0]).await.unwrap().unwrap();
-    assert_eq!(interrupted.status.as_str(), "failed");
-    let unconfirmed = store.find_submission(ids[1]).await.unwrap().unwrap();
-    assert_eq!(unconfirmed.status.as_str(), "unconfirmed");
-    assert!(unconfirmed.error_message.unwrap().contains("unconfirmed"));
 }
 
 #[actix_web::test]

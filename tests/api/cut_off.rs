@@ -1,0 +1,333 @@
+//! Scheduled posts of an instance that died (SIGKILL, power cut) with them claimed: settled
+//! from the steps their attempts recorded, and a final call cut off mid-flight confirmed with
+//! the platform rather than guessed.
+
+use entity::{post_submission::SubmissionStatus, scheduled_post::ScheduledStatus};
+use serde_json::json;
+use social_service::{
+    config::PlatformsConfig, publish::reconcile::NOT_OUT_MESSAGE,
+    services::scheduling::settle_expired_claims, store::NewSubmission,
+};
+use uuid::Uuid;
+
+use crate::{
+    helpers::{Publisher, TestApp, eventually},
+    scheduled::schedule_ok,
+};
+
+/// A test instance whose scheduler is stopped, so that a "dead" instance claims the posts.
+async fn app_without_a_scheduler() -> TestApp {
+    let app = TestApp::spawn_with(|c| {
+        c.scheduler.lease_secs = 2;
+        c.publishing.unconfirmed_check_interval_ms = 100;
+    })
+    .await;
+    app.state
+        .background
+        .scheduler()
+        .unwrap()
+        .send(social_service::background::scheduler::Drain)
+        .await
+        .unwrap();
+    app
+}
+
+/// Claims every due post as `dead-instance`, which writes each attempt's history row (as a
+/// publish does before its final call) and then stops; the posts in `final_started` had
+/// their final call started. Answers the history rows' ids, by scheduled post id.
+async fn claimed_by_a_dead_instance(
+    app: &TestApp,
+    final_started: &[&str],
+) -> std::collections::HashMap<String, Uuid> {
+    let store = &app.state.store;
+    app.clock.advance(chrono::Duration::seconds(62));
+    let now = app.clock_now();
+    let lease = now + chrono::Duration::seconds(1);
+    let claimed = store
+        .claim_due_posts("dead-instance", now, lease, 10)
+        .await
+        .unwrap();
+    let mut attempts = std::collections::HashMap::new();
+    for row in claimed {
+        let started = final_started.contains(&row.id.to_string().as_str());
+        let submission_id = Uuid::new_v4();
+        assert!(
+            store
+                .set_scheduled_submission(row.id, "dead-instance", submission_id)
+                .await
+                .unwrap()
+        );
+        store
+            .start_submission(
+                submission_id,
+                NewSubmission {
+                    user_id: row.user_id,
+                    account_id: row.account_id,
+                    platform: row.platform,
+                    post_type: Some(entity::post_submission::PostType::Text),
+                    post_id: None,
+                    status: SubmissionStatus::Publishing,
+                    page_name: row.page_name.clone(),
+                    content: row.content.clone(),
+                    result: None,
+                    error_code: None,
+                    error_message: None,
+                    published_at: None,
+                },
+                Some(row.id),
+                now,
+            )
+            .await
+            .unwrap();
+        store
+            .record_submission_steps(
+                submission_id,
+                serde_json::from_value(json!({"steps": [], "final_started": started})).unwrap(),
+            )
+            .await
+            .unwrap();
+        attempts.insert(row.id.to_string(), submission_id);
+    }
+    attempts
+}
+
+/// The threads text publish's one final call, made on the simulator as the dead instance
+/// made it (`POST /{user}/threads` with `auto_publish_text`): the post is out. Answers its id.
+async fn final_call_went_out(app: &TestApp, publisher: &Publisher, text: &str) -> String {
+    let config = PlatformsConfig::simulator(&app.sim.base_url);
+    let url = format!(
+        "{}/{}/{}/threads",
+        config.threads_url, config.threads_version, publisher.sim.external_id
+    );
+    let response = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(&publisher.sim.access_token)
+        .form(&[
+            ("media_type", "TEXT"),
+            ("text", text),
+            ("auto_publish_text", "true"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: serde_json::Value = response.json().await.unwrap();
+    body["id"].as_str().unwrap().to_string()
+}
+
+/// Waits until the scheduled post has left `publishing` (the platform was asked), and
+/// answers it.
+async fn after_the_lookup(app: &TestApp, id: &str) -> entity::scheduled_post::Model {
+    let store = &app.state.store;
+    let id: Uuid = id.parse().unwrap();
+    eventually("the platform to be asked", async || {
+        let row = store.find_scheduled_post(id).await.unwrap().unwrap();
+        row.status != ScheduledStatus::Publishing
+    })
+    .await;
+    store.find_scheduled_post(id).await.unwrap().unwrap()
+}
+
+#[actix_web::test]
+async fn a_dead_instances_posts_are_retried_when_nothing_went_out() {
+    let app = app_without_a_scheduler().await;
+    let publisher = app.publisher("threads", "pro").await;
+    let store = &app.state.store;
+    let json = |text: &str| json!({ "text": text });
+    let unstarted = schedule_ok(&app, &publisher, json("never reached the platform"), 61).await;
+    let midway = schedule_ok(&app, &publisher, json("final call was cut off"), 61).await;
+    let attempts = claimed_by_a_dead_instance(&app, &[&midway]).await;
+    // The lease passes; settlement runs (as the next start would).
+    app.clock.advance(chrono::Duration::seconds(5));
+    assert_eq!(
+        settle_expired_claims(&app.state.scheduling).await.unwrap(),
+        2
+    );
+    let unstarted_row = store
+        .find_scheduled_post(unstarted.parse().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        unstarted_row.status,
+        ScheduledStatus::Scheduled,
+        "retried: the final call was never made"
+    );
+    // The platform shows no post with the cut-off call's text: nothing went out, and the
+    // post is given another attempt.
+    let midway_row = after_the_lookup(&app, &midway).await;
+    assert_eq!(
+        midway_row.status,
+        ScheduledStatus::Scheduled,
+        "{midway_row:?}"
+    );
+    assert_eq!(midway_row.error.as_deref(), Some(NOT_OUT_MESSAGE));
+    let history = store
+        .find_submission(attempts[&midway])
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(history.status, SubmissionStatus::Failed);
+    assert_eq!(history.error_message.as_deref(), Some(NOT_OUT_MESSAGE));
+    assert!(app.published(&publisher.sim).is_empty());
+    // Settling again does nothing.
+    assert_eq!(
+        settle_expired_claims(&app.state.scheduling).await.unwrap(),
+        0
+    );
+}
+
+#[actix_web::test]
+async fn a_dead_instances_final_call_that_went_out_is_confirmed_with_the_platform() {
+    let app = app_without_a_scheduler().await;
+    let publisher = app.publisher("threads", "pro").await;
+    let store = &app.state.store;
+    let text = "went out as the instance died";
+    let scheduled = schedule_ok(&app, &publisher, json!({ "text": text }), 61).await;
+    let attempts = claimed_by_a_dead_instance(&app, &[&scheduled]).await;
+    let post_id = final_call_went_out(&app, &publisher, text).await;
+    app.clock.advance(chrono::Duration::seconds(5));
+    assert_eq!(
+        settle_expired_claims(&app.state.scheduling).await.unwrap(),
+        1
+    );
+    let row = after_the_lookup(&app, &scheduled).await;
+    assert_eq!(row.status, ScheduledStatus::Published, "{row:?}");
+    assert_eq!(row.post_id.as_deref(), Some(post_id.as_str()));
+    let history = store
+        .find_submission(attempts[&scheduled])
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(history.status, SubmissionStatus::Published);
+    assert_eq!(history.post_id.as_deref(), Some(post_id.as_str()));
+    assert_eq!(app.published(&publisher.sim).len(), 1, "published once");
+}
+
+#[actix_web::test]
+async fn an_immediate_publish_cut_off_by_a_crash_is_settled_or_looked_up() {
+    let app = app_without_a_scheduler().await;
+    let threads = app.publisher("threads", "pro").await;
+    let x = app.publisher("x", "pro").await;
+    let store = &app.state.store;
+    let started = app.clock_now();
+    let mut ids = Vec::new();
+    for (publisher, final_started) in [(&threads, false), (&threads, true), (&x, true)] {
+        let id = Uuid::new_v4();
+        store
+            .start_submission(
+                id,
+                NewSubmission {
+                    user_id: publisher.user_id,
+                    account_id: publisher.account.id,
+                    platform: publisher.account.platform,
+                    post_type: Some(entity::post_submission::PostType::Text),
+                    post_id: None,
+                    status: SubmissionStatus::Publishing,
+                    page_name: publisher.account.display_name.clone(),
+                    content: json!({"text": "cut off", "media_urls": []}),
+                    result: None,
+                    error_code: None,
+                    error_message: None,
+                    published_at: None,
+                },
+                None,
+                started,
+            )
+            .await
+            .unwrap();
+        store
+            .record_submission_steps(
+                id,
+                serde_json::from_value(json!({"steps": [], "final_started": final_started}))
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        ids.push(id);
+    }
+    app.clock.advance(chrono::Duration::seconds(1_801));
+    settle_expired_claims(&app.state.scheduling).await.unwrap();
+    let interrupted = store.find_submission(ids[0]).await.unwrap().unwrap();
+    assert_eq!(interrupted.status, SubmissionStatus::Failed);
+    // threads is asked, and shows no such post: nothing went out.
+    eventually("the platform to be asked", async || {
+        let row = store.find_submission(ids[1]).await.unwrap().unwrap();
+        row.status == SubmissionStatus::Failed
+    })
+    .await;
+    let looked_up = store.find_submission(ids[1]).await.unwrap().unwrap();
+    assert_eq!(looked_up.error_message.as_deref(), Some(NOT_OUT_MESSAGE));
+    // x is not asked: whether it went out stays unconfirmed.
+    let unconfirmed = store.find_submission(ids[2]).await.unwrap().unwrap();
+    assert_eq!(unconfirmed.status, SubmissionStatus::Unconfirmed);
+    assert!(unconfirmed.error_message.unwrap().contains("unconfirmed"));
+    assert_eq!(unconfirmed.next_check_at, None, "not checked");
+}
+
+/// facebook's and instagram's posts are found on their own edges (`/{page}/posts`,
+/// `/{ig-user}/media`), by their own text fields, with their own ids.
+#[actix_web::test]
+async fn a_cut_off_final_call_is_found_on_facebook_and_instagram() {
+    let app = app_without_a_scheduler().await;
+    let store = &app.state.store;
+    let jpg = app.media_url("sample.jpg");
+    for platform in ["facebook", "instagram"] {
+        let publisher = app.publisher(platform, "pro").await;
+        let text = format!("out on {platform} as the instance died");
+        // What the cut-off final call published.
+        let (status, body) = app
+            .post(
+                &publisher.key,
+                &publisher.body(json!({"text": text, "mediaUrls": [jpg]})),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let out = app.published(&publisher.sim);
+        assert_eq!(out.len(), 1);
+        let id = Uuid::new_v4();
+        store
+            .start_submission(
+                id,
+                NewSubmission {
+                    user_id: publisher.user_id,
+                    account_id: publisher.account.id,
+                    platform: publisher.account.platform,
+                    post_type: Some(entity::post_submission::PostType::Photo),
+                    post_id: None,
+                    status: SubmissionStatus::Publishing,
+                    page_name: publisher.account.display_name.clone(),
+                    content: json!({"text": text, "media_urls": [jpg]}),
+                    result: None,
+                    error_code: None,
+                    error_message: None,
+                    published_at: None,
+                },
+                None,
+                app.clock_now(),
+            )
+            .await
+            .unwrap();
+        store
+            .record_submission_steps(
+                id,
+                serde_json::from_value(json!({"steps": [], "final_started": true})).unwrap(),
+            )
+            .await
+            .unwrap();
+        app.clock.advance(chrono::Duration::seconds(1_801));
+        settle_expired_claims(&app.state.scheduling).await.unwrap();
+        eventually("the platform to be asked", async || {
+            let row = store.find_submission(id).await.unwrap().unwrap();
+            row.status == SubmissionStatus::Published
+        })
+        .await;
+        let row = store.find_submission(id).await.unwrap().unwrap();
+        assert_eq!(
+            row.post_id.as_deref(),
+            Some(out[0].id.as_str()),
+            "{platform}"
+        );
+        assert_eq!(app.published(&publisher.sim).len(), 1, "{platform}: once");
+    }
+}
