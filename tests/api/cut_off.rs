@@ -32,11 +32,64 @@ async fn app_without_a_scheduler() -> TestApp {
     app
 }
 
+/// Writes the history row of a publish to `publisher`'s account as the publish does before its
+/// final call (an attempt of `scheduled_post_id` if given), its final call started or not, and
+/// answers its id: what a process killed at that point leaves.
+async fn cut_off_publish(
+    app: &TestApp,
+    publisher: &Publisher,
+    content: serde_json::Value,
+    scheduled_post_id: Option<Uuid>,
+    final_started: bool,
+) -> Uuid {
+    let store = &app.state.store;
+    let id = Uuid::new_v4();
+    let post_type = if content["media_urls"]
+        .as_array()
+        .is_some_and(|m| !m.is_empty())
+    {
+        entity::post_submission::PostType::Photo
+    } else {
+        entity::post_submission::PostType::Text
+    };
+    store
+        .start_submission(
+            id,
+            NewSubmission {
+                user_id: publisher.user_id,
+                account_id: publisher.account.id,
+                platform: publisher.account.platform,
+                post_type: Some(post_type),
+                post_id: None,
+                status: SubmissionStatus::Publishing,
+                page_name: publisher.account.display_name.clone(),
+                content,
+                result: None,
+                error_code: None,
+                error_message: None,
+                published_at: None,
+            },
+            scheduled_post_id,
+            app.clock_now(),
+        )
+        .await
+        .unwrap();
+    store
+        .record_submission_steps(
+            id,
+            serde_json::from_value(json!({"steps": [], "final_started": final_started})).unwrap(),
+        )
+        .await
+        .unwrap();
+    id
+}
+
 /// Claims every due post as `dead-instance`, which writes each attempt's history row (as a
 /// publish does before its final call) and then stops; the posts in `final_started` had
 /// their final call started. Answers the history rows' ids, by scheduled post id.
 async fn claimed_by_a_dead_instance(
     app: &TestApp,
+    publisher: &Publisher,
     final_started: &[&str],
 ) -> std::collections::HashMap<String, Uuid> {
     let store = &app.state.store;
@@ -50,42 +103,14 @@ async fn claimed_by_a_dead_instance(
     let mut attempts = std::collections::HashMap::new();
     for row in claimed {
         let started = final_started.contains(&row.id.to_string().as_str());
-        let submission_id = Uuid::new_v4();
+        let submission_id =
+            cut_off_publish(app, publisher, row.content.clone(), Some(row.id), started).await;
         assert!(
             store
                 .set_scheduled_submission(row.id, "dead-instance", submission_id)
                 .await
                 .unwrap()
         );
-        store
-            .start_submission(
-                submission_id,
-                NewSubmission {
-                    user_id: row.user_id,
-                    account_id: row.account_id,
-                    platform: row.platform,
-                    post_type: Some(entity::post_submission::PostType::Text),
-                    post_id: None,
-                    status: SubmissionStatus::Publishing,
-                    page_name: row.page_name.clone(),
-                    content: row.content.clone(),
-                    result: None,
-                    error_code: None,
-                    error_message: None,
-                    published_at: None,
-                },
-                Some(row.id),
-                now,
-            )
-            .await
-            .unwrap();
-        store
-            .record_submission_steps(
-                submission_id,
-                serde_json::from_value(json!({"steps": [], "final_started": started})).unwrap(),
-            )
-            .await
-            .unwrap();
         attempts.insert(row.id.to_string(), submission_id);
     }
     attempts
@@ -136,7 +161,7 @@ async fn a_dead_instances_posts_are_retried_when_nothing_went_out() {
     let json = |text: &str| json!({ "text": text });
     let unstarted = schedule_ok(&app, &publisher, json("never reached the platform"), 61).await;
     let midway = schedule_ok(&app, &publisher, json("final call was cut off"), 61).await;
-    let attempts = claimed_by_a_dead_instance(&app, &[&midway]).await;
+    let attempts = claimed_by_a_dead_instance(&app, &publisher, &[&midway]).await;
     // The lease passes; settlement runs (as the next start would).
     app.clock.advance(chrono::Duration::seconds(5));
     assert_eq!(
@@ -184,7 +209,7 @@ async fn a_dead_instances_final_call_that_went_out_is_confirmed_with_the_platfor
     let store = &app.state.store;
     let text = "went out as the instance died";
     let scheduled = schedule_ok(&app, &publisher, json!({ "text": text }), 61).await;
-    let attempts = claimed_by_a_dead_instance(&app, &[&scheduled]).await;
+    let attempts = claimed_by_a_dead_instance(&app, &publisher, &[&scheduled]).await;
     let post_id = final_call_went_out(&app, &publisher, text).await;
     app.clock.advance(chrono::Duration::seconds(5));
     assert_eq!(
@@ -210,41 +235,10 @@ async fn an_immediate_publish_cut_off_by_a_crash_is_settled_or_looked_up() {
     let threads = app.publisher("threads", "pro").await;
     let x = app.publisher("x", "pro").await;
     let store = &app.state.store;
-    let started = app.clock_now();
     let mut ids = Vec::new();
     for (publisher, final_started) in [(&threads, false), (&threads, true), (&x, true)] {
-        let id = Uuid::new_v4();
-        store
-            .start_submission(
-                id,
-                NewSubmission {
-                    user_id: publisher.user_id,
-                    account_id: publisher.account.id,
-                    platform: publisher.account.platform,
-                    post_type: Some(entity::post_submission::PostType::Text),
-                    post_id: None,
-                    status: SubmissionStatus::Publishing,
-                    page_name: publisher.account.display_name.clone(),
-                    content: json!({"text": "cut off", "media_urls": []}),
-                    result: None,
-                    error_code: None,
-                    error_message: None,
-                    published_at: None,
-                },
-                None,
-                started,
-            )
-            .await
-            .unwrap();
-        store
-            .record_submission_steps(
-                id,
-                serde_json::from_value(json!({"steps": [], "final_started": final_started}))
-                    .unwrap(),
-            )
-            .await
-            .unwrap();
-        ids.push(id);
+        let content = json!({"text": "cut off", "media_urls": []});
+        ids.push(cut_off_publish(&app, publisher, content, None, final_started).await);
     }
     app.clock.advance(chrono::Duration::seconds(1_801));
     settle_expired_claims(&app.state.scheduling).await.unwrap();
@@ -285,36 +279,8 @@ async fn a_cut_off_final_call_is_found_on_facebook_and_instagram() {
         assert_eq!(status, 200, "{body}");
         let out = app.published(&publisher.sim);
         assert_eq!(out.len(), 1);
-        let id = Uuid::new_v4();
-        store
-            .start_submission(
-                id,
-                NewSubmission {
-                    user_id: publisher.user_id,
-                    account_id: publisher.account.id,
-                    platform: publisher.account.platform,
-                    post_type: Some(entity::post_submission::PostType::Photo),
-                    post_id: None,
-                    status: SubmissionStatus::Publishing,
-                    page_name: publisher.account.display_name.clone(),
-                    content: json!({"text": text, "media_urls": [jpg]}),
-                    result: None,
-                    error_code: None,
-                    error_message: None,
-                    published_at: None,
-                },
-                None,
-                app.clock_now(),
-            )
-            .await
-            .unwrap();
-        store
-            .record_submission_steps(
-                id,
-                serde_json::from_value(json!({"steps": [], "final_started": true})).unwrap(),
-            )
-            .await
-            .unwrap();
+        let content = json!({"text": text, "media_urls": [jpg]});
+        let id = cut_off_publish(&app, &publisher, content, None, true).await;
         app.clock.advance(chrono::Duration::seconds(1_801));
         settle_expired_claims(&app.state.scheduling).await.unwrap();
         eventually("the platform to be asked", async || {
