@@ -433,7 +433,7 @@ async fn resolve(
     let (outcome, scheduled) = match &resolution {
         Resolution::Later => return CheckOutcome::StillProcessing,
         Resolution::Published(published) => {
-            tracing::info!(submission = %row.id, post_id = %published.post_id, "published after processing finished");
+            tracing::info!(submission = %row.id, post_id = %published.post_id, "the platform shows the post published");
             (
                 CheckOutcome::Published,
                 AttemptEnd::Published {
