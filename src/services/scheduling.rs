@@ -388,9 +388,18 @@ pub async fn settle_expired_claims(service: &SchedulingService) -> Result<u64, s
             }
         }
     }
-    // Immediate publishes cut off by a stopped process (a dead instance's, or
-    // started before `stale_publish_secs` when the row does not name its instance): their
-    // callers are gone; say in the history what happened.
+    Ok(settled + settle_stale_publishes(service, now).await?)
+}
+
+/// Immediate publishes cut off by a stopped process (a dead instance's, or started before
+/// `stale_publish_secs` when the row does not name its instance): their callers are gone; the
+/// history says what happened, or the platform is asked. Answers how many were settled.
+async fn settle_stale_publishes(
+    service: &SchedulingService,
+    now: DateTime<Utc>,
+) -> Result<u64, sea_orm::DbErr> {
+    let store = &service.store;
+    let mut settled = 0;
     let before = now - chrono::Duration::seconds(service.config.stale_publish_secs as i64);
     let silence_ms = i64::try_from(service.cluster.silence().as_millis()).unwrap_or(i64::MAX);
     for submission in store
