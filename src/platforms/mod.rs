@@ -433,12 +433,11 @@ pub async fn resume(
             platform,
             text,
             since,
-        } => match meta::find_post(ctx, *platform, text, *since).await? {
-            Some(id) => Ok(Some(Published::single(id))),
-            None => Err(PlatformError::NotFound(format!(
-                "no post of this account created since {since} has this text"
-            ))),
-        },
+        } => {
+            // `None`: the platform shows no such post (the caller decides what that means).
+            let found = meta::find_post(ctx, *platform, text, *since).await?;
+            Ok(found.map(Published::single))
+        }
     }
 }
 

@@ -171,6 +171,8 @@ pub async fn run_check(
     let looked_up = matches!(record.pending, platforms::Pending::Lookup { .. });
     let (resolution, error) = match result {
         Ok(Some(published)) => (Resolution::Published(published), None),
+        // A lookup's answer, read in full: the post is not on the platform.
+        Ok(None) if looked_up => (Resolution::NotOut, None),
         Ok(None) => (Resolution::Later, None),
         Err(error) if looked_up => (judge_lookup(&error), Some(error)),
         Err(error) => (judge(&error, ours_final, &steps), Some(error)),
@@ -227,12 +229,11 @@ fn judge(error: &PlatformError, ours_final: bool, steps: &StepRecorder) -> Resol
     }
 }
 
-/// What a failed lookup of a cut-off final call means: the platform showing no such post
-/// means nothing went out; not being able to ask means asking again; anything else leaves the
-/// outcome unknown.
+/// What a failed lookup of a cut-off final call means: not being able to ask means asking
+/// again; anything else, a missing account or listing included (it proves nothing about the
+/// post), leaves the outcome unknown. Only a listing read in full says nothing went out.
 fn judge_lookup(error: &PlatformError) -> Resolution {
     match error {
-        PlatformError::NotFound(_) => Resolution::NotOut,
         PlatformError::Transient(_)
         | PlatformError::RateLimited { .. }
         | PlatformError::TokenExpired(_)
@@ -546,6 +547,21 @@ mod tests {
         let value = serde_json::to_value(&record).unwrap();
         assert_eq!(value["pending"]["kind"], "x_media");
         assert_eq!(serde_json::from_value::<Reconcile>(value).unwrap(), record);
+    }
+
+    /// A lookup that could not read the listing (the page gone, the edge refused) proves
+    /// nothing about the post: never "not out", which would publish it again.
+    #[test]
+    fn a_refused_lookup_is_never_read_as_nothing_went_out() {
+        let unknown = |e: PlatformError| matches!(judge_lookup(&e), Resolution::Unconfirmed { .. });
+        assert!(unknown(PlatformError::NotFound(
+            "code 100 subcode 33".into()
+        )));
+        assert!(unknown(PlatformError::Rejected("refused".into())));
+        assert!(matches!(
+            judge_lookup(&PlatformError::Transient("503".into())),
+            Resolution::Later
+        ));
     }
 
     #[test]
