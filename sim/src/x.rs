@@ -2,7 +2,7 @@
 //! at `/x`:
 //!
 //! - `POST /2/tweets` (JSON) → **201** `{"data":{"id","text","edit_history_tweet_ids"}}`;
-//!   `GET /2/tweets/{id}`, `DELETE /2/tweets/{id}`;
+//!   `GET /2/tweets/{id}`, `DELETE /2/tweets/{id}`, `GET /2/users/{id}/tweets` (see [`timeline`]);
 //! - media upload v2: `POST /2/media/upload/initialize` (JSON), `POST /2/media/upload/{id}/append`
 //!   (multipart `media` + `segment_index`, or JSON with base64 `media`),
 //!   `POST /2/media/upload/{id}/finalize`, `GET /2/media/upload?command=STATUS&media_id=`;
@@ -36,6 +36,8 @@ use super::{
     },
     state::{FaultKind, PublishedItem, Refusal, SimAccount, SimObject, SimState, bearer_token},
 };
+
+mod timeline;
 
 const PLATFORM: &str = "x";
 /// Object kinds kept in [`SimState::objects`].
@@ -72,6 +74,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/2/tweets", web::post().to(create_tweet))
         .route("/2/tweets/{id}", web::get().to(get_tweet))
         .route("/2/tweets/{id}", web::delete().to(delete_tweet))
+        .route("/2/users/{id}/tweets", web::get().to(timeline::user_tweets))
         .route("/2/media/upload/initialize", web::post().to(initialize))
         .route("/2/media/upload/{id}/append", web::post().to(append))
         .route("/2/media/upload/{id}/finalize", web::post().to(finalize))
@@ -88,6 +91,7 @@ enum Endpoint {
     CreateTweet,
     GetTweet,
     DeleteTweet,
+    UserTweets,
     Initialize,
     Append,
     Finalize,
@@ -99,7 +103,7 @@ impl Endpoint {
     fn limit(self) -> u64 {
         match self {
             Endpoint::CreateTweet => 100,
-            Endpoint::GetTweet => 900,
+            Endpoint::GetTweet | Endpoint::UserTweets => 900,
             Endpoint::DeleteTweet => 50,
             Endpoint::Initialize | Endpoint::Append | Endpoint::Finalize => 1_875,
             Endpoint::Upload => 500,
@@ -113,6 +117,7 @@ impl Endpoint {
             Endpoint::CreateTweet => ("POST", "/2/tweets"),
             Endpoint::GetTweet => ("GET", "/2/tweets/{id}"),
             Endpoint::DeleteTweet => ("DELETE", "/2/tweets/{id}"),
+            Endpoint::UserTweets => ("GET", "/2/users/{id}/tweets"),
             Endpoint::Initialize => ("POST", "/2/media/upload/initialize"),
             Endpoint::Append => ("POST", "/2/media/upload/{id}/append"),
             Endpoint::Finalize => ("POST", "/2/media/upload/{id}/finalize"),
@@ -126,6 +131,7 @@ impl Endpoint {
             Endpoint::CreateTweet => "create_tweet",
             Endpoint::GetTweet => "get_tweet",
             Endpoint::DeleteTweet => "delete_tweet",
+            Endpoint::UserTweets => "user_tweets",
             Endpoint::Initialize => "initialize",
             Endpoint::Append => "append",
             Endpoint::Finalize => "finalize",

@@ -396,10 +396,6 @@ pub fn carousel_error(err: PlatformError) -> PlatformError {
     }
 }
 
-/// How far before the final call's start a post found by [`find_post`] may have been created:
-/// the platform's clock and ours disagree by this much at most.
-const LOOKUP_SKEW_SECS: i64 = 3_600;
-
 /// Posts read by [`find_post`]: the final call it looks for was made a takeover time ago, so
 /// its post is among the newest.
 const LOOKUP_POSTS: &str = "50";
@@ -433,7 +429,7 @@ pub async fn find_post(
             &[("fields", fields.as_str()), ("limit", LOOKUP_POSTS)],
         )
         .await?;
-    let earliest = since - chrono::Duration::seconds(LOOKUP_SKEW_SECS);
+    let earliest = since - chrono::Duration::seconds(super::LOOKUP_SKEW_SECS);
     let found = body["data"].as_array().into_iter().flatten().find(|post| {
         let created = post[time_field].as_str().and_then(parse_graph_time);
         post[text_field].as_str().map(str::trim) == Some(text.trim())

@@ -163,7 +163,7 @@ pub enum Pending {
         media_ids: Vec<String>,
         tweets: Vec<String>,
     },
-    /// facebook, instagram, threads: the final call started but its instance stopped before
+    /// facebook, instagram, threads, x: the final call started but its instance stopped before
     /// the answer. Whether it published is asked of the platform: the account's newest posts
     /// are searched for `text`, created since `since` (see [`can_look_up`]).
     Lookup {
@@ -435,22 +435,33 @@ pub async fn resume(
             since,
         } => {
             // `None`: the platform shows no such post (the caller decides what that means).
-            let found = meta::find_post(ctx, *platform, text, *since).await?;
+            let found = match platform {
+                entity::platform::Platform::X => x::find_post(ctx, text, *since).await?,
+                _ => meta::find_post(ctx, *platform, text, *since).await?,
+            };
             Ok(found.map(Published::single))
         }
     }
 }
 
+/// How far before the final call's start a post looked up for it may have been created: the
+/// platform's clock and ours disagree by this much at most.
+const LOOKUP_SKEW_SECS: i64 = 3_600;
+
 /// Whether a final call cut off by a stopped instance can be confirmed with the platform: its
 /// newest posts can be listed with their text (facebook `/{page}/posts`, instagram
-/// `/{ig-user}/media`, threads `/{user}/threads`). On x, tiktok and youtube such a call stays
+/// `/{ig-user}/media`, threads `/{user}/threads`, x `/2/users/{id}/tweets`), and the text a post
+/// is listed with is the text it was sent with. X rewrites links (to `t.co`), appends one for
+/// attached media and escapes `&`, `<` and `>`: an x post is looked up only when it has none of
+/// these ([`x::lists_as_sent`]). On tiktok and youtube, and for other x posts, such a call stays
 /// `unconfirmed`.
-pub fn can_look_up(platform: entity::platform::Platform) -> bool {
+pub fn can_look_up(platform: entity::platform::Platform, text: &str, has_media: bool) -> bool {
     use entity::platform::Platform;
-    matches!(
-        platform,
-        Platform::Facebook | Platform::Instagram | Platform::Threads
-    )
+    match platform {
+        Platform::Facebook | Platform::Instagram | Platform::Threads => true,
+        Platform::X => !has_media && x::lists_as_sent(text),
+        Platform::Tiktok | Platform::Youtube => false,
+    }
 }
 
 /// The client for platform API calls: connections are kept alive, and each read must make

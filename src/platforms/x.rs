@@ -28,6 +28,8 @@ const MAX_SEGMENTS: u64 = 1_000;
 const DEFAULT_RETRY_AFTER: u64 = 900;
 /// The OAuth 2.0 scopes `POST /2/tweets` needs (its `security` in the OpenAPI spec).
 const POST_SCOPES: &str = "tweet.read, tweet.write, users.read";
+/// The OAuth 2.0 scopes `GET /2/users/{id}/tweets` needs.
+const READ_SCOPES: &str = "tweet.read, users.read";
 /// The scope of every media upload endpoint.
 const MEDIA_SCOPES: &str = "media.write";
 
@@ -132,6 +134,79 @@ pub async fn resume(
         return Ok(None);
     }
     post_tweets(ctx, &x, tweets, media_ids).await.map(Some)
+}
+
+/// Whether X lists a post with the text it was sent with, so that a listing can tell whether
+/// it went out: X rewrites links (anything with `://`, and bare domains such as `example.com`)
+/// to `t.co`, escapes `&`, `<` and `>`, and may normalize line ends and combining marks. Text
+/// with any of those is not looked for.
+pub fn lists_as_sent(text: &str) -> bool {
+    let combining = |c: char| {
+        matches!(c, '\u{0300}'..='\u{036F}' | '\u{1AB0}'..='\u{1AFF}' | '\u{1DC0}'..='\u{1DFF}'
+            | '\u{20D0}'..='\u{20FF}' | '\u{FE20}'..='\u{FE2F}')
+    };
+    let link = |word: &str| {
+        word.contains("://")
+            || word.as_bytes().windows(3).any(|w| {
+                w[1] == b'.' && w[0].is_ascii_alphanumeric() && w[2].is_ascii_alphanumeric()
+            })
+    };
+    !text.contains(['&', '<', '>', '\r'])
+        && !text.chars().any(combining)
+        && !text.split_whitespace().any(link)
+}
+
+/// ★ Looks for the post a cut-off final call would have made: among the account's posts
+/// created since `since` (less the clocks' skew), newest first, replies and reposts left out
+/// (`GET /2/users/{id}/tweets`), one whose text is `text` (see [`lists_as_sent`]). `None`: the
+/// listing holds every such post and none is it. More than one page of them cannot be told
+/// apart, and is an error.
+pub async fn find_post(
+    ctx: &PlatformContext<'_>,
+    text: &str,
+    since: chrono::DateTime<chrono::Utc>,
+) -> Result<Option<String>, PlatformError> {
+    let user = XId::parse(&ctx.account.external_id).map_err(InvalidId::not_found)?;
+    let earliest = since - chrono::Duration::seconds(super::LOOKUP_SKEW_SECS);
+    let start = earliest.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let x = Client::new(ctx);
+    let path = ApiPath::fixed("2/users").then_id(&user).then("tweets");
+    let request = x.request(Method::GET, &path)?.query(&[
+        ("max_results", "100"),
+        ("exclude", "replies,retweets"),
+        ("tweet.fields", "created_at"),
+        ("start_time", start.as_str()),
+    ]);
+    let (_, body) = x
+        .send(request)
+        .await
+        .map_err(|e| needs_scopes(e, READ_SCOPES))?;
+    let found = body["data"].as_array().into_iter().flatten().find(|post| {
+        let created = post["created_at"]
+            .as_str()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
+        post["text"].as_str().map(str::trim) == Some(text.trim())
+            && created.is_none_or(|created| created >= earliest)
+    });
+    if let Some(post) = found {
+        // Checked like every id the platform answers: it goes into URLs later.
+        let id = post["id"].as_str().unwrap_or_default();
+        return XId::parse(id)
+            .map(|id| Some(id.into()))
+            .map_err(InvalidId::unexpected);
+    }
+    if body["meta"]["next_token"].is_string() {
+        return Err(PlatformError::Rejected(
+            "x lists more posts since the final call than one page holds".into(),
+        ));
+    }
+    if body.get("meta").is_none() {
+        return Err(PlatformError::Rejected(format!(
+            "x did not list the account's posts: {}",
+            problem_message(&body).unwrap_or_else(|| body.to_string())
+        )));
+    }
+    Ok(None)
 }
 
 /// Whether media processing is over: `true` when ready (no `processing_info` means ready),
@@ -494,6 +569,28 @@ mod tests {
             classify(StatusCode::BAD_REQUEST, &HeaderMap::new(), &invalid, ""),
             PlatformError::Rejected(m) if m.contains("media.media_ids: Your media IDs are invalid.")
         ));
+    }
+
+    #[test]
+    fn only_text_x_lists_as_sent_is_looked_up() {
+        for plain in [
+            "cut off",
+            "@someone #launch 100% done!",
+            "line one\nline two",
+            "é 👍🏽",
+        ] {
+            assert!(lists_as_sent(plain), "{plain:?}");
+        }
+        for rewritten in [
+            "see https://example.com/a",
+            "see example.com",
+            "fish & chips",
+            "a <b> c",
+            "windows\r\nline",
+            "cafe\u{0301}",
+        ] {
+            assert!(!lists_as_sent(rewritten), "{rewritten:?}");
+        }
     }
 
     #[test]

@@ -30,7 +30,7 @@ use super::run::PublishDeps;
 use crate::{
     error::ErrorCode,
     platforms::{self, AccountCredentials, PlatformContext, PlatformError, Published},
-    publish::steps::{CheckFence, Reconcile, StepRecorder},
+    publish::steps::{CheckFence, Reconcile, ReservedCounter, StepRecorder},
     store::{AttemptEnd, Store},
 };
 
@@ -273,7 +273,10 @@ pub async fn look_up_cut_off(
     let Some(text) = text.filter(|text| !text.trim().is_empty()) else {
         return Ok(false);
     };
-    if posted || !platforms::can_look_up(row.platform) {
+    let has_media = row.content["media_urls"]
+        .as_array()
+        .is_some_and(|media| !media.is_empty());
+    if posted || !platforms::can_look_up(row.platform, text, has_media) {
         return Ok(false);
     }
     let record = Reconcile {
@@ -285,7 +288,7 @@ pub async fn look_up_cut_off(
                 .unwrap_or(row.created_at),
         },
         fields: json!({}),
-        reserved_counter: None,
+        reserved_counter: x_post_counter(store, row).await?,
     };
     let until = now + chrono::Duration::seconds(publishing.unconfirmed_check_horizon_secs as i64);
     let Ok(value) = serde_json::to_value(&record) else {
@@ -303,6 +306,33 @@ pub async fn look_up_cut_off(
             now,
         )
         .await
+}
+
+/// The monthly x post count an x publish reserved (that of the month its history row was
+/// written in): given back if the lookup finds nothing went out.
+async fn x_post_counter(
+    store: &Store,
+    row: &post_submission::Model,
+) -> Result<Option<ReservedCounter>, sea_orm::DbErr> {
+    if row.platform != entity::platform::Platform::X {
+        return Ok(None);
+    }
+    Ok(store.find_user(row.user_id).await?.map(|user| {
+        let period = crate::usage::usage_period(user.created_at, row.created_at);
+        ReservedCounter {
+            user_id: row.user_id,
+            key: format!("x-posts:{}", period.key()),
+        }
+    }))
+}
+
+/// Gives back the x post count the publish reserved: nothing went out.
+async fn give_back_counter(store: &Store, record: Option<&Reconcile>) {
+    if let Some(counter) = record.and_then(|r| r.reserved_counter.as_ref())
+        && let Err(e) = store.release_call(counter.user_id, &counter.key).await
+    {
+        tracing::error!(error = %e, "cannot give back a reserved post count");
+    }
 }
 
 fn failed(error: PlatformError) -> Resolution {
@@ -408,6 +438,7 @@ async fn resolve(
                 .await
         }
         Resolution::NotOut => {
+            give_back_counter(store, record).await;
             store
                 .resolve_check(
                     row.id,
@@ -444,11 +475,7 @@ async fn resolve(
         }
         Resolution::Failed { code, message } => {
             tracing::warn!(submission = %row.id, %message, "failed on the platform after our deadline");
-            if let Some(counter) = record.and_then(|r| r.reserved_counter.as_ref())
-                && let Err(e) = store.release_call(counter.user_id, &counter.key).await
-            {
-                tracing::error!(error = %e, "cannot give back a reserved post count");
-            }
+            give_back_counter(store, record).await;
             (
                 CheckOutcome::Failed,
                 AttemptEnd::Failed {

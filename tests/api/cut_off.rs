@@ -233,11 +233,15 @@ async fn a_dead_instances_final_call_that_went_out_is_confirmed_with_the_platfor
 async fn an_immediate_publish_cut_off_by_a_crash_is_settled_or_looked_up() {
     let app = app_without_a_scheduler().await;
     let threads = app.publisher("threads", "pro").await;
-    let x = app.publisher("x", "pro").await;
+    let x = app.publisher("x", "ultra").await;
     let store = &app.state.store;
     let mut ids = Vec::new();
-    for (publisher, final_started) in [(&threads, false), (&threads, true), (&x, true)] {
-        let content = json!({"text": "cut off", "media_urls": []});
+    for (publisher, text, final_started) in [
+        (&threads, "cut off", false),
+        (&threads, "cut off", true),
+        (&x, "cut off, see example.com", true),
+    ] {
+        let content = json!({"text": text, "media_urls": []});
         ids.push(cut_off_publish(&app, publisher, content, None, final_started).await);
     }
     app.clock.advance(chrono::Duration::seconds(1_801));
@@ -252,11 +256,69 @@ async fn an_immediate_publish_cut_off_by_a_crash_is_settled_or_looked_up() {
     .await;
     let looked_up = store.find_submission(ids[1]).await.unwrap().unwrap();
     assert_eq!(looked_up.error_message.as_deref(), Some(NOT_OUT_MESSAGE));
-    // x is not asked: whether it went out stays unconfirmed.
+    // x lists a link as `t.co`: a post with one cannot be told from its listing, and whether
+    // it went out stays unconfirmed.
     let unconfirmed = store.find_submission(ids[2]).await.unwrap().unwrap();
     assert_eq!(unconfirmed.status, SubmissionStatus::Unconfirmed);
     assert!(unconfirmed.error_message.unwrap().contains("unconfirmed"));
     assert_eq!(unconfirmed.next_check_at, None, "not checked");
+}
+
+/// An x publish cut off at its final call: looked up on `GET /2/users/{id}/tweets`. One that
+/// went out is confirmed with X's id; one that did not is failed and gives its monthly count
+/// back.
+#[actix_web::test]
+async fn a_cut_off_x_post_is_looked_up_on_the_users_posts() {
+    let app = app_without_a_scheduler().await;
+    let store = &app.state.store;
+    let publisher = app.publisher("x", "ultra").await;
+    let month = |user: entity::user::Model| {
+        let period = social_service::usage::usage_period(user.created_at, app.clock_now());
+        format!("x-posts:{}", period.key())
+    };
+    let key = month(store.find_user(publisher.user_id).await.unwrap().unwrap());
+    // What went out: a publish that answered, then a dead instance's call with the same text.
+    let text = "out on x as the instance died";
+    let (status, body) = app
+        .post(&publisher.key, &publisher.body(json!({"text": text})))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let out = app.published(&publisher.sim);
+    assert_eq!(
+        store.period_usage(publisher.user_id, &key).await.unwrap(),
+        1
+    );
+    let went_out = json!({"text": text, "media_urls": []});
+    let found = cut_off_publish(&app, &publisher, went_out, None, true).await;
+    // A dead instance's publish that never reached X, its monthly count taken.
+    let lost = json!({"text": "never reached x", "media_urls": []});
+    let not_out = cut_off_publish(&app, &publisher, lost, None, true).await;
+    store
+        .reserve_call(publisher.user_id, &key, Some(60), app.clock_now())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.period_usage(publisher.user_id, &key).await.unwrap(),
+        2
+    );
+    app.clock.advance(chrono::Duration::seconds(1_801));
+    settle_expired_claims(&app.state.scheduling).await.unwrap();
+    eventually("x to be asked", async || {
+        let found = store.find_submission(found).await.unwrap().unwrap();
+        let not_out = store.find_submission(not_out).await.unwrap().unwrap();
+        found.status == SubmissionStatus::Published && not_out.status == SubmissionStatus::Failed
+    })
+    .await;
+    let found = store.find_submission(found).await.unwrap().unwrap();
+    assert_eq!(found.post_id.as_deref(), Some(out[0].id.as_str()));
+    let not_out = store.find_submission(not_out).await.unwrap().unwrap();
+    assert_eq!(not_out.error_message.as_deref(), Some(NOT_OUT_MESSAGE));
+    assert_eq!(
+        store.period_usage(publisher.user_id, &key).await.unwrap(),
+        1,
+        "the count of the post that did not go out is given back"
+    );
+    assert_eq!(app.published(&publisher.sim).len(), 1, "published once");
 }
 
 /// facebook's and instagram's posts are found on their own edges (`/{page}/posts`,

@@ -545,3 +545,76 @@ async fn google_and_x_tokens_carry_the_granted_scopes_across_a_refresh() {
     .await;
     assert!(granted.get("refresh_token").is_none(), "{granted}");
 }
+
+/// `GET /2/users/{id}/tweets` lists a user's posts newest first as X does: default fields
+/// only unless `tweet.fields` asks, text escaped, replies left out on request, pages of
+/// `max_results` with a `next_token`, and `max_results` held to the spec's 5..=100.
+#[actix_rt::test]
+async fn x_lists_a_users_posts_newest_first_in_pages() {
+    let app = TestApp::spawn().await;
+    let user = app
+        .sim
+        .state()
+        .create_account("x", "Listed User", Some("listed"));
+    let token = &user.access_token;
+    let mut ids = Vec::new();
+    for text in ["one", "two & <three>", "four", "five", "six", "seven"] {
+        let (status, body) = post_json(&app, token, "/x/2/tweets", json!({"text": text})).await;
+        assert_eq!(status, 201, "{body}");
+        ids.push(body["data"]["id"].as_str().unwrap().to_string());
+    }
+    let reply = json!({"text": "a reply", "reply": {"in_reply_to_tweet_id": ids[0]}});
+    let (status, body) = post_json(&app, token, "/x/2/tweets", reply).await;
+    assert_eq!(status, 201, "{body}");
+    let listing = format!("/x/2/users/{}/tweets", user.external_id);
+
+    let (status, body) = get(&app, token, &listing).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["meta"]["result_count"], 7, "{body}");
+    assert_eq!(body["data"][0]["text"], "a reply", "newest first: {body}");
+    assert!(body["data"][0].get("created_at").is_none(), "{body}");
+    assert_eq!(body["data"][5]["text"], "two &amp; &lt;three&gt;");
+
+    let query = "?exclude=replies&max_results=5&tweet.fields=created_at";
+    let (status, first) = get(&app, token, &format!("{listing}{query}")).await;
+    assert_eq!(status, 200, "{first}");
+    let texts = |page: &Value| -> Vec<String> {
+        page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["text"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        texts(&first),
+        ["seven", "six", "five", "four", "two &amp; &lt;three&gt;"]
+    );
+    assert!(first["data"][0]["created_at"].is_string(), "{first}");
+    assert_eq!(first["meta"]["newest_id"], ids[5].as_str());
+    let token_param = first["meta"]["next_token"].as_str().unwrap();
+    let (status, second) = get(
+        &app,
+        token,
+        &format!("{listing}{query}&pagination_token={token_param}"),
+    )
+    .await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(texts(&second), ["one"]);
+    assert!(second["meta"].get("next_token").is_none(), "{second}");
+
+    // An hour from now: nothing yet.
+    let later = (chrono::Utc::now() + chrono::Duration::hours(1))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let (status, body) = get(&app, token, &format!("{listing}?start_time={later}")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body, json!({"meta": {"result_count": 0}}));
+
+    let (status, body) = get(&app, token, &format!("{listing}?max_results=101")).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["errors"][0]["parameters"].get("max_results").is_some(),
+        "{body}"
+    );
+    assert_eq!(app.take_violation_rules().len(), 1);
+}
