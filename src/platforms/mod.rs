@@ -145,7 +145,8 @@ pub enum PlatformError {
 pub enum Pending {
     /// facebook: the video exists (the irreversible call was made); it goes out when processed.
     FacebookVideo { video_id: String },
-    /// tiktok: the post was handed over (init or last chunk); TikTok posts it when processed.
+    /// tiktok: the post was handed over (init or last chunk; or an upload cut off at its last
+    /// chunk, which its status settles); TikTok posts it when processed.
     TiktokPublish { publish_id: String },
     /// youtube: the upload is complete; the thumbnail (if any) is set once processed.
     YoutubeVideo {
@@ -163,6 +164,9 @@ pub enum Pending {
         media_ids: Vec<String>,
         tweets: Vec<String>,
     },
+    /// youtube: the upload (the final call) started but its instance stopped before the answer.
+    /// The session says whether it completed: the video exists, or nothing was published.
+    YoutubeUpload { session: String },
     /// facebook, instagram, threads, x: the final call started but its instance stopped before
     /// the answer. Whether it published is asked of the platform: the account's newest posts
     /// are searched for `text`, created since `since` (see [`can_look_up`]).
@@ -191,8 +195,15 @@ impl Pending {
             Pending::InstagramContainer { container_id }
             | Pending::ThreadsContainer { container_id } => container_id,
             Pending::XMedia { media_id, .. } => media_id,
+            Pending::YoutubeUpload { .. } => "the upload of a cut-off final call",
             Pending::Lookup { .. } => "the post of a cut-off final call",
         }
+    }
+
+    /// Whether this asks about a final call cut off by its instance's death (a lookup of the
+    /// post, or of its upload session): `None` from it means nothing went out.
+    pub fn cut_off(&self) -> bool {
+        matches!(self, Pending::Lookup { .. } | Pending::YoutubeUpload { .. })
     }
 
     /// Whether the irreversible call was made before processing (facebook video, tiktok,
@@ -202,6 +213,7 @@ impl Pending {
             Pending::FacebookVideo { .. }
             | Pending::TiktokPublish { .. }
             | Pending::YoutubeVideo { .. }
+            | Pending::YoutubeUpload { .. }
             | Pending::Lookup { .. } => true,
             Pending::InstagramContainer { .. }
             | Pending::ThreadsContainer { .. }
@@ -429,6 +441,8 @@ pub async fn resume(
             media_ids,
             tweets,
         } => x::resume(ctx, media_id, media_ids, tweets).await,
+        // `None`: the upload never completed (nothing was published).
+        Pending::YoutubeUpload { session } => youtube::resume_upload(ctx, session).await,
         Pending::Lookup {
             platform,
             text,
@@ -453,8 +467,8 @@ const LOOKUP_SKEW_SECS: i64 = 3_600;
 /// `/{ig-user}/media`, threads `/{user}/threads`, x `/2/users/{id}/tweets`), and the text a post
 /// is listed with is the text it was sent with. X rewrites links (to `t.co`), appends one for
 /// attached media and escapes `&`, `<` and `>`: an x post is looked up only when it has none of
-/// these ([`x::lists_as_sent`]). On tiktok and youtube, and for other x posts, such a call stays
-/// `unconfirmed`.
+/// these ([`x::lists_as_sent`]). tiktok and youtube are asked otherwise (their upload's status
+/// or session), and other x posts stay `unconfirmed`.
 pub fn can_look_up(platform: entity::platform::Platform, text: &str, has_media: bool) -> bool {
     use entity::platform::Platform;
     match platform {

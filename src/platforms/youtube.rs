@@ -110,6 +110,31 @@ pub async fn resume(
     Ok(Some(api.finish(video_id, thumbnail.as_ref()).await))
 }
 
+/// One look at an upload cut off mid-flight (its instance stopped): `None` when the session
+/// holds only part of the file (YouTube made no video of it); the published video once the
+/// completed upload is processed, [`PlatformError::StillProcessing`] until then.
+pub async fn resume_upload(
+    ctx: &PlatformContext<'_>,
+    session: &str,
+) -> Result<Option<Published>, PlatformError> {
+    let api = Api { ctx };
+    // The session was checked when YouTube gave it; it is checked again before it is called.
+    let session = session_on_upload_host(&api.upload_url("/upload/youtube/v3/videos")?, session)?;
+    let Some(video_id) = api.probe(&session, None).await? else {
+        return Ok(None);
+    };
+    YoutubeVideoId::parse(&video_id).map_err(InvalidId::unexpected)?;
+    match resume(ctx, &video_id, None).await? {
+        Some(published) => Ok(Some(published)),
+        None => Err(PlatformError::StillProcessing(Box::new(
+            Pending::YoutubeVideo {
+                video_id,
+                thumbnail: None,
+            },
+        ))),
+    }
+}
+
 struct Api<'c, 'a> {
     ctx: &'c PlatformContext<'a>,
 }
@@ -195,7 +220,7 @@ impl Api<'_, '_> {
             Ok(r) => r,
             Err(e) => {
                 // The bytes may all be in and only the answer lost: ask the session.
-                return match self.probe(session, length).await {
+                return match self.probe(session, Some(length)).await {
                     Ok(Some(video_id)) => Ok(video_id),
                     _ => Err(PlatformError::from_reqwest(e)),
                 };
@@ -211,14 +236,20 @@ impl Api<'_, '_> {
         }
     }
 
-    /// `PUT` with `Content-Range: bytes */total`: the video id if the upload is complete.
-    async fn probe(&self, session: &str, length: u64) -> Result<Option<String>, PlatformError> {
+    /// `PUT` with `Content-Range: bytes */total` (`bytes */*` when the length is not known):
+    /// the video id if the upload is complete.
+    async fn probe(
+        &self,
+        session: &str,
+        length: Option<u64>,
+    ) -> Result<Option<String>, PlatformError> {
+        let total = length.map_or_else(|| "*".to_string(), |length| length.to_string());
         let response = self
             .ctx
             .http
             .put(session)
             .bearer_auth(self.token())
-            .header(header::CONTENT_RANGE, format!("bytes */{length}"))
+            .header(header::CONTENT_RANGE, format!("bytes */{total}"))
             .header(header::CONTENT_LENGTH, 0)
             .timeout(self.call_timeout())
             .send_traced("youtube")

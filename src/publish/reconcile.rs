@@ -168,7 +168,7 @@ pub async fn run_check(
     let span = tracing::info_span!("publish_check", submission = %row.id, platform = %row.platform, object = %record.pending.object_id());
     let result =
         tracing::Instrument::instrument(platforms::resume(&ctx, &record.pending), span).await;
-    let looked_up = matches!(record.pending, platforms::Pending::Lookup { .. });
+    let looked_up = record.pending.cut_off();
     let (resolution, error) = match result {
         Ok(Some(published)) => (Resolution::Published(published), None),
         // A lookup's answer, read in full: the post is not on the platform.
@@ -229,16 +229,20 @@ fn judge(error: &PlatformError, ours_final: bool, steps: &StepRecorder) -> Resol
     }
 }
 
-/// What a failed lookup of a cut-off final call means: not being able to ask means asking
-/// again; anything else, a missing account or listing included (it proves nothing about the
-/// post), leaves the outcome unknown. Only a listing read in full says nothing went out.
+/// What a failed lookup of a cut-off final call means: not being able to ask, or a completed
+/// upload still processing, means asking again; the platform failing the post means it did not
+/// go out; anything else, a missing account, listing or upload session included (it proves
+/// nothing about the post), leaves the outcome unknown. Only a listing read in full, or an
+/// upload session holding part of the file, says nothing went out.
 fn judge_lookup(error: &PlatformError) -> Resolution {
     match error {
         PlatformError::Transient(_)
         | PlatformError::RateLimited { .. }
         | PlatformError::TokenExpired(_)
         | PlatformError::TokenInvalid(_)
-        | PlatformError::Permission(_) => Resolution::Later,
+        | PlatformError::Permission(_)
+        | PlatformError::StillProcessing(_) => Resolution::Later,
+        PlatformError::ProcessingFailed(_) => failed(error.clone()),
         other => Resolution::Unconfirmed {
             message: format!(
                 "{FINAL_CALL_CUT_OFF_MESSAGE} (the platform could not be asked: {other})"
@@ -248,45 +252,20 @@ fn judge_lookup(error: &PlatformError) -> Resolution {
 }
 
 /// Hands a publish whose final call was cut off (its instance stopped before the answer) to
-/// the reconciler, which asks the platform whether it went out ([`Pending::Lookup`]). False
-/// when the platform cannot be asked ([`platforms::can_look_up`]), the post has no text to
-/// look for, part of it is known to be out already, or the row is no longer `publishing`.
+/// the reconciler, which asks the platform whether it went out ([`cut_off_check`]). False when
+/// the platform cannot be asked, part of the post is known to be out already, or the row is no
+/// longer `publishing`.
 pub async fn look_up_cut_off(
     store: &Store,
     publishing: &crate::config::PublishingConfig,
     row: &post_submission::Model,
     now: DateTime<Utc>,
 ) -> Result<bool, sea_orm::DbErr> {
-    let steps = row.steps.as_ref();
-    let posted = steps.is_some_and(|steps| {
-        steps
-            .steps
-            .iter()
-            .any(|step| step.kind == crate::platforms::StepKind::Post)
-    });
-    // The first post's text (a thread's first part), as its final call sent it.
-    let text = match &row.content["text"] {
-        Value::String(text) => Some(text.as_str()),
-        Value::Array(parts) => parts.first().and_then(Value::as_str),
-        _ => None,
-    };
-    let Some(text) = text.filter(|text| !text.trim().is_empty()) else {
+    let Some(pending) = cut_off_check(row) else {
         return Ok(false);
     };
-    let has_media = row.content["media_urls"]
-        .as_array()
-        .is_some_and(|media| !media.is_empty());
-    if posted || !platforms::can_look_up(row.platform, text, has_media) {
-        return Ok(false);
-    }
     let record = Reconcile {
-        pending: platforms::Pending::Lookup {
-            platform: row.platform,
-            text: text.to_string(),
-            since: steps
-                .and_then(|steps| steps.final_started_at)
-                .unwrap_or(row.created_at),
-        },
+        pending,
         fields: json!({}),
         reserved_counter: x_post_counter(store, row).await?,
     };
@@ -306,6 +285,60 @@ pub async fn look_up_cut_off(
             now,
         )
         .await
+}
+
+/// How the platform can be asked about a final call cut off mid-flight:
+/// - tiktok, when the final call was the last chunk of an upload TikTok had already given a
+///   `publish_id` (recorded before the call): the post's status, as for one still processing;
+/// - youtube: the upload session (recorded before the call) says whether the upload completed
+///   ([`platforms::Pending::YoutubeUpload`]);
+/// - facebook, instagram, threads and x: the account's newest posts searched for the post's
+///   text (a thread's first part; see [`platforms::can_look_up`]).
+///
+/// `None` when it cannot be asked: no text to look for, a platform whose posts cannot be told
+/// apart, or part of the post already out (a thread is never sent again from its start).
+fn cut_off_check(row: &post_submission::Model) -> Option<platforms::Pending> {
+    use crate::platforms::StepKind;
+    let steps = row.steps.as_ref();
+    let recorded =
+        |kind: StepKind| steps.and_then(|steps| steps.steps.iter().find(|step| step.kind == kind));
+    if recorded(StepKind::Post).is_some() {
+        return None;
+    }
+    match row.platform {
+        entity::platform::Platform::Tiktok => {
+            return recorded(StepKind::PublishId).map(|step| platforms::Pending::TiktokPublish {
+                publish_id: step.id.clone(),
+            });
+        }
+        entity::platform::Platform::Youtube => {
+            return recorded(StepKind::UploadSession).map(|step| {
+                platforms::Pending::YoutubeUpload {
+                    session: step.id.clone(),
+                }
+            });
+        }
+        _ => {}
+    }
+    // The first post's text (a thread's first part), as its final call sent it.
+    let text = match &row.content["text"] {
+        Value::String(text) => Some(text.as_str()),
+        Value::Array(parts) => parts.first().and_then(Value::as_str),
+        _ => None,
+    }?;
+    let has_media = row.content["media_urls"]
+        .as_array()
+        .is_some_and(|media| !media.is_empty());
+    if text.trim().is_empty() || !platforms::can_look_up(row.platform, text, has_media) {
+        return None;
+    }
+    Some(platforms::Pending::Lookup {
+        platform: row.platform,
+        text: text.to_string(),
+        since: steps
+            .and_then(|steps| steps.final_started_at)
+            .unwrap_or(row.created_at),
+    })
 }
 
 /// The monthly x post count an x publish reserved (that of the month its history row was
@@ -359,10 +392,7 @@ pub async fn give_up(
         .clone()
         .and_then(|r| serde_json::from_value::<Reconcile>(r).ok());
     let resolution = match &record {
-        Some(Reconcile {
-            pending: platforms::Pending::Lookup { .. },
-            ..
-        }) => Resolution::Unconfirmed {
+        Some(record) if record.pending.cut_off() => Resolution::Unconfirmed {
             message: FINAL_CALL_CUT_OFF_MESSAGE.into(),
         },
         Some(record) if !record.pending.final_call_made() => {
@@ -588,6 +618,20 @@ mod tests {
         assert!(matches!(
             judge_lookup(&PlatformError::Transient("503".into())),
             Resolution::Later
+        ));
+        // A completed upload still processing is asked about again; one the platform failed
+        // did not go out.
+        let processing = Pending::YoutubeVideo {
+            video_id: "dQw4w9WgXcQ".into(),
+            thumbnail: None,
+        };
+        assert!(matches!(
+            judge_lookup(&PlatformError::StillProcessing(Box::new(processing))),
+            Resolution::Later
+        ));
+        assert!(matches!(
+            judge_lookup(&PlatformError::ProcessingFailed("rejected".into())),
+            Resolution::Failed { .. }
         ));
     }
 

@@ -5,7 +5,7 @@
 use entity::{post_submission::SubmissionStatus, scheduled_post::ScheduledStatus};
 use serde_json::json;
 use social_service::{
-    config::PlatformsConfig, publish::reconcile::NOT_OUT_MESSAGE,
+    config::PlatformsConfig, platforms::StepKind, publish::reconcile::NOT_OUT_MESSAGE,
     services::scheduling::settle_expired_claims, store::NewSubmission,
 };
 use uuid::Uuid;
@@ -82,6 +82,52 @@ async fn cut_off_publish(
         .await
         .unwrap();
     id
+}
+
+/// Publishes `content` through the service: its history row, and the id of its step `kind`.
+async fn published_with_step(
+    app: &TestApp,
+    publisher: &Publisher,
+    content: serde_json::Value,
+    kind: StepKind,
+) -> (entity::post_submission::Model, String) {
+    let (status, body) = app.post(&publisher.key, &publisher.body(content)).await;
+    assert_eq!(status, 200, "{body}");
+    let id = body["data"]["post_submission_id"].as_str().unwrap();
+    let row = app
+        .state
+        .store
+        .find_submission(id.parse().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let step = row
+        .steps
+        .as_ref()
+        .unwrap()
+        .steps
+        .iter()
+        .find(|s| s.kind == kind);
+    let step = step.unwrap().id.clone();
+    (row, step)
+}
+
+/// [`cut_off_publish`] with its final call started after recording the step `name` `id`.
+async fn cut_off_with_step(
+    app: &TestApp,
+    publisher: &Publisher,
+    content: serde_json::Value,
+    name: &str,
+    id: &str,
+) -> Uuid {
+    let submission = cut_off_publish(app, publisher, content, None, true).await;
+    let steps = json!({"steps": [{"id": id, "name": name}], "final_started": true});
+    app.state
+        .store
+        .record_submission_steps(submission, serde_json::from_value(steps).unwrap())
+        .await
+        .unwrap();
+    submission
 }
 
 /// Claims every due post as `dead-instance`, which writes each attempt's history row (as a
@@ -358,4 +404,104 @@ async fn a_cut_off_final_call_is_found_on_facebook_and_instagram() {
         );
         assert_eq!(app.published(&publisher.sim).len(), 1, "{platform}: once");
     }
+}
+
+/// A tiktok upload cut off at its last chunk: TikTok had given the upload its `publish_id`
+/// before the final call, and its status says whether the post went out. One whose upload
+/// completed is confirmed with TikTok's post id; one with no `publish_id` yet (its final call
+/// was the init) cannot be asked and stays unconfirmed.
+#[actix_web::test]
+async fn a_cut_off_tiktok_upload_is_confirmed_by_its_status() {
+    let app = app_without_a_scheduler().await;
+    let store = &app.state.store;
+    let publisher = app.publisher("tiktok", "pro").await;
+    let clip = app.media_url("sample.mp4");
+    let content = json!({"text": "A clip out as the instance died", "media_urls": [clip]});
+    // The upload whose last chunk went out: made through the service, as the dead instance
+    // made it, so TikTok holds it under its publish id.
+    let (done, publish_id) = published_with_step(
+        &app,
+        &publisher,
+        json!({"text": content["text"], "mediaUrls": [clip]}),
+        StepKind::PublishId,
+    )
+    .await;
+    let uploaded =
+        cut_off_with_step(&app, &publisher, content.clone(), "publish_id", &publish_id).await;
+    let no_id_yet = cut_off_publish(&app, &publisher, content, None, true).await;
+    app.clock.advance(chrono::Duration::seconds(1_801));
+    settle_expired_claims(&app.state.scheduling).await.unwrap();
+    eventually("tiktok to be asked", async || {
+        let row = store.find_submission(uploaded).await.unwrap().unwrap();
+        row.status == SubmissionStatus::Published
+    })
+    .await;
+    let row = store.find_submission(uploaded).await.unwrap().unwrap();
+    assert_eq!(row.post_id, done.post_id);
+    let unasked = store.find_submission(no_id_yet).await.unwrap().unwrap();
+    assert_eq!(unasked.status, SubmissionStatus::Unconfirmed);
+    assert_eq!(unasked.next_check_at, None, "not checked");
+    assert_eq!(app.published(&publisher.sim).len(), 1, "published once");
+}
+
+/// A youtube upload cut off mid-file: its session (recorded before the upload) says whether
+/// it completed. A completed one is the published video; a session holding none of the file
+/// means YouTube made no video, and the publish failed with nothing out.
+#[actix_web::test]
+async fn a_cut_off_youtube_upload_is_settled_by_its_session() {
+    let app = app_without_a_scheduler().await;
+    let store = &app.state.store;
+    let publisher = app.publisher("youtube", "pro").await;
+    let video = app.media_url("sample.mp4");
+    let text = "A title\n\nA description";
+    let content = json!({"text": text, "media_urls": [video]});
+    let (done, session) = published_with_step(
+        &app,
+        &publisher,
+        json!({"text": text, "mediaUrls": [video]}),
+        StepKind::UploadSession,
+    )
+    .await;
+    let completed = cut_off_with_step(
+        &app,
+        &publisher,
+        content.clone(),
+        "upload_session",
+        &session,
+    )
+    .await;
+    // A session the dead instance opened and sent nothing into.
+    let config = PlatformsConfig::simulator(&app.sim.base_url);
+    let opened = reqwest::Client::new()
+        .post(format!(
+            "{}/upload/youtube/v3/videos",
+            config.youtube_upload_url
+        ))
+        .query(&[("uploadType", "resumable"), ("part", "snippet,status")])
+        .bearer_auth(&publisher.sim.access_token)
+        .header("X-Upload-Content-Length", "4096")
+        .header("X-Upload-Content-Type", "video/mp4")
+        .json(&json!({
+            "snippet": {"title": "A title", "description": "A description", "categoryId": "22"},
+            "status": {"privacyStatus": "public", "selfDeclaredMadeForKids": false},
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(opened.status(), 200);
+    let empty = opened.headers()["location"].to_str().unwrap().to_string();
+    let cut = cut_off_with_step(&app, &publisher, content, "upload_session", &empty).await;
+    app.clock.advance(chrono::Duration::seconds(1_801));
+    settle_expired_claims(&app.state.scheduling).await.unwrap();
+    eventually("youtube to be asked", async || {
+        let completed = store.find_submission(completed).await.unwrap().unwrap();
+        let cut = store.find_submission(cut).await.unwrap().unwrap();
+        completed.status == SubmissionStatus::Published && cut.status == SubmissionStatus::Failed
+    })
+    .await;
+    let completed = store.find_submission(completed).await.unwrap().unwrap();
+    assert_eq!(completed.post_id, done.post_id);
+    let cut = store.find_submission(cut).await.unwrap().unwrap();
+    assert_eq!(cut.error_message.as_deref(), Some(NOT_OUT_MESSAGE));
+    assert_eq!(app.published(&publisher.sim).len(), 1, "published once");
 }
